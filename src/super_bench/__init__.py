@@ -1,0 +1,65 @@
+"""super-bench: the SUPER benchmark and its harness.
+
+The public API, imported lazily so that ``import super_bench`` stays fast::
+
+    import super_bench as sb
+
+    tasks = sb.load_tasks("demo", "expert")
+    with sb.Environment() as env:
+        env.reset(tasks[0])
+        step = env.step({"type": "execute", "content": "!ls"})
+    outcome = sb.run(agent="gold", task_set="masked")
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Action": "super_bench.actions",
+    "EnvConfig": "super_bench.environment",
+    "Environment": "super_bench.environment",
+    "Metrics": "super_bench.scoring",
+    "RunConfig": "super_bench.runner.run",
+    "SandboxConfig": "super_bench.sandbox.base",
+    "Step": "super_bench.trajectory",
+    "SuperBenchError": "super_bench.errors",
+    "Task": "super_bench.tasks.model",
+    "Trajectory": "super_bench.trajectory",
+    "load_tasks": "super_bench.tasks.loaders",
+    "rescore": "super_bench.runner.rescore",
+    "run": "super_bench.runner.run",
+    "score_answer": "super_bench.scoring.answer",
+    "score_trajectory": "super_bench.scoring",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+if TYPE_CHECKING:
+    from super_bench.actions import Action
+    from super_bench.environment import EnvConfig, Environment
+    from super_bench.errors import SuperBenchError
+    from super_bench.runner.rescore import rescore
+    from super_bench.runner.run import RunConfig, run
+    from super_bench.sandbox.base import SandboxConfig
+    from super_bench.scoring import Metrics, score_trajectory
+    from super_bench.scoring.answer import score_answer
+    from super_bench.tasks.loaders import load_tasks
+    from super_bench.tasks.model import Task
+    from super_bench.trajectory import Step, Trajectory
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'super_bench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,59 @@
+"""The agent interface and registry.
+
+An agent is anything with a ``name`` and a ``run(env)`` that acts on the environment until
+the episode is done (or it gives up). Agents are created from a spec string such as
+``gold``, ``replay:actions.json`` or ``react-super``; third-party agents register under the
+``super_bench.agents`` entry-point group.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from super_bench._registry import Registry
+from super_bench.errors import AgentError
+
+if TYPE_CHECKING:
+    from super_bench.environment import Environment
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Acts in an environment: ``env.task`` says what to do, ``env.step(action)`` does it."""
+
+    name: str
+
+    def run(self, env: Environment) -> None: ...
+
+
+class AgentOptions(BaseModel):
+    """What an agent is built from, besides its name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = Field(None, description="Model as provider/name, for agents that use one")
+    seed: int | None = None
+    settings: dict[str, Any] = Field(default_factory=dict, description="Agent-specific options")
+
+
+class AgentFactory(Protocol):
+    """Builds an agent from the part of the spec after ``:`` (if any) and the options."""
+
+    def __call__(self, arg: str | None, options: AgentOptions) -> Agent: ...
+
+
+AGENTS: Registry[AgentFactory] = Registry("agent", "super_bench.agents")
+AGENTS.register("gold", "super_bench.agents.gold:GoldAgent", summary="replays the task's gold solution")
+AGENTS.register("replay", "super_bench.agents.replay:ReplayAgent", summary="replay:FILE replays a JSON list of actions")
+
+
+def create_agent(spec: str, options: AgentOptions | None = None) -> Agent:
+    """An agent from ``name`` or ``name:arg`` (e.g. ``replay:actions.json``)."""
+    name, _, arg = spec.partition(":")
+    factory = AGENTS.get(name)
+    agent = factory(arg or None, options or AgentOptions())
+    if not isinstance(agent, Agent):
+        raise AgentError(f"the agent {name!r} does not provide name and run(env)")
+    return agent

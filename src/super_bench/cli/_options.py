@@ -1,0 +1,41 @@
+"""Click helpers shared by the commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+
+class ManyValues(click.Option):
+    """An option that takes every following word up to the next option: ``--task-ids a b c``.
+
+    Repeating the option works too. (Values are never split on commas: Masked task ids
+    such as ``abc_configuration,data`` contain them.)
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("multiple", True)
+        super().__init__(*args, **kwargs)
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        for name in self.opts:
+            option = parser._long_opt.get(name) or parser._short_opt.get(name)
+            if option is None:
+                continue
+            original = option.process
+
+            def process(value: Any, state: Any, _original: Any = original) -> None:
+                values = [value]
+                while state.rargs and not state.rargs[0].startswith("-"):
+                    values.append(state.rargs.pop(0))
+                for v in values:
+                    _original(v, state)
+
+            option.process = process
+
+
+def as_list(values: tuple[str, ...] | None) -> list[str] | None:
+    """The option's values; None when none were given."""
+    return list(values) if values else None

@@ -1,0 +1,342 @@
+"""The notebook environment: ``reset(task)``, ``step(action) -> Step``, ``close()``.
+
+One sandbox and one Jupyter kernel per episode. Cells have a soft timeout: when it expires
+the step returns what the cell printed so far and says it is still running; the agent may
+``continue_wait`` or ``interrupt``, and any other action interrupts it first. A dead kernel is
+replaced and the observation says that all state was lost. Every step is recorded in the
+trajectory; budgets on steps and execution time end the episode with a stop reason.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import signal
+from collections.abc import Callable
+from datetime import datetime
+from types import TracebackType
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from super_bench.actions import Action
+from super_bench.edit import EditFailed, apply_edit, parse_edit
+from super_bench.errors import EnvironmentClosedError
+from super_bench.kernel import CellResult, NotebookKernel, cap_text, clean_output
+from super_bench.sandbox import Sandbox, SandboxConfig, create_sandbox
+from super_bench.tasks.model import Task
+from super_bench.trajectory import Step, StepOutcome, StopReason, Trajectory, utcnow
+
+
+class EnvConfig(BaseModel):
+    """Settings of the notebook environment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cell_timeout: float = Field(300, gt=0, description="Soft timeout of one step, in seconds")
+    max_steps: int | None = Field(100, ge=1, description="Agent steps before the episode is stopped")
+    max_compute: float | None = Field(1800, gt=0, description="Seconds of execution before the episode is stopped")
+    pre_execute_timeout: float = Field(3600, gt=0, description="Limit for each pre-executed (Masked) cell")
+    observation_limit: int = Field(100_000, ge=1000, description="Characters of output shown per step")
+    output_limit: int = Field(128_000_000, ge=1000, description="Characters of raw output kept per step")
+    startup_timeout: float = Field(60, gt=0)
+    interrupt_grace: float = Field(10, gt=0, description="Seconds an interrupted cell gets to stop")
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+
+
+def _timeout_note(seconds: float) -> str:
+    return (
+        f"\n[super-bench] The cell has run for {seconds:.0f} s and is still running. "
+        "Send `continue_wait` to keep waiting for it, or `interrupt` to stop it; "
+        "any other action interrupts it first."
+    )
+
+
+class Environment:
+    """A stateful notebook for one task at a time."""
+
+    def __init__(
+        self,
+        config: EnvConfig | None = None,
+        *,
+        sandbox_factory: Callable[[SandboxConfig, str], Sandbox] = create_sandbox,
+        on_step: Callable[[Step], None] | None = None,
+    ) -> None:
+        self.config = config or EnvConfig()
+        self._sandbox_factory = sandbox_factory
+        self._on_step = on_step
+        self._sandbox: Sandbox | None = None
+        self._kernel: NotebookKernel | None = None
+        self._task: Task | None = None
+        self._trajectory: Trajectory | None = None
+        self._cell_started: datetime | None = None
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def task(self) -> Task:
+        if self._task is None:
+            raise EnvironmentClosedError("call reset(task) first")
+        return self._task
+
+    @property
+    def trajectory(self) -> Trajectory:
+        if self._trajectory is None:
+            raise EnvironmentClosedError("call reset(task) first")
+        return self._trajectory
+
+    @property
+    def done(self) -> bool:
+        return self._trajectory is not None and self._trajectory.stop_reason is not None
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            raise EnvironmentClosedError("call reset(task) first")
+        return self._sandbox
+
+    @property
+    def kernel(self) -> NotebookKernel:
+        if self._kernel is None:
+            raise EnvironmentClosedError("call reset(task) first")
+        return self._kernel
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def reset(self, task: Task, *, agent: str | None = None, model: str | None = None) -> str:
+        """Start a fresh sandbox and kernel for ``task``, run its pre-executed cells; returns the query."""
+        self._shutdown()
+        self._task = task
+        self._trajectory = Trajectory(task_id=task.task_id, query=task.query, agent=agent, model=model)
+        sandbox = self._sandbox_factory(self.config.sandbox, task.task_id)
+        self._sandbox = sandbox
+        sandbox.start()
+        self._kernel = NotebookKernel(
+            sandbox,
+            max_output_chars=self.config.output_limit,
+            startup_timeout=self.config.startup_timeout,
+            interrupt_grace=self.config.interrupt_grace,
+        )
+        self._kernel.start()
+        for action in task.pre_execute_cells:
+            self._record(action, None, utcnow(), self._pre_execute(action), pre_executed=True)
+        return task.query
+
+    def close(self) -> Trajectory | None:
+        """Stop the kernel and sandbox; returns the finished trajectory (None if no episode began).
+        Safe to call twice."""
+        self._shutdown()
+        trajectory = self._trajectory
+        if trajectory is not None and trajectory.finished_at is None:
+            trajectory.finished_at = utcnow()
+        return trajectory
+
+    def _shutdown(self) -> None:
+        if self._kernel is not None:
+            if self._trajectory is not None:
+                self._trajectory.kernel_restarts = self._kernel.restarts
+            self._kernel.shutdown()
+            self._kernel = None
+        if self._sandbox is not None:
+            self._sandbox.stop()
+            self._sandbox = None
+
+    def stop(self, reason: StopReason) -> None:
+        """End the episode for a reason decided outside the environment (a token budget, say)."""
+        if self.trajectory.stop_reason is None:
+            self.trajectory.stop_reason = reason
+
+    def __enter__(self) -> Environment:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- steps ---------------------------------------------------------------------------------
+    def step(self, action: Action | dict[str, Any], thought: str | None = None) -> Step:
+        """Perform one action and record it."""
+        if self._kernel is None or self.done:
+            raise EnvironmentClosedError(
+                "the episode is over" + (f" ({self.trajectory.stop_reason})" if self.done else "; call reset(task)")
+            )
+        action = Action.coerce(action)
+        start = utcnow()
+        handler = {
+            "execute": self._execute,
+            "continue_wait": self._continue_wait,
+            "interrupt": self._interrupt,
+            "edit": self._edit,
+            "submit": self._submit,
+        }[action.type]
+        step = self._record(action, thought, start, handler(action))
+        self._check_budgets()
+        return step
+
+    def _record(
+        self,
+        action: Action,
+        thought: str | None,
+        start: datetime,
+        result: _Outcome,
+        *,
+        pre_executed: bool = False,
+    ) -> Step:
+        trajectory = self.trajectory
+        step = Step(
+            index=len(trajectory.steps),
+            thought=thought,
+            action=action,
+            observation=result.observation,
+            output=None if result.output == result.observation else result.output,
+            outcome=result.outcome,
+            exit_code=result.exit_code,
+            pre_executed=pre_executed,
+            start_time=start,
+            end_time=utcnow(),
+        )
+        trajectory.steps.append(step)
+        if self._on_step is not None:
+            self._on_step(step)
+        return step
+
+    def _check_budgets(self) -> None:
+        trajectory = self.trajectory
+        if trajectory.stop_reason is not None:
+            return
+        if self.config.max_steps is not None and len(trajectory.agent_steps) >= self.config.max_steps:
+            trajectory.stop_reason = "max_steps"
+        elif self.config.max_compute is not None and trajectory.execution_time >= self.config.max_compute:
+            trajectory.stop_reason = "max_compute"
+
+    def _pre_execute(self, action: Action) -> _Outcome:
+        if action.type == "edit":
+            return self._edit(action)
+        if action.type != "execute":
+            return _Outcome(f"[super-bench] A pre-executed {action.type!r} action was skipped.", None, "invalid")
+        self._cell_started = utcnow()
+        result = self.kernel.execute(str(action.content or ""), self.config.pre_execute_timeout)
+        notes = ""
+        if result.state == "running":
+            rest = self.kernel.interrupt()
+            result = CellResult(result.output + rest.output, rest.state, rest.exit_code, rest.error_name, True)
+            notes = f"\n[super-bench] The cell ran over {self.config.pre_execute_timeout:.0f} s and was interrupted."
+        return self._observe(result, notes)
+
+    def _execute(self, action: Action) -> _Outcome:
+        prefix = self._settle()
+        self._cell_started = utcnow()
+        result = self.kernel.execute(str(action.content or ""), self.config.cell_timeout)
+        return self._observe(result, "", prefix)
+
+    def _continue_wait(self, action: Action) -> _Outcome:
+        if not self.kernel.running:
+            return _Outcome("[super-bench] No cell is running, so there is nothing to wait for.", None, "invalid")
+        return self._observe(self.kernel.wait(self.config.cell_timeout), "")
+
+    def _interrupt(self, action: Action) -> _Outcome:
+        if not self.kernel.running:
+            return _Outcome("[super-bench] No cell is running, so there is nothing to interrupt.", None, "invalid")
+        return self._observe(self.kernel.interrupt(), "\n[super-bench] The cell was interrupted.")
+
+    def _settle(self) -> str:
+        """Before a new action: interrupt a still-running cell, restart a dead kernel; returns a note."""
+        kernel = self.kernel
+        if kernel.running:
+            if kernel.interrupt().state == "died":
+                kernel.restart()
+                return (
+                    "[super-bench] The previous cell was still running and did not stop when interrupted; "
+                    "the kernel was restarted and all Python state was lost.\n"
+                )
+            return "[super-bench] The previous cell was still running; it was interrupted first.\n"
+        if not kernel.alive:
+            kernel.restart()
+            return "[super-bench] The kernel had died; a new one was started and all Python state was lost.\n"
+        return ""
+
+    def _observe(self, result: CellResult, notes: str, prefix: str = "") -> _Outcome:
+        """Turn a cell result into what is recorded and shown."""
+        outcome: StepOutcome
+        if result.state == "running":
+            outcome = "timeout"
+            started = self._cell_started or utcnow()
+            notes += _timeout_note((utcnow() - started).total_seconds())
+        elif result.state == "died":
+            outcome = "kernel_died"
+            notes += self._replace_dead_kernel()
+        elif result.interrupted:
+            outcome = "interrupted"
+        else:
+            outcome = "error" if result.state == "error" else "ok"
+        observation = prefix + cap_text(clean_output(result.output), self.config.observation_limit) + notes
+        return _Outcome(observation, result.output, outcome, result.exit_code)
+
+    def _replace_dead_kernel(self) -> str:
+        """Start a new kernel in place of a dead one; returns the note that tells the agent why."""
+        kernel = self.kernel
+        status = kernel.exit_status
+        if status is not None and status < 0:
+            try:
+                cause = f"killed by signal {signal.Signals(-status).name}"
+            except ValueError:
+                cause = f"killed by signal {-status}"
+            if status == -signal.SIGKILL:
+                cause += ", often a sign of running out of memory"
+        elif status is not None:
+            cause = f"exited with status {status}"
+        else:
+            cause = "stopped responding and was killed"
+        log = "\n".join(kernel.log_tail().strip().splitlines()[-5:])
+        kernel.restart()
+        note = (
+            f"\n[super-bench] The kernel died ({cause}). A new kernel was started: all Python state was lost "
+            "(variables, imports, the working directory); files on disk are kept."
+        )
+        return note + (f"\nLast lines of the kernel's log:\n{log}" if log else "")
+
+    def _edit(self, action: Action) -> _Outcome:
+        notes = self._settle()
+        try:
+            request = parse_edit(str(action.content or ""))
+            cwd = self.kernel.cwd or self.sandbox.workdir
+            path = posixpath.join(cwd, request.path)
+            try:
+                text = self.sandbox.read_file(path).decode("utf-8")
+            except FileNotFoundError as e:
+                raise EditFailed(f"No edit made: the file {request.path} does not exist (looked in {cwd}).") from e
+            except (OSError, UnicodeDecodeError) as e:
+                raise EditFailed(f"No edit made: cannot read {request.path}: {e}") from e
+            edited, message = apply_edit(text, request)
+            self.sandbox.write_file(path, edited.encode("utf-8"))
+        except EditFailed as e:
+            return _Outcome(notes + str(e), None, "invalid")
+        except OSError as e:
+            return _Outcome(f"{notes}No edit made: cannot write the file: {e}", None, "invalid")
+        return _Outcome(notes + message, None, "ok")
+
+    def _submit(self, action: Action) -> _Outcome:
+        content = action.content
+        if isinstance(content, str):
+            try:
+                content = json.loads(content)
+            except json.JSONDecodeError as e:
+                return _Outcome(
+                    f"[super-bench] The submission is not valid JSON ({e.msg} at character {e.pos}); nothing was "
+                    'submitted. Submit a JSON value, for example {"accuracy": 0.81}.',
+                    None,
+                    "invalid",
+                )
+        trajectory = self.trajectory
+        trajectory.submission = content
+        trajectory.submitted = True
+        trajectory.stop_reason = "submitted"
+        return _Outcome("", None, "ok")
+
+
+class _Outcome(NamedTuple):
+    """What an action handler produced."""
+
+    observation: str
+    output: str | None
+    outcome: StepOutcome
+    exit_code: int | None = None

@@ -1,0 +1,60 @@
+"""The one exception tree of super-bench.
+
+Every error that crosses a public boundary is one of these, so callers can catch
+``SuperBenchError`` and users get a message that says what went wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class SuperBenchError(Exception):
+    """Base class of every error super-bench raises on purpose."""
+
+
+class ConfigError(SuperBenchError):
+    """A setting, option or plug-in name is invalid."""
+
+
+class TaskError(SuperBenchError):
+    """Tasks could not be loaded or are invalid."""
+
+
+class TaskValidationError(TaskError):
+    """One or more task rows failed validation; ``problems`` lists each one."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        shown = "\n".join(f"  - {p}" for p in problems[:20])
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        super().__init__(
+            f"{len(problems)} invalid task row(s):\n{shown}{more}\n"
+            "Fix the rows, or pass --skip-invalid to load the valid ones only."
+        )
+
+
+class TaskSourceError(TaskError):
+    """A task source (file, directory, hub dataset) cannot be read."""
+
+
+class SandboxError(SuperBenchError):
+    """A sandbox could not be created, started or used."""
+
+
+class KernelError(SuperBenchError):
+    """The notebook kernel could not be started or talked to."""
+
+
+class EnvironmentClosedError(SuperBenchError):
+    """An action was sent to an environment that is closed or finished."""
+
+
+class AgentError(SuperBenchError):
+    """An agent could not be created or failed in a way that is not the model's fault."""
+
+
+class ScoringError(SuperBenchError):
+    """A run or trajectory could not be scored."""
+
+
+class RunDirError(SuperBenchError):
+    """A run directory is missing, unreadable or belongs to another run."""

@@ -1,0 +1,273 @@
+"""One Jupyter kernel per task, spoken to directly through ``jupyter_client``.
+
+No Jupyter server sits in between, so nothing rate-limits or drops large outputs. Every
+wait is sliced: between slices the kernel process is checked, so a dead kernel is noticed
+within a fraction of a second and no call can hang.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from queue import Empty
+from typing import Any, Literal
+
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.connect import write_connection_file
+
+from super_bench.errors import KernelError
+from super_bench.kernel.output import OutputBuffer
+from super_bench.sandbox.base import KernelProcess, Sandbox
+
+CellState = Literal["ok", "error", "running", "died"]
+
+# Run in the kernel at start-up: reset ``_exit_code`` before every cell, so the value read back
+# after a cell is that cell's own last ``!command`` status (None when it ran none).
+_EXEC_LINES = [
+    "get_ipython().events.register('pre_run_cell', lambda *_: get_ipython().user_ns.__setitem__('_exit_code', None))"
+]
+_USER_EXPRESSIONS = {"exit_code": "_exit_code", "cwd": "__import__('os').getcwd()"}
+
+
+@dataclass
+class CellResult:
+    """What a cell produced since it started, or since the last result for the same cell."""
+
+    output: str
+    state: CellState
+    exit_code: int | None = None
+    error_name: str | None = None
+    interrupted: bool = False
+
+
+@dataclass
+class _RunningCell:
+    msg_id: str
+    buffer: OutputBuffer
+    error_name: str | None = None
+    interrupted: bool = False
+
+
+class NotebookKernel:
+    """A stateful IPython kernel inside a sandbox, with soft timeouts and death detection."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        max_output_chars: int = 128_000_000,
+        startup_timeout: float = 60.0,
+        interrupt_grace: float = 10.0,
+        poll_interval: float = 0.2,
+    ) -> None:
+        self.sandbox = sandbox
+        self.max_output_chars = max_output_chars
+        self.startup_timeout = startup_timeout
+        self.interrupt_grace = interrupt_grace
+        self.poll_interval = poll_interval
+        self.cwd: str | None = None
+        self.restarts = 0
+        self._process: KernelProcess | None = None
+        self._client: BlockingKernelClient | None = None
+        self._cell: _RunningCell | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        transport, ip = self.sandbox.kernel_endpoint()
+        conn_file = self.sandbox.runtime_dir / f"kernel-{secrets.token_hex(4)}.json"
+        write_connection_file(str(conn_file), transport=transport, ip=ip, key=secrets.token_hex(16).encode())
+        self._process = self.sandbox.launch_kernel(conn_file, [f"--IPKernelApp.exec_lines={json.dumps(_EXEC_LINES)}"])
+        client = BlockingKernelClient(connection_file=str(conn_file))
+        client.load_connection_file()
+        client.start_channels()
+        self._client = client
+        self._wait_ready()
+        self.cwd = self.sandbox.workdir
+
+    def _wait_ready(self) -> None:
+        client = self._require_client()
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            msg_id = client.kernel_info()
+            reply_by = time.monotonic() + 1.0
+            while time.monotonic() < reply_by:
+                self._check_started()
+                try:
+                    reply = client.get_shell_msg(timeout=self.poll_interval / 2)
+                except Empty:
+                    continue
+                if reply["parent_header"].get("msg_id") != msg_id:
+                    continue
+                # The reply proves the shell socket works; a status message proves IOPub is
+                # subscribed, without which the first cell's output could be lost.
+                try:
+                    client.get_iopub_msg(timeout=0.5)
+                    return
+                except Empty:
+                    break
+        self._fail_start(f"the kernel did not answer within {self.startup_timeout:.0f} s")
+
+    def _check_started(self) -> None:
+        status = self._process.poll() if self._process else None
+        if status is not None:
+            self._fail_start(f"the kernel exited during start-up with status {status}")
+
+    def _fail_start(self, reason: str) -> None:
+        log = self._process.log_tail() if self._process else ""
+        self.shutdown()
+        detail = f"\nkernel log:\n{log.strip()}" if log.strip() else ""
+        raise KernelError(f"{reason}{detail}")
+
+    def restart(self) -> None:
+        """Kill the kernel and start a fresh one; all Python state is lost."""
+        self.shutdown()
+        self.restarts += 1
+        self.start()
+
+    def shutdown(self) -> None:
+        if self._client is not None:
+            self._client.stop_channels()
+            self._client = None
+        if self._process is not None:
+            self._process.kill()
+            self._process = None
+        self._cell = None
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def exit_status(self) -> int | None:
+        return self._process.poll() if self._process else None
+
+    @property
+    def running(self) -> bool:
+        """A cell is still executing (its soft timeout expired before it finished)."""
+        return self._cell is not None
+
+    def log_tail(self) -> str:
+        return self._process.log_tail() if self._process else ""
+
+    def _require_client(self) -> BlockingKernelClient:
+        if self._client is None:
+            raise KernelError("the kernel is not running")
+        return self._client
+
+    # -- cells ---------------------------------------------------------------------------------
+    def execute(self, code: str, timeout: float) -> CellResult:
+        """Run a cell; return when it finishes, the kernel dies, or ``timeout`` seconds pass."""
+        if self._cell is not None:
+            raise KernelError("a cell is still running; wait for it or interrupt it first")
+        client = self._require_client()
+        msg_id = client.execute(code, store_history=True, allow_stdin=False, user_expressions=_USER_EXPRESSIONS)
+        self._cell = _RunningCell(msg_id, OutputBuffer(self.max_output_chars))
+        return self._collect(time.monotonic() + timeout)
+
+    def wait(self, timeout: float) -> CellResult:
+        """Keep waiting for the running cell; returns the output produced since the last result."""
+        if self._cell is None:
+            raise KernelError("no cell is running")
+        return self._collect(time.monotonic() + timeout)
+
+    def interrupt(self) -> CellResult:
+        """Interrupt the running cell (SIGINT to the kernel's process group, via the control channel).
+
+        If the cell ignores the interrupt for ``interrupt_grace`` seconds, the kernel is killed
+        and the result's state is ``died``.
+        """
+        if self._cell is None:
+            raise KernelError("no cell is running")
+        client = self._require_client()
+        self._cell.interrupted = True
+        client.control_channel.send(client.session.msg("interrupt_request", {}))
+        result = self._collect(time.monotonic() + self.interrupt_grace)
+        if result.state == "running":
+            output = result.output
+            self.shutdown()
+            return CellResult(output, "died", interrupted=True)
+        return result
+
+    def _collect(self, deadline: float) -> CellResult:
+        cell = self._cell
+        client = self._require_client()
+        assert cell is not None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return CellResult(cell.buffer.take(), "running", interrupted=cell.interrupted)
+            try:
+                msg = client.get_iopub_msg(timeout=min(self.poll_interval, remaining))
+            except Empty:
+                if not self.alive:
+                    self._cell = None
+                    return CellResult(cell.buffer.take(), "died", interrupted=cell.interrupted)
+                continue
+            if msg["parent_header"].get("msg_id") != cell.msg_id:
+                continue  # left over from an earlier, interrupted cell
+            if self._handle(cell, msg["msg_type"], msg["content"]):
+                self._cell = None
+                reply = self._reply(cell.msg_id)
+                return CellResult(
+                    cell.buffer.take(),
+                    "error" if cell.error_name else "ok",
+                    exit_code=reply.get("exit_code"),
+                    error_name=cell.error_name,
+                    interrupted=cell.interrupted,
+                )
+
+    @staticmethod
+    def _handle(cell: _RunningCell, msg_type: str, content: dict[str, Any]) -> bool:
+        """Fold one IOPub message into the cell's output; True when the cell is finished."""
+        if msg_type == "stream":
+            cell.buffer.append(content.get("text", ""))
+        elif msg_type in ("execute_result", "display_data"):
+            data = content.get("data", {})
+            text = data.get("text/plain")
+            if text is None:
+                kinds = ", ".join(sorted(data)) or "empty"
+                text = f"<display output: {kinds}>"
+            cell.buffer.append(text if text.endswith("\n") else text + "\n")
+        elif msg_type == "error":
+            cell.error_name = content.get("ename") or "Error"
+            cell.buffer.append("\n".join(content.get("traceback", [])) + "\n")
+        elif msg_type == "status":
+            return bool(content.get("execution_state") == "idle")
+        return False
+
+    def _reply(self, msg_id: str) -> dict[str, Any]:
+        """The cell's execute_reply: its exit code and the working directory it left behind."""
+        client = self._require_client()
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            try:
+                reply = client.get_shell_msg(timeout=0.5)
+            except Empty:
+                if not self.alive:
+                    break
+                continue
+            if reply["parent_header"].get("msg_id") != msg_id:
+                continue
+            found: dict[str, Any] = {}
+            expressions = reply["content"].get("user_expressions") or {}
+            cwd = _expression_value(expressions.get("cwd"))
+            if isinstance(cwd, str):
+                self.cwd = cwd
+            code = _expression_value(expressions.get("exit_code"))
+            if isinstance(code, int):
+                found["exit_code"] = code
+            return found
+        return {}
+
+
+def _expression_value(result: dict[str, Any] | None) -> Any:
+    """Decode a user_expressions entry (the repr of a str, int or None) into its value."""
+    if not result or result.get("status") != "ok":
+        return None
+    try:
+        return ast.literal_eval(result.get("data", {}).get("text/plain", "None"))
+    except (ValueError, SyntaxError):
+        return None

@@ -1,0 +1,94 @@
+"""Cell output: accumulating it, cleaning it for the model, and capping its size.
+
+The raw output is what gets graded; the cleaned copy is what the model reads. Every
+function here is linear in the size of its input (no regex that can backtrack across a
+line), so a cell that prints 100 MB of progress bars costs a second, not hours.
+"""
+
+from __future__ import annotations
+
+import re
+
+# CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and lone ESC pairs.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# Control characters a terminal would not print; newline, tab and carriage return are handled apart.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI escape sequences."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def clean_output(text: str) -> str:
+    """What a terminal would show: no ANSI codes, each carriage-return redraw collapsed to its last state."""
+    text = strip_ansi(text)
+    if "\r" in text:
+        # Per line, the text after the last carriage return overdraws everything before it;
+        # a trailing one (as in "\r\n") only moves the cursor.
+        text = "\n".join(
+            [line if "\r" not in line else line.rstrip("\r").rpartition("\r")[2] for line in text.split("\n")]
+        )
+    return _CONTROL.sub("", text)
+
+
+def cap_text(text: str, limit: int, head_fraction: float = 0.1) -> str:
+    """Keep at most ``limit`` characters: a short head and a long tail, with a marker between.
+
+    The tail gets most of the room because that is where errors and final metrics appear.
+    """
+    if limit <= 0 or len(text) <= limit:
+        return text
+    head = int(limit * head_fraction)
+    tail = limit - head
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[... {omitted:,} characters omitted ...]\n{text[len(text) - tail :]}"
+
+
+class OutputBuffer:
+    """The output of one cell, in arrival order, kept under a memory ceiling.
+
+    Beyond ``max_chars`` the middle is dropped (head and tail kept), so a runaway cell cannot
+    exhaust the harness's memory; ``dropped`` says how much was lost.
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self._chunks: list[str] = []
+        self._size = 0
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def append(self, text: str) -> None:
+        if not text:
+            return
+        self._chunks.append(text)
+        self._size += len(text)
+        # Compact rarely (only once the buffer is well over its ceiling) so appends stay O(1) amortised.
+        if self._size > self.max_chars * 1.5:
+            self._compact()
+
+    def _compact(self) -> None:
+        joined = "".join(self._chunks)
+        head = self.max_chars // 4
+        tail = self.max_chars - head
+        self.dropped += len(joined) - head - tail
+        self._chunks = [joined[:head], joined[len(joined) - tail :]]
+        self._size = head + tail
+
+    def text(self) -> str:
+        """The kept output; a marker stands where the middle was dropped."""
+        if self._size > self.max_chars:
+            self._compact()
+        if not self.dropped:
+            return "".join(self._chunks)
+        head, tail = self._chunks
+        return f"{head}\n[... {self.dropped:,} characters of output dropped by super-bench ...]\n{tail}"
+
+    def take(self) -> str:
+        """Return the text and empty the buffer (the ceiling and drop count start afresh)."""
+        text = self.text()
+        self._chunks, self._size, self.dropped = [], 0, 0
+        return text

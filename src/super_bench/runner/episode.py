@@ -1,0 +1,103 @@
+"""One task, start to finish: sandbox, agent, trajectory, score. Never raises for a task's
+failure; a failure becomes the result's status (``agent_error`` or ``infra_error``)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from pathlib import Path
+from typing import TextIO
+
+from super_bench.agents import AgentOptions, create_agent
+from super_bench.environment import EnvConfig, Environment
+from super_bench.errors import KernelError, SandboxError
+from super_bench.runner.results import TaskResult, TaskStatus
+from super_bench.scoring import ScoreMode, score_trajectory, submission_of
+from super_bench.tasks.model import Task
+from super_bench.trajectory import Step, Trajectory, step_line
+
+log = logging.getLogger(__name__)
+
+# Failures of the machinery rather than of the agent: the sandbox or the kernel could not be had.
+INFRA_ERRORS = (SandboxError, KernelError)
+
+
+class _StepLog:
+    """Appends each step to ``steps.jsonl`` as it happens, so a crash keeps the steps so far."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: TextIO | None = None
+
+    def __call__(self, step: Step) -> None:
+        if self._file is None:
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        self._file.write(step_line(step))
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def run_episode(
+    task: Task,
+    agent_spec: str,
+    agent_options: AgentOptions,
+    env_config: EnvConfig,
+    task_dir: Path,
+    *,
+    run_dir: Path | None = None,
+    mode: ScoreMode = "corrected",
+) -> TaskResult:
+    """Run ``task`` with a fresh agent and environment; save its trajectory in ``task_dir``."""
+    task_dir.mkdir(parents=True, exist_ok=True)
+    step_log = _StepLog(task_dir / "steps.jsonl")
+    env = Environment(env_config, on_step=step_log)
+    wall_start = time.monotonic()
+    status: TaskStatus = "completed"
+    error: str | None = None
+    trajectory: Trajectory | None = None
+    try:
+        agent = create_agent(agent_spec, agent_options)
+        env.reset(task, agent=agent.name, model=agent_options.model)
+        agent.run(env)
+        if not env.done:
+            env.stop("agent_stopped")
+    except INFRA_ERRORS as e:
+        status, error = "infra_error", f"{type(e).__name__}: {e}"
+        log.warning("task %s: infrastructure failure: %s", task.task_id, error)
+    except Exception as e:
+        status, error = "agent_error", "".join(traceback.format_exception(e)).strip()
+        log.warning("task %s: the agent failed: %s: %s", task.task_id, type(e).__name__, e)
+    finally:
+        trajectory = env.close()
+        step_log.close()
+    if trajectory is None:  # failed before the episode began
+        trajectory = Trajectory(task_id=task.task_id, query=task.query, agent=agent_spec, model=agent_options.model)
+    if status != "completed":
+        trajectory.stop_reason = trajectory.stop_reason or ("infra_error" if status == "infra_error" else "agent_error")
+        trajectory.metadata["error"] = error
+    trajectory.finished_at = trajectory.finished_at or trajectory.started_at
+    path = trajectory.save(task_dir)
+    (task_dir / "steps.jsonl").unlink(missing_ok=True)
+    metrics, details = score_trajectory(trajectory, task, mode)
+    return TaskResult(
+        task_id=task.task_id,
+        task_set=task.task_set,
+        status=status,
+        stop_reason=trajectory.stop_reason,
+        metrics=metrics,
+        submission=submission_of(trajectory),
+        usage=trajectory.usage,
+        n_steps=len(trajectory.agent_steps),
+        execution_time=trajectory.execution_time,
+        wall_time=time.monotonic() - wall_start,
+        started_at=trajectory.started_at,
+        finished_at=trajectory.finished_at,
+        error=error,
+        trajectory=str(path.relative_to(run_dir)) if run_dir else str(path),
+        details=details.model_dump(),
+    )

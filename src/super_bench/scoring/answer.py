@@ -1,0 +1,81 @@
+"""Output match: how well a submitted answer matches the gold answer.
+
+``corrected`` (default) compares the submission against the gold: dicts are averaged over
+the gold's keys (missing keys score 0, extra keys are ignored), lists element-wise over the
+gold's length. ``reference`` reproduces the SUPER reference harness exactly, which called its
+comparison with the two arguments swapped: a dict submission is averaged over *its own* keys
+(so a partial answer can score full marks and extra keys are penalised), lists over the
+submission's length, and the orientation flips again inside nested dicts. Where the reference
+raised (an empty submission list or dict, a boolean, a null), reference mode scores 0.
+
+Shared rules: ints compare as floats; floats match within an absolute 1e-2 (strictly less);
+strings match after stripping whitespace; a type mismatch scores 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+ScoreMode = Literal["corrected", "reference"]
+FLOAT_EPSILON = 1e-2
+
+
+class _ReferenceCrash(Exception):
+    """Where the reference implementation would have raised."""
+
+
+def score_answer(submission: Any, gold: Any, mode: ScoreMode = "corrected", epsilon: float = FLOAT_EPSILON) -> float:
+    """Output-match score in [0, 1] of ``submission`` against ``gold``."""
+    if mode == "corrected":
+        return _corrected(submission, gold, epsilon)
+    if mode == "reference":
+        try:
+            # The reference harness ran evaluate(gold, submission) against evaluate(predicted, gold).
+            return _reference(gold, submission, epsilon)
+        except _ReferenceCrash:
+            return 0.0
+    raise ValueError(f"unknown scoring mode {mode!r}; use 'corrected' or 'reference'")
+
+
+def _as_number(value: Any) -> Any:
+    return float(value) if type(value) is int else value
+
+
+def _corrected(submission: Any, gold: Any, eps: float) -> float:
+    submission, gold = _as_number(submission), _as_number(gold)
+    if type(submission) is not type(gold):
+        return 0.0
+    if isinstance(gold, dict):
+        if not gold:
+            return float(submission == gold)
+        return sum(_corrected(submission.get(k), v, eps) for k, v in gold.items()) / len(gold)
+    if isinstance(gold, list):
+        if not gold:
+            return float(submission == gold)
+        return sum(_corrected(s, g, eps) for s, g in zip(submission, gold)) / len(gold)
+    if isinstance(gold, str):
+        return float(submission.strip() == gold.strip())
+    if isinstance(gold, float):
+        return float(abs(submission - gold) < eps)
+    return float(submission == gold)  # booleans and null
+
+
+def _reference(predicted: Any, gold: Any, eps: float) -> float:
+    """The reference's ``evaluate(predicted, gold)``, called by it as evaluate(gold, submission)."""
+    predicted, gold = _as_number(predicted), _as_number(gold)
+    if type(gold) is not type(predicted):
+        return 0.0
+    if isinstance(gold, list):
+        if not gold:
+            raise _ReferenceCrash("Gold is empty")
+        return sum(_reference(p, g, eps) for p, g in zip(predicted, gold)) / len(gold)
+    if isinstance(gold, dict):
+        if not gold:
+            raise _ReferenceCrash("Gold is empty")
+        # Arguments swapped once more here: evaluate(gold_value, predicted.get(key)).
+        return sum(_reference(v, predicted.get(k), eps) for k, v in gold.items()) / len(gold)
+    if isinstance(gold, str):
+        return float(predicted.strip() == gold.strip())
+    if isinstance(gold, float):
+        return float(abs(predicted - gold) < eps)
+    raise _ReferenceCrash(f"unsupported type {type(gold).__name__}")

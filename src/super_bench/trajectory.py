@@ -1,0 +1,147 @@
+"""The trajectory: every step of one episode. It is the contract between execution and
+everything after it (scoring, viewer, importer, re-scoring), saved as ``trajectory.json``."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from super_bench.actions import Action
+
+SCHEMA_VERSION = 1
+
+StepOutcome = Literal["ok", "error", "timeout", "interrupted", "kernel_died", "invalid"]
+StopReason = Literal[
+    "submitted",  # the agent submitted an answer
+    "max_steps",
+    "max_tokens",
+    "max_cost",
+    "max_compute",  # total execution time
+    "format_error",  # the model kept answering in an unparsable format
+    "agent_stopped",  # the agent ended without submitting
+    "agent_error",  # the agent's own code raised
+    "infra_error",  # sandbox, kernel or model API failure
+    "cancelled",  # the user stopped the run
+]
+BUDGET_STOPS = ("max_steps", "max_tokens", "max_cost", "max_compute")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Step(BaseModel):
+    """One action and what came of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    thought: str | None = None
+    action: Action
+    observation: str = Field("", description="What the agent was shown: cleaned, capped, with harness notes")
+    output: str | None = Field(
+        None, description="The raw, uncleaned output, kept for grading when it differs from the observation"
+    )
+    outcome: StepOutcome = "ok"
+    exit_code: int | None = Field(None, description="Status of the cell's last !command, if it ran one")
+    pre_executed: bool = Field(False, description="Run by the harness before the agent started (Masked tasks)")
+    start_time: datetime
+    end_time: datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def raw_output(self) -> str:
+        """The output to grade: the raw text where kept, else the observation (they were equal)."""
+        return self.observation if self.output is None else self.output
+
+    @property
+    def duration(self) -> float:
+        return (self.end_time - self.start_time).total_seconds()
+
+
+class Usage(BaseModel):
+    """Model usage of one episode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        self.model_calls += other.model_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost += other.cost
+
+
+class Trajectory(BaseModel):
+    """One episode of one agent on one task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    task_id: str
+    query: str
+    agent: str | None = None
+    model: str | None = None
+    steps: list[Step] = Field(default_factory=list)
+    submission: Any = None
+    submitted: bool = False
+    stop_reason: StopReason | None = None
+    usage: Usage = Field(default_factory=Usage)
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    kernel_restarts: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def agent_steps(self) -> list[Step]:
+        return [s for s in self.steps if not s.pre_executed]
+
+    @property
+    def execution_time(self) -> float:
+        """Seconds the agent's own steps spent executing."""
+        return sum(s.duration for s in self.agent_steps)
+
+    # -- files ---------------------------------------------------------------------------------
+    def save(self, directory: Path, *, notebook: bool = True) -> Path:
+        """Write ``trajectory.json`` (atomically) and, by default, ``trajectory.ipynb``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / "trajectory.json"
+        atomic_write(path, self.model_dump_json(indent=1))
+        if notebook:
+            from super_bench.notebook import trajectory_to_notebook
+
+            atomic_write(directory / "trajectory.ipynb", trajectory_to_notebook(self))
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> Trajectory:
+        """Read a ``trajectory.json`` (or the directory holding one)."""
+        if path.is_dir():
+            path = path / "trajectory.json"
+        return cls.model_validate_json(path.read_bytes())
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write a file so that readers see the old or the new content, never a torn one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def step_line(step: Step) -> str:
+    """One step as a JSON line, for the append-only log written while an episode runs."""
+    return step.model_dump_json() + "\n"

@@ -1,0 +1,55 @@
+from super_bench.kernel.output import OutputBuffer, cap_text, clean_output, strip_ansi
+
+
+def test_strip_ansi_removes_colours_cursor_moves_and_titles() -> None:
+    text = "\x1b[31mred\x1b[0m \x1b[2K\x1b[1Aup \x1b]0;title\x07done"
+    assert strip_ansi(text) == "red up done"
+
+
+def test_progress_bar_redraws_collapse_to_their_last_state() -> None:
+    raw = " 10%|#   |\r 50%|##  |\r100%|####|\nnext line\r\n"
+    assert clean_output(raw) == "100%|####|\nnext line\n"
+
+
+def test_trailing_carriage_return_keeps_the_text_before_it() -> None:
+    assert clean_output("saved\r\nstill here\r") == "saved\nstill here"
+
+
+def test_control_characters_are_dropped_but_tabs_kept() -> None:
+    assert clean_output("a\tb\x07c\x00d") == "a\tbcd"
+
+
+def test_cleaning_a_huge_single_line_without_newlines() -> None:
+    raw = "".join(f"\rstep {i}" for i in range(200_000)) + "\nEpoch 3 finished\n"
+    assert clean_output(raw) == "step 199999\nEpoch 3 finished\n"
+
+
+def test_cap_keeps_head_and_tail_with_a_marker() -> None:
+    text = "H" * 50 + "M" * 1000 + "T" * 100
+    capped = cap_text(text, 200)
+    assert capped.startswith("H" * 20)
+    assert capped.endswith("T" * 100)
+    assert "characters omitted" in capped
+    assert cap_text("short", 200) == "short"
+
+
+def test_output_buffer_keeps_everything_under_its_ceiling() -> None:
+    buffer = OutputBuffer(max_chars=1000)
+    for i in range(10):
+        buffer.append(f"line {i}\n")
+    assert buffer.take() == "".join(f"line {i}\n" for i in range(10))
+    assert buffer.take() == ""
+
+
+def test_output_buffer_drops_the_middle_beyond_its_ceiling() -> None:
+    buffer = OutputBuffer(max_chars=1000)
+    buffer.append("START")
+    for _ in range(1000):
+        buffer.append("x" * 100)
+    buffer.append("END")
+    text = buffer.text()
+    assert text.startswith("START")
+    assert text.endswith("END")
+    assert buffer.dropped > 90_000
+    assert "dropped by super-bench" in text
+    assert len(text) < 1200
