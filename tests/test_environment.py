@@ -8,10 +8,10 @@ import time
 from typing import Any
 
 import pytest
+from tests.conftest import make_task
 
 from super_bench import Action, Environment
 from super_bench.errors import EnvironmentClosedError
-from tests.conftest import make_task
 
 
 def execute(env: Environment, code: str) -> Any:
@@ -67,8 +67,11 @@ def test_agent_code_runs_in_the_task_directory_with_a_scrubbed_environment(
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
     env = env_factory()
     env.reset(make_task())
-    step = execute(env, "import os, sys\nprint(os.getcwd()); print(os.environ.get('OPENAI_API_KEY'))\n"
-                        "print(os.environ['HARMLESS_SETTING']); print(os.environ['HOME']); print(sys.prefix)")
+    step = execute(
+        env,
+        "import os, sys\nprint(os.getcwd()); print(os.environ.get('OPENAI_API_KEY'))\n"
+        "print(os.environ['HARMLESS_SETTING']); print(os.environ['HOME']); print(sys.prefix)",
+    )
     cwd, key, harmless, home, prefix = step.observation.split()
     assert cwd == env.sandbox.workdir
     assert key == "None"
@@ -79,7 +82,9 @@ def test_agent_code_runs_in_the_task_directory_with_a_scrubbed_environment(
 def test_soft_timeout_then_continue_wait_then_completion(env_factory: Any) -> None:
     env = env_factory(cell_timeout=1.0)
     env.reset(make_task())
-    step = execute(env, "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.8)\nprint('finished')")
+    step = execute(
+        env, "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.8)\nprint('finished')"
+    )
     assert step.outcome == "timeout"
     assert "tick 0" in step.observation
     assert "still running" in step.observation and "continue_wait" in step.observation
@@ -221,7 +226,9 @@ def test_pip_installs_stay_in_the_task_environment(env: Environment, tmp_path: A
     wheel = _tiny_wheel(tmp_path)
     step = execute(env, f"!pip install --no-index --no-deps {wheel}")
     assert step.exit_code == 0, step.observation
-    step = execute(env, "import sbtinypkg, sys\nprint(sbtinypkg.VALUE); print(sbtinypkg.__file__.startswith(sys.prefix))")
+    step = execute(
+        env, "import sbtinypkg, sys\nprint(sbtinypkg.VALUE); print(sbtinypkg.__file__.startswith(sys.prefix))"
+    )
     assert step.observation == "42\nTrue\n"
     assert str(env.sandbox.root) in execute(env, "print(sbtinypkg.__file__)").observation
     with pytest.raises(ImportError):

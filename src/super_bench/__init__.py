@@ -36,7 +36,24 @@ _EXPORTS = {
     "score_trajectory": "super_bench.scoring",
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+__all__ = [
+    "Action",
+    "EnvConfig",
+    "Environment",
+    "Metrics",
+    "RunConfig",
+    "SandboxConfig",
+    "Step",
+    "SuperBenchError",
+    "Task",
+    "Trajectory",
+    "__version__",
+    "load_tasks",
+    "rescore",
+    "run",
+    "score_answer",
+    "score_trajectory",
+]
 
 if TYPE_CHECKING:
     from super_bench.actions import Action

@@ -11,11 +11,12 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from super_bench.agents import AgentOptions
+from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig
 from super_bench.runner.episode import run_episode
 from super_bench.runner.results import Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
+from super_bench.sandbox import SANDBOXES, resolve_backend
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.loaders import load_tasks
 from super_bench.tasks.model import Task
@@ -91,13 +92,16 @@ def run(
     if config is not None and settings:
         raise TypeError("give either a RunConfig or keyword settings, not both")
     config = config or RunConfig(**settings)
+    options = config.agent_options()
+    # Fail on a bad agent or sandbox name now, not once per task.
+    create_agent(config.agent, options)
+    SANDBOXES.get(resolve_backend(config.env.sandbox.backend))
     tasks = config.load() if tasks is None else tasks
     run_dir = RunDir(config.out or config.default_out())
     run_dir.create()
     done = {r.task_id: r for r in run_dir.read_results() if r.status != "infra_error"}
     run_dir.write_tasks(tasks)
     run_dir.write_manifest(_manifest(config, tasks))
-    options = config.agent_options()
     results = [done[t.task_id] for t in tasks if t.task_id in done]
     if reporter is not None:
         reporter.begin(len(tasks), len(results))

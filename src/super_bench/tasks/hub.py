@@ -46,25 +46,19 @@ def hub_rows(spec: str | None, task_set: str) -> Iterator[RawRow]:
 
 
 def _load(datasets: Any, repo: str, revision: str | None, task_set: str) -> tuple[Any, str]:
-    try:
-        return datasets.load_dataset(repo, CONFIGS[task_set], split=SPLIT, revision=revision), CONFIGS[task_set]
-    except ConnectionError as e:
-        raise TaskSourceError(
-            f"cannot reach the Hugging Face Hub for {repo}: {e}\n" + _OFFLINE_HELP.format(repo=repo)
-        ) from e
-    except (ValueError, FileNotFoundError) as first:
-        # Older layout: a single config whose splits are the sets.
-        for split in OLD_SPLITS[task_set]:
-            try:
-                return datasets.load_dataset(repo, split=split, revision=revision), split
-            except (ValueError, FileNotFoundError, KeyError):
-                continue
-            except ConnectionError as e:
-                raise TaskSourceError(f"cannot reach the Hugging Face Hub for {repo}: {e}") from e
-        raise TaskSourceError(
-            f"{repo} has neither config {CONFIGS[task_set]!r} with split {SPLIT!r} nor a split named "
-            f"{' or '.join(map(repr, OLD_SPLITS[task_set]))}: {first}"
-        ) from first
+    # The current layout first, then the older single-config one whose splits are the sets.
+    attempts = [(CONFIGS[task_set], SPLIT)] + [(None, split) for split in OLD_SPLITS[task_set]]
+    failures = []
+    for config, split in attempts:
+        try:
+            return datasets.load_dataset(repo, config, split=split, revision=revision), config or split
+        except ConnectionError as e:
+            raise TaskSourceError(
+                f"cannot reach the Hugging Face Hub for {repo}: {e}\n" + _OFFLINE_HELP.format(repo=repo)
+            ) from e
+        except Exception as e:  # datasets raises many types for a missing config or split
+            failures.append(f"config {config or 'default'!r}, split {split!r}: {type(e).__name__}: {e}")
+    raise TaskSourceError(f"cannot load the {task_set} set from {repo}; tried\n  " + "\n  ".join(failures))
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:

@@ -27,6 +27,8 @@ TASK_FILE_SUFFIXES = (".jsonl", ".json", ".parquet")
 _SET_FILE_HINTS = {"expert": ("expert",), "masked": ("masked", "scenarios"), "auto": ("auto",)}
 _KNOWN_FIELDS = set(Task.model_fields)
 _ALIASES = {"set": "task_set"}
+# Columns of the dataset that super-bench does not use; kept in metadata without a typo warning.
+_DATASET_EXTRAS = {"solutions"}
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,8 @@ def check_rows(rows: Iterable[RawRow]) -> tuple[list[Task], list[str]]:
     for row in rows:
         task, row_problems = parse_row(row)
         if task is not None and task.task_id in seen:
-            row_problems.append(f"{row.origin}: duplicate task_id {task.task_id!r} (first at {seen[task.task_id]})")
+            first = seen[task.task_id]
+            row_problems.append(f"{row.origin} (task {task.task_id!r}): duplicate task_id (first at {first})")
             task = None
         if task is None:
             problems.extend(row_problems)
@@ -125,11 +128,12 @@ def parse_row(row: RawRow) -> tuple[Task | None, list[str]]:
     problems = []
     metadata = dict(data.pop("metadata", None) or {})
     for key in [k for k in data if k not in _KNOWN_FIELDS]:
+        value = data.pop(key)
         close = difflib.get_close_matches(key, _KNOWN_FIELDS, n=1, cutoff=0.85)
-        if close:
+        if close and key not in _DATASET_EXTRAS:
             problems.append(f"{where}: unknown field {key!r}; did you mean {close[0]!r}?")
         else:
-            metadata[key] = data.pop(key)  # extra dataset columns are kept, not lost
+            metadata[key] = value  # extra columns are kept, not lost
     data["metadata"] = metadata
     data.setdefault("task_set", row.task_set or _infer_set(data))
     try:

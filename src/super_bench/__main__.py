@@ -1,0 +1,5 @@
+"""``python -m super_bench``: the same as the ``super-bench`` command."""
+
+from super_bench.cli import main
+
+main()

@@ -1,0 +1,146 @@
+"""Agents, the runner, the run directory and re-scoring, end to end on the demo tasks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from super_bench import EnvConfig, RunConfig, SandboxConfig, Trajectory, load_tasks, rescore, run
+from super_bench.agents import create_agent
+from super_bench.agents.gold import printed_answer
+from super_bench.errors import AgentError, ConfigError
+
+
+def config(tmp_path: Path, **settings: object) -> RunConfig:
+    env = EnvConfig(cell_timeout=60, sandbox=SandboxConfig(root=tmp_path / "sandboxes"))
+    settings.setdefault("out", tmp_path / "run")
+    return RunConfig(env=env, **settings)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("task_set", ["expert", "masked", "auto"])
+def test_gold_agent_solves_every_demo_task(tmp_path: Path, task_set: str) -> None:
+    outcome = run(config(tmp_path, task_set=task_set))
+    assert outcome.results and all(r.status == "completed" for r in outcome.results)
+    for result in outcome.results:
+        metrics = result.metrics
+        if task_set == "auto":
+            assert metrics.entrypoint == 1.0, result
+        else:
+            assert (metrics.output_match, metrics.landmarks, metrics.submitted) == (1.0, 1.0, 1.0), result
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n_tasks"] == len(outcome.results)
+    key = "entrypoint" if task_set == "auto" else "output_match"
+    assert summary["metrics"][key] == 1.0
+
+
+def test_run_directory_layout_and_trajectory_files(tmp_path: Path) -> None:
+    outcome = run(config(tmp_path, task_set="masked"))
+    root = tmp_path / "run"
+    assert {p.name for p in root.iterdir()} >= {"run.json", "tasks.jsonl", "results.jsonl", "summary.json", "tasks"}
+    (result,) = [json.loads(line) for line in (root / "results.jsonl").read_text().splitlines()]
+    assert {"task_id", "status", "stop_reason", "metrics", "submission"} <= result.keys()
+    task_dir = root / "tasks" / result["task_id"]
+    assert not (task_dir / "steps.jsonl").exists()
+    trajectory = Trajectory.load(task_dir)
+    assert trajectory.steps[0].pre_executed and not trajectory.steps[-1].pre_executed
+    for step in json.loads((task_dir / "trajectory.json").read_text())["steps"]:
+        assert {"thought", "action", "observation", "start_time", "end_time"} <= step.keys()
+        assert step["action"]["type"] in ("execute", "edit", "submit", "interrupt", "continue_wait")
+    nb = nbformat.read(task_dir / "trajectory.ipynb", as_version=4)
+    nbformat.validate(nb)
+    assert any(c.cell_type == "code" and "train.py" in c.source for c in nb.cells)
+    assert outcome.summary.metrics["output_match"] == 1.0
+
+
+def test_an_agent_that_submits_null_scores_zero(tmp_path: Path) -> None:
+    actions = tmp_path / "null.json"
+    actions.write_text(json.dumps([{"type": "submit", "content": None}]))
+    for task_set, metric in (("expert", "output_match"), ("auto", "entrypoint")):
+        outcome = run(config(tmp_path, task_set=task_set, agent=f"replay:{actions}", out=tmp_path / task_set))
+        for result in outcome.results:
+            assert getattr(result.metrics, metric) == 0.0
+            assert result.metrics.submitted == 0.0
+            assert result.stop_reason == "submitted"
+
+
+def test_replay_agent_replays_a_saved_trajectory(tmp_path: Path) -> None:
+    first = run(config(tmp_path, task_ids=["tinyreg"]))
+    saved = tmp_path / "run" / first.results[0].trajectory  # type: ignore[operator]
+    second = run(config(tmp_path, task_ids=["tinyreg"], agent=f"replay:{saved}", out=tmp_path / "again"))
+    assert second.results[0].metrics == first.results[0].metrics
+
+
+def test_an_agent_that_stops_without_submitting(tmp_path: Path) -> None:
+    actions = tmp_path / "a.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": "print('hello')"}]))
+    (result,) = run(config(tmp_path, task_ids=["tinyreg"], agent=f"replay:{actions}")).results
+    assert result.status == "completed" and result.stop_reason == "agent_stopped"
+    assert result.metrics.submitted == 0.0 and result.metrics.output_match == 0.0
+
+
+def test_rerunning_the_same_command_resumes(tmp_path: Path) -> None:
+    run(config(tmp_path, task_ids=["tinyreg"]))
+    outcome = run(config(tmp_path))
+    lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["task_id"] for line in lines) == sorted(t.task_id for t in load_tasks("demo"))
+    assert len(outcome.results) == len(lines)
+
+
+def test_rescoring_offline_in_both_modes(tmp_path: Path) -> None:
+    replay = tmp_path / "partial.json"
+    replay.write_text(json.dumps([{"type": "submit", "content": {"test_mse": 7.4031, "extra": 1}}]))
+    run(config(tmp_path, task_ids=["tinyreg"], agent=f"replay:{replay}"))
+    corrected = rescore(tmp_path / "run")
+    reference = rescore(tmp_path / "run", "reference")
+    assert corrected.summary.metrics["output_match"] == 1.0
+    assert reference.summary.metrics["output_match"] == 0.5  # the reference penalised the extra key
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["mode"] == "reference"
+
+
+def test_rescoring_survives_a_corrupt_trajectory(tmp_path: Path) -> None:
+    run(config(tmp_path, task_set="expert"))
+    broken = next((tmp_path / "run" / "tasks").iterdir()) / "trajectory.json"
+    broken.write_text("{ not json")
+    outcome = rescore(tmp_path / "run")
+    assert outcome.summary.n_tasks == 2
+
+
+def test_an_ad_hoc_query(tmp_path: Path) -> None:
+    actions = tmp_path / "a.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": "!echo hi"}, {"type": "submit", "content": '"hi"'}]))
+    (result,) = run(config(tmp_path, query="Say hi.", agent=f"replay:{actions}")).results
+    assert result.task_id == "query" and result.submission == "hi"
+    assert result.metrics.output_match is None
+
+
+def test_an_infrastructure_failure_is_kept_apart(tmp_path: Path) -> None:
+    bad_python = tmp_path / "python"
+    bad_python.write_text("#!/bin/sh\nexit 1\n")
+    bad_python.chmod(0o755)
+    settings = config(tmp_path, task_ids=["tinyreg"])
+    settings = settings.model_copy(
+        update={"env": EnvConfig(sandbox=SandboxConfig(root=tmp_path / "s", task_python=bad_python))}
+    )
+    (result,) = run(settings).results
+    assert result.status == "infra_error"
+    assert "task Python" in (result.error or "")
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["n_scored"] == 0
+
+
+def test_agent_specs() -> None:
+    with pytest.raises(ConfigError, match=r"unknown agent 'nope'; known: .*gold"):
+        create_agent("nope")
+    with pytest.raises(AgentError, match="needs a file"):
+        create_agent("replay")
+    with pytest.raises(AgentError, match="cannot read actions"):
+        create_agent("replay:/nonexistent.json")
+
+
+def test_printed_answer_takes_the_last_json_line() -> None:
+    assert printed_answer('Loaded\n{"acc": 0.5}\n\n') == {"acc": 0.5}
+    assert printed_answer("{'acc': 0.5}") == {"acc": 0.5}
+    assert printed_answer("acc is [1, 2]\n[1, 2]") == [1, 2]
+    assert printed_answer("no answer here") is not None and not isinstance(printed_answer("x"), dict)

@@ -1,0 +1,189 @@
+"""Every scoring rule, in both modes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from tests.conftest import make_task
+
+from super_bench import Action, Step, Trajectory, score_answer, score_trajectory
+from super_bench.scoring.entrypoint import cell_runs_entrypoint, entrypoint_runs
+from super_bench.scoring.landmarks import landmark_score, landmark_steps
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+# -- output match ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("submission", "gold", "corrected", "reference"),
+    [
+        (1, 1.0, 1.0, 1.0),  # ints compare as floats
+        (0.505, 0.5, 1.0, 1.0),  # within 1e-2
+        (0.52, 0.5, 0.0, 0.0),
+        ("  yes ", "yes", 1.0, 1.0),  # strings are stripped
+        ("0.5", 0.5, 0.0, 0.0),  # type mismatch
+        (None, {"a": 1.0}, 0.0, 0.0),  # no submission
+        ([1, 2, 3], [1, 2, 3], 1.0, 1.0),
+        ([1, 9], [1, 2, 3, 4], 0.25, 0.5),  # lists: over the gold's length vs the submission's
+        ([1, 2, 3, 4, 5], [1, 2], 1.0, 0.4),  # extra elements ignored vs penalised
+        ({"a": 1.0, "b": 2.0}, {"a": 1.0, "b": 2.0}, 1.0, 1.0),
+        ({"a": 1.0}, {"a": 1.0, "b": 2.0}, 0.5, 1.0),  # a partial dict: full marks in the reference
+        ({"a": 1.0, "b": 2.0, "c": 3.0}, {"a": 1.0, "b": 2.0}, 1.0, 2 / 3),  # extra keys penalised there
+        ({"a": {"x": 1.0, "y": 0.0}}, {"a": {"x": 1.0, "y": 5.0}}, 0.5, 0.5),  # nested dicts
+        ({"a": {"x": 1.0}}, {"a": {"x": 1.0, "y": 5.0}}, 0.5, 0.5),  # the orientation flips back inside
+        ([], [1.0], 0.0, 0.0),  # the reference raised on an empty submission list
+        ({}, {"a": 1.0}, 0.0, 0.0),
+        (True, True, 1.0, 0.0),  # the reference raised on booleans
+        ({"a": None}, {"b": 1.0}, 0.0, 0.0),  # ... and on a null it could not compare
+    ],
+)
+def test_output_match(submission: Any, gold: Any, corrected: float, reference: float) -> None:
+    assert score_answer(submission, gold) == pytest.approx(corrected)
+    assert score_answer(submission, gold, mode="reference") == pytest.approx(reference)
+
+
+def test_unknown_mode() -> None:
+    with pytest.raises(ValueError, match="unknown scoring mode"):
+        score_answer(1, 1, mode="lenient")  # type: ignore[arg-type]
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def step(
+    index: int,
+    action: Action | dict[str, Any],
+    output: str = "",
+    *,
+    seconds: float = 1.0,
+    start: float = 0.0,
+    outcome: str = "ok",
+    exit_code: int | None = None,
+    raw: str | None = None,
+    pre: bool = False,
+) -> Step:
+    return Step(
+        index=index,
+        action=Action.coerce(action),
+        observation=output,
+        output=raw,
+        outcome=outcome,  # type: ignore[arg-type]
+        exit_code=exit_code,
+        pre_executed=pre,
+        start_time=T0 + timedelta(seconds=start),
+        end_time=T0 + timedelta(seconds=start + seconds),
+    )
+
+
+def trajectory(*steps: Step, submission: Any = None, submitted: bool = False) -> Trajectory:
+    return Trajectory(task_id="t", query="q", steps=list(steps), submission=submission, submitted=submitted)
+
+
+# -- landmarks -------------------------------------------------------------------------------------
+def test_landmarks_search_every_step_with_newlines_as_spaces() -> None:
+    steps = [
+        step(0, Action.execute("setup"), "Loaded 10\nexamples", pre=True),
+        step(1, Action.execute("train"), "epoch 1 done"),
+    ]
+    assert landmark_steps([r"Loaded 10 examples", r"epoch \d done", "never"], steps) == [0, 1, None]
+    assert landmark_score([r"Loaded 10 examples", r"epoch \d done", "never"], steps) == pytest.approx(2 / 3)
+    assert landmark_score([], steps) is None
+
+
+def test_landmarks_are_graded_on_the_raw_output_not_the_shown_one() -> None:
+    shown = "[... 9,000 characters omitted ...]\nfinal line"
+    s = step(0, Action.execute("x"), shown, raw="epoch 1/3\r" + "x" * 9000 + "\nfinal line")
+    assert landmark_score([r"epoch 1/3"], [s]) == 1.0
+
+
+# -- submitted -------------------------------------------------------------------------------------
+def test_submitted_needs_a_final_accepted_non_null_submit() -> None:
+    task = make_task(answer='{"a": 1}')
+    done = trajectory(step(0, {"type": "submit", "content": {"a": 1}}), submission={"a": 1}, submitted=True)
+    metrics, _ = score_trajectory(done, task)
+    assert metrics.submitted == 1.0 and metrics.output_match == 1.0
+    null = trajectory(step(0, {"type": "submit", "content": None}), submission=None, submitted=True)
+    assert score_trajectory(null, task)[0].submitted == 0.0
+    none = trajectory(step(0, Action.execute("print(1)")))
+    metrics, _ = score_trajectory(none, task)
+    assert metrics.submitted == 0.0 and metrics.output_match == 0.0
+    assert metrics.landmarks is None and metrics.entrypoint is None
+
+
+# -- script executed -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("cell", "entrypoint", "runs"),
+    [
+        ("!python train.py --epochs 1", "train.py", True),
+        ("!cat train.py", "train.py", False),
+        ("!echo python train.py", "train.py", False),
+        ("!cd src && python train.py", "src/train.py", True),
+        ("!python other/train.py", "src/train.py", False),
+        ("!CUDA_VISIBLE_DEVICES=0 nohup python -u src/train.py > log 2>&1", "src/train.py", True),
+        ("!python -m pkg.train --x 1", "src/pkg/train.py", True),
+        ('!python -c "import train"', "train.py", False),
+        ("%%bash\ncd scripts\nbash run.sh", "scripts/run.sh", True),
+        ("import subprocess\nsubprocess.run(['python', 'train.py'])", "train.py", True),
+        ("import os\nos.system('python3 train.py')", "train.py", True),
+        ("%run train.py", "train.py", True),
+        ("!timeout 60 python train.py", "train.py", True),
+        ("!./run.sh", "run.sh", True),
+        ("!torchrun --nproc_per_node 1 train.py", "train.py", True),
+        ("!python -m torch.distributed.launch --nproc_per_node=1 train.py", "train.py", True),
+        ('!sh -c "python train.py"', "train.py", True),
+        ("print('python train.py')", "train.py", False),
+    ],
+)
+def test_which_cells_run_the_entrypoint(cell: str, entrypoint: str, runs: bool) -> None:
+    assert cell_runs_entrypoint(cell, entrypoint) is runs
+
+
+RUN = Action.execute("!python train.py")
+
+
+@pytest.mark.parametrize(
+    ("steps", "success", "reason"),
+    [
+        ([step(0, RUN, "done", seconds=12, exit_code=0)], True, "ran successfully"),
+        ([step(0, RUN, "done", seconds=3, exit_code=0)], False, "less than the required"),
+        ([step(0, RUN, "Traceback (most recent call last):\n  x", seconds=12)], False, "traceback"),
+        ([step(0, RUN, "usage: train.py\ntrain.py: error: bad flag", seconds=12)], False, "usage error"),
+        ([step(0, RUN, "", seconds=12, exit_code=1)], False, "status 1"),
+        ([step(0, RUN, "", seconds=12, outcome="error")], False, "outcome 'error'"),
+        ([step(0, RUN, "...", seconds=300, outcome="timeout")], False, "timeout is not a success"),
+        (
+            [
+                step(0, RUN, "epoch 1", seconds=6, outcome="timeout"),
+                step(1, {"type": "continue_wait"}, "epoch 2\ndone", start=6, seconds=6, exit_code=0),
+            ],
+            True,
+            "ran successfully",
+        ),
+        (
+            [
+                step(0, RUN, "epoch 1", seconds=20, outcome="timeout"),
+                step(1, {"type": "interrupt"}, "KeyboardInterrupt", start=20, seconds=1, outcome="interrupted"),
+            ],
+            False,
+            "outcome 'interrupted'",
+        ),
+    ],
+)
+def test_script_executed(steps: list[Step], success: bool, reason: str) -> None:
+    (run,) = entrypoint_runs("train.py", steps, min_runtime=10)
+    assert run.success is success
+    assert reason in run.reason
+    metrics, details = score_trajectory(trajectory(*steps), make_task(entrypoint="train.py", task_set="auto"))
+    assert metrics.entrypoint == float(success)
+    assert details.entrypoint_runs[0]["reason"] == run.reason
+
+
+def test_a_task_minimum_runtime_replaces_the_default() -> None:
+    task = make_task(entrypoint="train.py", task_set="auto", min_runtime=1)
+    metrics, _ = score_trajectory(trajectory(step(0, RUN, "ok", seconds=2, exit_code=0)), task)
+    assert metrics.entrypoint == 1.0
+
+
+def test_any_successful_run_counts() -> None:
+    steps = [step(0, RUN, "Traceback (most recent call last)", seconds=12), step(1, RUN, "ok", seconds=12, start=12)]
+    assert score_trajectory(trajectory(*steps), make_task(entrypoint="train.py", task_set="auto"))[0].entrypoint == 1
