@@ -153,8 +153,10 @@ class Environment:
         self.close()
 
     # -- steps ---------------------------------------------------------------------------------
-    def step(self, action: Action | dict[str, Any], thought: str | None = None) -> Step:
-        """Perform one action and record it."""
+    def step(
+        self, action: Action | dict[str, Any], thought: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Step:
+        """Perform one action and record it (with the agent's thought and any metadata it wants kept)."""
         if self._kernel is None or self.done:
             raise EnvironmentClosedError(
                 "the episode is over" + (f" ({self.trajectory.stop_reason})" if self.done else "; call reset(task)")
@@ -169,6 +171,8 @@ class Environment:
             "submit": self._submit,
         }[action.type]
         step = self._record(action, thought, start, handler(action))
+        if metadata:
+            step.metadata.update(metadata)
         self._check_budgets()
         return step
 
