@@ -39,3 +39,12 @@ class ManyValues(click.Option):
 def as_list(values: tuple[str, ...] | None) -> list[str] | None:
     """The option's values; None when none were given."""
     return list(values) if values else None
+
+
+mode_option = click.option(
+    "--mode",
+    type=click.Choice(["corrected", "reference"]),
+    default="corrected",
+    show_default=True,
+    help="Output-match scoring: corrected, or exactly as the reference harness (the paper's numbers).",
+)

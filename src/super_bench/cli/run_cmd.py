@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from super_bench.cli._display import RunProgress, console, print_summary
-from super_bench.cli._options import ManyValues, as_list
+from super_bench.cli._options import ManyValues, as_list, mode_option
 from super_bench.environment import EnvConfig
 from super_bench.runner.run import RunConfig, run
 from super_bench.sandbox import SandboxConfig
@@ -68,13 +68,7 @@ from super_bench.tasks.model import TASK_SETS
     show_default=True,
     help="Seconds of execution per task.",
 )
-@click.option(
-    "--mode",
-    type=click.Choice(["corrected", "reference"]),
-    default="corrected",
-    show_default=True,
-    help="Output-match scoring: corrected, or the reference harness's exact behaviour.",
-)
+@mode_option
 def run_command(
     source: str,
     task_set: str | None,

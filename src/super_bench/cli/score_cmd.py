@@ -7,19 +7,14 @@ from pathlib import Path
 import click
 
 from super_bench.cli._display import console, print_summary
+from super_bench.cli._options import mode_option
 from super_bench.runner.rescore import rescore
 from super_bench.tasks.loaders import load_tasks
 
 
 @click.command("score")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--mode",
-    type=click.Choice(["corrected", "reference"]),
-    default="corrected",
-    show_default=True,
-    help="corrected, or reproduce the reference harness's output match exactly (paper numbers).",
-)
+@mode_option
 @click.option("--tasks", "tasks_source", help="Grade against these tasks instead of the run's own tasks.jsonl.")
 @click.option("--set", "task_set", help="Task set of --tasks.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json instead of a table.")

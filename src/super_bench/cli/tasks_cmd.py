@@ -10,19 +10,13 @@ import click
 from rich.table import Table
 
 from super_bench.cli._display import console
-from super_bench.tasks.loaders import check_rows, load_tasks, path_rows
+from super_bench.tasks.loaders import check_rows, default_set, load_tasks, path_rows
 from super_bench.tasks.model import TASK_SETS
 
 _source = click.option("--source", default="demo", show_default=True, help="demo, hf, hf:OWNER/NAME, or a path.")
 _set = click.option(
     "--set", "task_set", type=click.Choice(TASK_SETS), default=None, help="Task set [default: expert for demo and hf]."
 )
-
-
-def _default_set(source: str, task_set: str | None) -> str | None:
-    if task_set is None and (source in ("demo", "hf") or source.startswith("hf:")):
-        return "expert"
-    return task_set
 
 
 @click.group("tasks")
@@ -36,7 +30,7 @@ def tasks_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 def list_command(source: str, task_set: str | None, as_json: bool) -> None:
     """List tasks."""
-    tasks = load_tasks(source, _default_set(source, task_set))
+    tasks = load_tasks(source, default_set(source, task_set))
     if as_json:
         for task in tasks:
             click.echo(task.model_dump_json())
@@ -64,7 +58,7 @@ def list_command(source: str, task_set: str | None, as_json: bool) -> None:
 @_set
 def show_command(task_id: str, source: str, task_set: str | None) -> None:
     """Show one task in full, as JSON."""
-    (task,) = load_tasks(source, _default_set(source, task_set), task_ids=[task_id])
+    (task,) = load_tasks(source, default_set(source, task_set), task_ids=[task_id])
     click.echo(json.dumps(task.model_dump(mode="json"), indent=2))
 
 

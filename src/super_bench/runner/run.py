@@ -18,7 +18,7 @@ from super_bench.runner.results import Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.sandbox import SANDBOXES, resolve_backend
 from super_bench.scoring import ScoreMode
-from super_bench.tasks.loaders import load_tasks
+from super_bench.tasks.loaders import default_set, load_tasks
 from super_bench.tasks.model import Task
 
 
@@ -42,9 +42,7 @@ class RunConfig(BaseModel):
     mode: ScoreMode = "corrected"
 
     def resolved_set(self) -> str | None:
-        if self.task_set is None and (self.source in ("demo", "hf") or self.source.startswith("hf:")):
-            return "expert"
-        return self.task_set
+        return default_set(self.source, self.task_set)
 
     def load(self) -> list[Task]:
         if self.query is not None:

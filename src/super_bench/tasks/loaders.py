@@ -74,6 +74,14 @@ def load_tasks(
     return tasks[:limit] if limit is not None else tasks
 
 
+def default_set(source: str | Path, task_set: str | None) -> str | None:
+    """The set to load when none is given: expert for the demo suite and the Hub, every row for files."""
+    source = str(source)
+    if task_set is None and (source in ("demo", "hf") or source.startswith("hf:")):
+        return "expert"
+    return task_set
+
+
 def select_ids(tasks: list[Task], wanted: list[str]) -> list[Task]:
     by_id = {t.task_id: t for t in tasks}
     missing = [i for i in wanted if i not in by_id]
