@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from typing import Any
@@ -11,9 +12,28 @@ import click
 from super_bench import __version__
 from super_bench.errors import SuperBenchError
 
+# Subcommands are imported only when used, so `super-bench --help` stays instant.
+_COMMANDS = {
+    "run": "super_bench.cli.run_cmd:run_command",
+    "score": "super_bench.cli.score_cmd:score_command",
+    "tasks": "super_bench.cli.tasks_cmd:tasks_group",
+}
+
 
 class _Group(click.Group):
-    """Turns super-bench's own errors into one clear line and exit status 2, not a traceback."""
+    """Loads subcommands lazily, and turns super-bench's own errors into one clear line and exit
+    status 2 instead of a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*_COMMANDS, *super().list_commands(ctx)})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = _COMMANDS.get(name)
+        if target is None:
+            return super().get_command(ctx, name)
+        module, _, attr = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -37,16 +57,3 @@ def main(verbose: int) -> None:
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-
-
-def _register() -> None:
-    from super_bench.cli.run_cmd import run_command
-    from super_bench.cli.score_cmd import score_command
-    from super_bench.cli.tasks_cmd import tasks_group
-
-    main.add_command(run_command)
-    main.add_command(score_command)
-    main.add_command(tasks_group)
-
-
-_register()

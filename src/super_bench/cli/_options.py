@@ -48,3 +48,22 @@ mode_option = click.option(
     show_default=True,
     help="Output-match scoring: corrected, or exactly as the reference harness (the paper's numbers).",
 )
+
+# Literal here (not imported from the task model) so that building the CLI imports nothing heavy.
+TASK_SETS = ("expert", "masked", "auto")
+
+source_option = click.option(
+    "--source",
+    default="demo",
+    show_default=True,
+    help="Tasks: demo (bundled, offline), hf (the allenai/super dataset), hf:OWNER/NAME[@REV], "
+    "or a .jsonl/.json/.parquet file or directory.",
+)
+
+set_option = click.option(
+    "--set",
+    "task_set",
+    type=click.Choice(TASK_SETS),
+    default=None,
+    help="Task set. [default: expert for demo and hf; every row for files]",
+)

@@ -6,29 +6,12 @@ from pathlib import Path
 
 import click
 
-from super_bench.cli._display import RunProgress, console, print_summary
-from super_bench.cli._options import ManyValues, as_list, mode_option
-from super_bench.environment import EnvConfig
-from super_bench.runner.run import RunConfig, run
-from super_bench.sandbox import SandboxConfig
-from super_bench.tasks.model import TASK_SETS
+from super_bench.cli._options import ManyValues, as_list, mode_option, set_option, source_option
 
 
 @click.command("run")
-@click.option(
-    "--source",
-    default="demo",
-    show_default=True,
-    help="Tasks: demo (bundled, offline), hf (the allenai/super dataset), hf:OWNER/NAME[@REV], "
-    "or a .jsonl/.json/.parquet file or directory.",
-)
-@click.option(
-    "--set",
-    "task_set",
-    type=click.Choice(TASK_SETS),
-    default=None,
-    help="Task set. [default: expert for demo and hf; every row for files]",
-)
+@source_option
+@set_option
 @click.option("--task-ids", cls=ManyValues, metavar="ID ...", help="Run only these tasks.")
 @click.option("--limit", type=click.IntRange(min=1), help="Run at most this many tasks.")
 @click.option("--query", help="Run one ad-hoc task with this query instead of a task set.")
@@ -92,6 +75,11 @@ def run_command(
 
     With no options: the bundled demo Expert tasks, the gold agent, the safest sandbox available.
     """
+    from super_bench.cli._display import RunProgress, console, print_summary
+    from super_bench.environment import EnvConfig
+    from super_bench.runner.run import RunConfig, run
+    from super_bench.sandbox import SandboxConfig
+
     config = RunConfig(
         source=source,
         task_set=task_set,

@@ -6,10 +6,7 @@ from pathlib import Path
 
 import click
 
-from super_bench.cli._display import console, print_summary
 from super_bench.cli._options import mode_option
-from super_bench.runner.rescore import rescore
-from super_bench.tasks.loaders import load_tasks
 
 
 @click.command("score")
@@ -20,6 +17,10 @@ from super_bench.tasks.loaders import load_tasks
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json instead of a table.")
 def score_command(run_dir: Path, mode: str, tasks_source: str | None, task_set: str | None, as_json: bool) -> None:
     """Re-score a saved run offline; rewrites its results.jsonl and summary.json."""
+    from super_bench.cli._display import console, print_summary
+    from super_bench.runner.rescore import rescore
+    from super_bench.tasks.loaders import load_tasks
+
     tasks = load_tasks(tasks_source, task_set) if tasks_source else None
     outcome = rescore(run_dir, mode, tasks)  # type: ignore[arg-type]
     if as_json:

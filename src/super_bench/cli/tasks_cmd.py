@@ -7,16 +7,8 @@ import sys
 from pathlib import Path
 
 import click
-from rich.table import Table
 
-from super_bench.cli._display import console
-from super_bench.tasks.loaders import check_rows, default_set, load_tasks, path_rows
-from super_bench.tasks.model import TASK_SETS
-
-_source = click.option("--source", default="demo", show_default=True, help="demo, hf, hf:OWNER/NAME, or a path.")
-_set = click.option(
-    "--set", "task_set", type=click.Choice(TASK_SETS), default=None, help="Task set [default: expert for demo and hf]."
-)
+from super_bench.cli._options import set_option, source_option
 
 
 @click.group("tasks")
@@ -25,11 +17,16 @@ def tasks_group() -> None:
 
 
 @tasks_group.command("list")
-@_source
-@_set
+@source_option
+@set_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 def list_command(source: str, task_set: str | None, as_json: bool) -> None:
     """List tasks."""
+    from rich.table import Table
+
+    from super_bench.cli._display import console
+    from super_bench.tasks.loaders import default_set, load_tasks
+
     tasks = load_tasks(source, default_set(source, task_set))
     if as_json:
         for task in tasks:
@@ -54,10 +51,12 @@ def list_command(source: str, task_set: str | None, as_json: bool) -> None:
 
 @tasks_group.command("show")
 @click.argument("task_id")
-@_source
-@_set
+@source_option
+@set_option
 def show_command(task_id: str, source: str, task_set: str | None) -> None:
     """Show one task in full, as JSON."""
+    from super_bench.tasks.loaders import default_set, load_tasks
+
     (task,) = load_tasks(source, default_set(source, task_set), task_ids=[task_id])
     click.echo(json.dumps(task.model_dump(mode="json"), indent=2))
 
@@ -66,6 +65,8 @@ def show_command(task_id: str, source: str, task_set: str | None) -> None:
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 def validate_command(path: Path) -> None:
     """Check a task file or directory; lists every problem, exit status 1 if any."""
+    from super_bench.tasks.loaders import check_rows, path_rows
+
     tasks, problems = check_rows(path_rows(path, None))
     if problems:
         for problem in problems:
