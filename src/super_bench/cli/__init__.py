@@ -40,13 +40,20 @@ def main(verbose: int) -> None:
 
 
 def _register() -> None:
+    from super_bench.cli.report_cmd import compare_command, leaderboard_command, plot_command
     from super_bench.cli.run_cmd import run_command
     from super_bench.cli.score_cmd import score_command
     from super_bench.cli.tasks_cmd import tasks_group
+    from super_bench.cli.view_cmd import import_command, view_command
 
     main.add_command(run_command)
     main.add_command(score_command)
     main.add_command(tasks_group)
+    main.add_command(view_command)
+    main.add_command(import_command)
+    main.add_command(compare_command)
+    main.add_command(leaderboard_command)
+    main.add_command(plot_command)
 
 
 _register()
