@@ -172,3 +172,9 @@ def test_reports_on_a_directory_that_is_not_a_run(tmp_path: Path) -> None:
         load_run(tmp_path / "empty")
     result = cli("leaderboard", str(tmp_path / "empty"))
     assert result.returncode == 2 and "has no results" in result.stderr
+
+
+def test_help_of_the_report_commands() -> None:
+    for command in ("view", "import-trajectories", "compare", "leaderboard", "plot"):
+        result = cli(command, "--help")
+        assert result.returncode == 0 and "Usage:" in result.stdout, result.stderr

@@ -30,6 +30,8 @@ from tests.trajectory_notebooks import (
 from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run
 from super_bench.report.importer import import_trajectories
 from super_bench.report.viewer import build_view
+from super_bench.runner.results import TaskResult
+from super_bench.runner.rundir import RunDir
 
 N_EXTRA = 30  # more tasks, so that sorting and filtering have something to do
 
@@ -297,5 +299,28 @@ def test_viewer_opens_every_sample_task(browser: Any, tmp_path: Path) -> None:
         page.wait_for_function(
             "id => document.querySelector('#task-view .task-title')?.textContent === id", arg=task_id
         )
+    assert view.errors == [] and view.requests == [view.url]
+    page.close()
+
+
+def test_a_large_table_lists_its_first_rows_until_asked(browser: Any, tmp_path: Path) -> None:
+    results = [TaskResult(task_id=f"t{i:03d}", task_set="expert", status="completed") for i in range(260)]
+    results.append(TaskResult(task_id="crashed", task_set="expert", status="infra_error", error="sandbox died"))
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.create()
+    run_dir.write_results(results)
+    view = Page(browser, build_view(tmp_path / "run"))
+    page = view.page
+    page.wait_for_selector("#tasks tbody tr")
+    assert len(view.rows()) == 250
+    assert page.locator("#count").inner_text().startswith("261 of 261 tasks shown (the first 250 listed)")
+    page.click("#count button")
+    assert len(view.rows()) == 261
+    page.select_option("#filters select[aria-label=status]", "infra_error")
+    assert view.rows() == ["crashed"]
+    page.click("#tasks tbody tr")
+    page.wait_for_selector("#task-view .task-title")
+    assert "sandbox died" in page.locator("#task-view").inner_text()
+    assert "Trajectory (0 steps" in page.locator("#task-view").inner_text()
     assert view.errors == [] and view.requests == [view.url]
     page.close()

@@ -1,13 +1,18 @@
 "use strict";
 // The super-bench run viewer. Everything it shows is embedded in this file: the run summary and task
 // table as JSON, and each task's trajectory as gzip-compressed JSON, decoded only when the task is opened.
+// This script runs before the trajectories are parsed, so the table shows while a large file still loads.
 
 const DATA = JSON.parse(document.getElementById("run-data").textContent);
 const METRICS = ["output_match", "landmarks", "entrypoint", "submitted"];
 const COL = Object.fromEntries(DATA.columns.map((name, i) => [name, i]));
 const ROW_KEY = DATA.columns.length; // the task's payload number follows the visible columns
 const NUMERIC = new Set(["steps", "cost", "time", ...METRICS]);
-const state = { sort: { col: "task", dir: 1 }, filter: { text: "", status: "", set: "", category: "", stop: "", result: "" }, order: [] };
+const ROWS_SHOWN = 250; // more on request: laying out a table of thousands of rows takes a noticeable time
+const parsed = document.readyState === "loading"
+  ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }))
+  : Promise.resolve();
+const state = { limit: ROWS_SHOWN,  sort: { col: "task", dir: 1 }, filter: { text: "", status: "", set: "", category: "", stop: "", result: "" }, order: [] };
 
 // -- helpers --------------------------------------------------------------------------------------
 function el(tag, props, ...children) {
@@ -90,10 +95,10 @@ function renderFilters() {
   const box = document.getElementById("filters");
   const primary = DATA.run.set === "auto" ? "entrypoint" : "output_match";
   box.append(el("input", { type: "search", placeholder: "filter task ids (text or /regex/)", "aria-label": "filter task ids",
-    oninput: (e) => { state.filter.text = e.target.value; refresh(); } }));
+    oninput: (e) => { state.filter.text = e.target.value; state.limit = ROWS_SHOWN; refresh(); } }));
   const select = (key, title, options) => {
     if (options.length < 2 && key !== "result") return;
-    box.append(el("select", { "aria-label": title, onchange: (e) => { state.filter[key] = e.target.value; refresh(); } },
+    box.append(el("select", { "aria-label": title, onchange: (e) => { state.filter[key] = e.target.value; state.limit = ROWS_SHOWN; refresh(); } },
       el("option", { value: "", text: `${title}: all` }), options.map(([value, text]) => el("option", { value, text }))));
   };
   select("status", "status", distinct("status").map((v) => [v, v]));
@@ -163,7 +168,7 @@ function refresh() {
   const rows = DATA.rows.filter(matches).sort((a, b) => compare(a, b) || a[COL.task].localeCompare(b[COL.task]));
   state.order = rows.map((r) => r[COL.task]);
   const body = document.createDocumentFragment();
-  for (const row of rows) {
+  for (const row of rows.slice(0, state.limit)) {
     const id = row[COL.task];
     const tr = el("tr", { tabindex: "0", "data-task": id, onclick: () => openHash(id),
       onkeydown: (e) => { if (e.key === "Enter") openHash(id); } });
@@ -175,13 +180,20 @@ function refresh() {
   for (const th of document.querySelectorAll("#tasks th")) {
     th.setAttribute("aria-sort", th.dataset.col === state.sort.col ? (state.sort.dir > 0 ? "ascending" : "descending") : "none");
   }
-  document.getElementById("count").textContent = `${rows.length} of ${DATA.rows.length} tasks shown`;
+  const count = document.getElementById("count");
+  const hidden = rows.length - Math.min(rows.length, state.limit);
+  count.replaceChildren(`${rows.length} of ${DATA.rows.length} tasks shown`);
+  if (hidden > 0) {
+    count.append(` (the first ${state.limit} listed) `, el("button", { type: "button", text: `list all ${rows.length}`,
+      onclick: () => { state.limit = Infinity; refresh(); } }));
+  }
 }
 
 // -- one task ---------------------------------------------------------------------------------------
 function openHash(id) { location.hash = "task=" + encodeURIComponent(id); }
 
 async function decodeTask(k) {
+  await parsed;
   const node = document.getElementById("t" + k);
   if (!node) throw new Error("this task's data is missing from the page");
   if (typeof DecompressionStream === "undefined") throw new Error("this browser cannot decompress the embedded data (it lacks DecompressionStream)");
