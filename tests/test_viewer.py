@@ -324,3 +324,17 @@ def test_a_large_table_lists_its_first_rows_until_asked(browser: Any, tmp_path: 
     assert "Trajectory (0 steps" in page.locator("#task-view").inner_text()
     assert view.errors == [] and view.requests == [view.url]
     page.close()
+
+
+def test_view_shows_gold_given_on_the_command_line(tmp_path: Path) -> None:
+    source = tmp_path / "synthetic_react-super_expert"
+    write_notebook(source / "tinyrepo" / "history.ipynb", "react-super", EXPERT_QUERY, react_expert_steps())
+    import_trajectories(source, tmp_path / "run")  # no gold: recorded metrics only
+    without = by_id((build_view(tmp_path / "run")).read_text(encoding="utf-8"))["tinyrepo"]
+    assert "gold" not in without and without["landmarks"] == []
+    gold = write_gold_tasks(tmp_path / "gold.jsonl")
+    result = cli("view", str(tmp_path / "run"), "--tasks", str(gold), "--out", str(tmp_path / "gold.html"))
+    assert result.returncode == 0, result.stderr
+    task = by_id((tmp_path / "gold.html").read_text(encoding="utf-8"))["tinyrepo"]
+    assert task["gold"] == {"test_mse": 7.4031, "epochs": 1}
+    assert [step for _, step in task["landmarks"]] == [3, 4] and task["steps"][3]["obs"]["m"]

@@ -13,7 +13,9 @@ from super_bench.cli._options import mode_option
 @click.command("view")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="HTML file [default: RUN_DIR/view.html].")
-def view_command(run_dir: Path, out: Path | None) -> None:
+@click.option("--tasks", "tasks_source", help="Gold tasks to show [default: the run's own tasks.jsonl].")
+@click.option("--set", "task_set", type=click.Choice(["expert", "masked", "auto"]), help="Task set of --tasks.")
+def view_command(run_dir: Path, out: Path | None, tasks_source: str | None, task_set: str | None) -> None:
     """Write one self-contained HTML page for a run: summary, task table and every trajectory.
 
     The page needs no server and loads nothing from the network: open it from disk or send it along.
@@ -21,10 +23,12 @@ def view_command(run_dir: Path, out: Path | None) -> None:
     from rich.progress import Progress
 
     from super_bench.report.viewer import build_view
+    from super_bench.tasks.loaders import default_set, load_tasks
 
+    tasks = load_tasks(tasks_source, default_set(tasks_source, task_set)) if tasks_source else None
     with Progress(console=err_console, transient=True) as progress:
         bar = progress.add_task("reading trajectories", total=None)
-        path = build_view(run_dir, out, lambda done, total: progress.update(bar, completed=done, total=total))
+        path = build_view(run_dir, out, lambda done, total: progress.update(bar, completed=done, total=total), tasks)
     size = path.stat().st_size / 1e6
     console.print(f"Wrote {path} ({size:.1f} MB); open it in a browser.")
 

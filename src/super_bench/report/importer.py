@@ -137,9 +137,7 @@ def import_trajectories(
     if tasks is not None:
         imported = {r.task_id for r in results}
         gold = [t for t in tasks if t.task_id in imported]
-        unmatched = sorted(imported - {t.task_id for t in gold})
-        for task_id in unmatched:
-            log.warning("%s: no gold task with this id; its recorded metrics are kept", task_id)
+        unmatched = sorted(imported - {t.task_id for t in gold})  # re-scoring leaves these as recorded
         sets = {t.task_id: t.task_set for t in gold}  # a gold task knows its set better than a folder name
         for result in results:
             result.task_set = sets.get(result.task_id, result.task_set)

@@ -76,10 +76,13 @@ class RunData:
         task = self.tasks.get(task_id)
         if task is not None:
             return task.categories
-        result = next((r for r in self.results if r.task_id == task_id), None)
-        if result is None or result.task_set != "masked" or "_" not in task_id:
+        if self._sets.get(task_id) != "masked" or "_" not in task_id:
             return []
         return task_id.rsplit("_", 1)[1].split(",")
+
+    @cached_property
+    def _sets(self) -> dict[str, str]:
+        return {r.task_id: r.task_set for r in self.results}
 
     @property
     def cost(self) -> float:

@@ -39,9 +39,18 @@ COLUMNS = ["task", "set", "category", "status", "stop", "steps", *METRICS, "cost
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
-def build_view(run_path: Path, out: Path | None = None, progress: Callable[[int, int], None] | None = None) -> Path:
-    """Write the viewer of the run at ``run_path`` (default ``RUN_DIR/view.html``) and return its path."""
+def build_view(
+    run_path: Path,
+    out: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    tasks: list[Task] | None = None,
+) -> Path:
+    """Write the viewer of the run at ``run_path`` (default ``RUN_DIR/view.html``) and return its path.
+
+    ``tasks`` (gold answers and landmarks) default to the run's own ``tasks.jsonl``."""
     run = load_run(run_path)
+    if tasks is not None:
+        run.tasks = {t.task_id: t for t in tasks}
     out = out or run.path / "view.html"
     payloads = []
     for k, result in enumerate(run.results):
@@ -162,7 +171,12 @@ def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
 def _step(step: Step, start: datetime, patterns: list[tuple[int, re.Pattern[str]]]) -> dict[str, Any]:
     spans = landmark_spans(step.raw_output, patterns) if patterns else []
     content = step.action.content
-    action_text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, indent=1)
+    if isinstance(content, str):
+        action_text: str | None = content
+    elif content is None and step.action.type != "submit":  # interrupt, continue_wait: nothing to show
+        action_text = None
+    else:
+        action_text = json.dumps(content, ensure_ascii=False, indent=1)
     entry: dict[str, Any] = {
         "i": step.index,
         "type": step.action.type,

@@ -229,7 +229,9 @@ function excerptNode(ex, landmarks) {
 function answerNode(d) {
   const box = el("div");
   if (d.gold === undefined) {
-    box.append(el("p", { class: "muted", text: "No gold answer: the run keeps no tasks.jsonl (import with --tasks, or re-score with super-bench score --tasks)." }));
+    box.append(el("p", { class: "muted", text: DATA.run.has_gold
+      ? "No gold answer: this task is not among the run's gold tasks (tasks.jsonl)."
+      : "No gold answer: the run keeps no tasks.jsonl (give the tasks: super-bench view RUN_DIR --tasks SOURCE)." }));
     box.append(el("pre", { class: "text", text: "submitted: " + JSON.stringify(d.submission, null, 1) }));
     return box;
   }
