@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -12,7 +13,11 @@ import pytest
 
 from super_bench import EnvConfig, Environment, SandboxConfig, Task
 
-REFERENCE_TRAJECTORIES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "super-trajectories"
+# The paper's sample trajectories: beside the repository (<repo>/../shared/...), or where the variable says.
+REFERENCE_TRAJECTORIES = Path(
+    os.environ.get("SUPER_BENCH_REFERENCE_TRAJECTORIES")
+    or Path(__file__).resolve().parents[2] / "shared" / "reference" / "super-trajectories"
+)
 
 
 def make_task(task_id: str = "t", query: str = "do it", **fields: Any) -> Task:

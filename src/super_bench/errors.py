@@ -58,3 +58,7 @@ class ScoringError(SuperBenchError):
 
 class RunDirError(SuperBenchError):
     """A run directory is missing, unreadable or belongs to another run."""
+
+
+class TrajectoryImportError(SuperBenchError):
+    """A published trajectory (a notebook) cannot be read or understood."""

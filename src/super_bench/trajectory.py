@@ -28,7 +28,6 @@ StopReason = Literal[
     "infra_error",  # sandbox, kernel or model API failure
     "cancelled",  # the user stopped the run
 ]
-BUDGET_STOPS = ("max_steps", "max_tokens", "max_cost", "max_compute")
 
 
 def utcnow() -> datetime:
@@ -136,6 +135,10 @@ def atomic_write(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        # mkstemp makes the file private (0600); give it the mode a plain open() would have.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -17,6 +17,11 @@ _COMMANDS = {
     "run": "super_bench.cli.run_cmd:run_command",
     "score": "super_bench.cli.score_cmd:score_command",
     "tasks": "super_bench.cli.tasks_cmd:tasks_group",
+    "view": "super_bench.cli.view_cmd:view_command",
+    "import-trajectories": "super_bench.cli.view_cmd:import_command",
+    "compare": "super_bench.cli.report_cmd:compare_command",
+    "leaderboard": "super_bench.cli.report_cmd:leaderboard_command",
+    "plot": "super_bench.cli.report_cmd:plot_command",
 }
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from super_bench.runner.results import Summary, TaskResult
-from super_bench.scoring import METRICS
-from super_bench.tasks.model import Task
-from super_bench.trajectory import BUDGET_STOPS
+from super_bench._names import BUDGET_STOPS, METRICS
+
+if TYPE_CHECKING:
+    from super_bench.runner.results import Summary, TaskResult
+    from super_bench.tasks.model import Task
 
 console = Console()
 err_console = Console(stderr=True)

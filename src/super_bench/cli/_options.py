@@ -6,6 +6,8 @@ from typing import Any
 
 import click
 
+from super_bench._names import TASK_SETS
+
 
 class ManyValues(click.Option):
     """An option that takes every following word up to the next option: ``--task-ids a b c``.
@@ -49,8 +51,6 @@ mode_option = click.option(
     help="Output-match scoring: corrected, or exactly as the reference harness (the paper's numbers).",
 )
 
-# Literal here (not imported from the task model) so that building the CLI imports nothing heavy.
-TASK_SETS = ("expert", "masked", "auto")
 
 source_option = click.option(
     "--source",

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from super_bench.scoring import METRICS, Metrics
+from super_bench._names import METRICS
+from super_bench.scoring import Metrics
 from super_bench.trajectory import StopReason, Usage
 
 TaskStatus = Literal["completed", "agent_error", "infra_error"]

@@ -6,13 +6,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from super_bench._names import METRICS
 from super_bench.scoring.answer import ScoreMode, score_answer
 from super_bench.scoring.entrypoint import entrypoint_runs
 from super_bench.scoring.landmarks import landmark_steps
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory
-
-METRICS = ("output_match", "landmarks", "entrypoint", "submitted")
 
 
 class Metrics(BaseModel):

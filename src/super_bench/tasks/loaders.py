@@ -17,8 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from super_bench._names import TASK_SETS
 from super_bench.errors import TaskError, TaskSourceError, TaskValidationError
-from super_bench.tasks.model import TASK_SETS, Task
+from super_bench.tasks.model import Task
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ from super_bench.actions import Action
 from super_bench.errors import SuperBenchError
 
 TaskSet = Literal["expert", "masked", "auto"]
-TASK_SETS: tuple[str, ...] = ("expert", "masked", "auto")
 MASKED_CATEGORIES = ("data", "dependencies", "goal", "issue", "configuration", "cpu", "custom", "customgoal")
 DEFAULT_MIN_RUNTIME = 10.0
 

@@ -1,0 +1,126 @@
+"""``super-bench compare``, ``super-bench leaderboard`` and ``super-bench plot``: reports over saved runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from super_bench._names import METRICS
+from super_bench.cli._display import console
+
+_runs = click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+_metric = click.option(
+    "--metric", type=click.Choice(METRICS), help="Metric [default: output match; entrypoint for Auto]."
+)
+
+
+def _pct(value: float | None, signed: bool = False) -> str:
+    return "-" if value is None else f"{value * 100:+.1f}" if signed else f"{value * 100:.1f}"
+
+
+@click.command("compare")
+@_runs
+@_metric
+@click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
+def compare_command(runs: tuple[Path, ...], metric: str | None, as_json: bool) -> None:
+    """Compare runs on their shared tasks: the first run is the baseline for each of the others.
+
+    Shows each metric's difference with a 95% paired bootstrap interval, the tasks that flipped between
+    solved and unsolved, and, for Masked runs, the difference per category.
+    """
+    from super_bench.report.compare import compare_runs
+    from super_bench.report.runs import load_run
+
+    if len(runs) < 2:
+        raise click.UsageError("give at least two run directories")
+    loaded = [load_run(path) for path in runs]
+    comparisons = [compare_runs(loaded[0], other, metric) for other in loaded[1:]]
+    if as_json:
+        click.echo("[" + ",\n".join(c.model_dump_json(indent=2) for c in comparisons) + "]")
+        return
+    for c in comparisons:
+        table = Table(
+            title=f"{c.other} vs {c.base} ({c.n_shared} shared tasks; points, other - base)", title_justify="left"
+        )
+        for column in ("metric", "tasks", "base", "other", "difference", "95% interval", ""):
+            table.add_column(column, justify="left" if column in ("metric", "") else "right")
+        for d in c.metrics:
+            note = "significant" if d.diff.excludes_zero() else ""
+            table.add_row(
+                d.metric.replace("_", " "),
+                str(d.n),
+                _pct(d.base),
+                _pct(d.other),
+                _pct(d.diff.mean, True),
+                f"[{_pct(d.diff.low, True)}, {_pct(d.diff.high, True)}]",
+                note,
+            )
+        console.print(table)
+        if c.only_base or c.only_other:
+            console.print(
+                f"  not shared: {len(c.only_base)} task(s) only in the base, {len(c.only_other)} only in the other"
+            )
+        name = c.flip_metric.replace("_", " ")
+        console.print(
+            f"  solved ({name} = 1) by the other only: {len(c.gained)}"
+            + (f": {', '.join(c.gained)}" if c.gained else "")
+        )
+        console.print(f"  solved by the base only: {len(c.lost)}" + (f": {', '.join(c.lost)}" if c.lost else ""))
+        if c.categories:
+            cats = Table(title=f"{name} by Masked category", title_justify="left")
+            for column in ("category", "tasks", "base", "other", "difference", "95% interval"):
+                cats.add_column(column, justify="left" if column == "category" else "right")
+            for row in c.categories:
+                cats.add_row(
+                    row.category,
+                    str(row.n),
+                    _pct(row.base),
+                    _pct(row.other),
+                    _pct(row.diff.mean, True),
+                    f"[{_pct(row.diff.low, True)}, {_pct(row.diff.high, True)}]",
+                )
+            console.print(cats)
+
+
+@click.command("leaderboard")
+@_runs
+@click.option(
+    "--format", "fmt", type=click.Choice(["markdown", "csv"]), help="[default: from --out's suffix, else markdown]"
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file instead of printing.")
+def leaderboard_command(runs: tuple[Path, ...], fmt: str | None, out: Path | None) -> None:
+    """A leaderboard over runs, one row per run with each metric's mean and 95% bootstrap interval."""
+    from super_bench.report.leaderboard import to_csv, to_markdown
+    from super_bench.report.runs import load_run
+
+    fmt = fmt or ("csv" if out is not None and out.suffix.lower() == ".csv" else "markdown")
+    loaded = [load_run(path) for path in runs]
+    text = to_csv(loaded) if fmt == "csv" else to_markdown(loaded)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        console.print(f"Wrote {out}")
+
+
+@click.command("plot")
+@_runs
+@click.option("--out", "out_dir", default="plots", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+@_metric
+def plot_command(runs: tuple[Path, ...], out_dir: Path, metric: str | None) -> None:
+    """PNG plots over runs: a metric by Masked category (by set for other tasks), and score against cost.
+
+    Needs matplotlib: pip install 'super-bench[plots]'.
+    """
+    from super_bench.report.plots import plot_metric_by_category, plot_score_vs_cost
+    from super_bench.report.runs import load_run
+
+    loaded = [load_run(path) for path in runs]
+    by_category = plot_metric_by_category(
+        loaded, out_dir / "metric_by_category.png", metric or loaded[0].primary_metric
+    )
+    vs_cost = plot_score_vs_cost(loaded, out_dir / "score_vs_cost.png", metric)
+    console.print(f"Wrote {by_category} and {vs_cost}")

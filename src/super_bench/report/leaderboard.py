@@ -1,0 +1,80 @@
+"""A leaderboard over several runs, as Markdown or CSV: one row per run, best headline metric first."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from super_bench._names import METRICS
+
+from .runs import RunData
+from .stats import Estimate
+
+COLUMNS = ("run", "agent", "model", "set", "tasks", "scored")
+TAIL_COLUMNS = ("cost_usd", "execution_time_s", "wall_time_s")
+
+
+def ranked(runs: Sequence[RunData]) -> list[RunData]:
+    """Runs grouped by task set, best headline metric first."""
+
+    def key(run: RunData) -> tuple[str, float]:
+        mean = run.estimates[run.primary_metric].mean
+        return run.task_set, -(mean if mean is not None else -1.0)
+
+    return sorted(runs, key=key)
+
+
+def leaderboard_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
+    """One dict per run, ranked: identity, each metric's mean and 95% interval, cost and time."""
+    rows = []
+    for run in ranked(runs):
+        row: dict[str, Any] = {
+            "run": run.name,
+            "agent": run.agent or "",
+            "model": run.model or "",
+            "set": run.task_set,
+            "tasks": run.summary.n_tasks,
+            "scored": run.summary.n_scored,
+        }
+        for metric in METRICS:
+            estimate = run.estimates[metric]
+            row[metric] = estimate.mean
+            row[f"{metric}_low"] = estimate.low
+            row[f"{metric}_high"] = estimate.high
+        row["cost_usd"] = run.cost
+        row["execution_time_s"] = run.summary.execution_time
+        row["wall_time_s"] = run.wall_time
+        rows.append(row)
+    return rows
+
+
+def to_csv(runs: Sequence[RunData]) -> str:
+    rows = leaderboard_rows(runs)
+    fields = [*COLUMNS, *(f"{m}{s}" for m in METRICS for s in ("", "_low", "_high")), *TAIL_COLUMNS]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return out.getvalue()
+
+
+def to_markdown(runs: Sequence[RunData]) -> str:
+    """A Markdown table; metrics as percentages with their 95% bootstrap interval."""
+    header = ["run", "agent", "model", "set", "tasks", *(m.replace("_", " ") for m in METRICS), "cost ($)", "time (h)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 5 + ["---:"] * (len(header) - 5)) + "|"]
+    for run in ranked(runs):
+        cells = [run.name, run.agent or "", run.model or "", run.task_set, str(run.summary.n_tasks)]
+        cells += [format_estimate(run.estimates[m]) for m in METRICS]
+        cells += [f"{run.cost:.2f}", f"{run.wall_time / 3600:.2f}"]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def format_estimate(estimate: Estimate) -> str:
+    """``41.2 [33.0, 49.5]`` (percent), or ``-`` where no task defines the metric."""
+    if estimate.mean is None or estimate.low is None or estimate.high is None:
+        return "-"
+    return f"{estimate.mean * 100:.1f} [{estimate.low * 100:.1f}, {estimate.high * 100:.1f}]"

@@ -1,0 +1,120 @@
+"""A saved run as the reports see it: its results, its tasks where kept, who ran it, and its metric estimates."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from super_bench._names import METRICS
+from super_bench.errors import RunDirError
+from super_bench.runner.results import Summary, TaskResult, summarize
+from super_bench.runner.rundir import RunDir
+from super_bench.tasks.model import Task
+
+from .stats import Estimate, bootstrap_mean
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunData:
+    path: Path
+    results: list[TaskResult]
+    summary: Summary
+    tasks: dict[str, Task] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        config = self.manifest.get("config")
+        return config if isinstance(config, dict) else {}
+
+    @property
+    def agent(self) -> str | None:
+        agent = self.config.get("agent")
+        return str(agent) if agent else None
+
+    @property
+    def model(self) -> str | None:
+        model = self.config.get("model")
+        return str(model) if model else None
+
+    @property
+    def task_set(self) -> str:
+        sets = sorted({r.task_set for r in self.results})
+        return ",".join(sets) or str(self.config.get("task_set") or "")
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def primary_metric(self) -> str:
+        """The headline metric: script-executed for the Auto set, output match otherwise."""
+        return "entrypoint" if self.task_set == "auto" else "output_match"
+
+    @property
+    def scored(self) -> list[TaskResult]:
+        """Results that count in the means: all but infrastructure failures."""
+        return [r for r in self.results if r.status != "infra_error"]
+
+    def values(self, metric: str) -> dict[str, float]:
+        """Each scored task's value of ``metric``, where the task defines it."""
+        return {r.task_id: v for r in self.scored if (v := getattr(r.metrics, metric)) is not None}
+
+    @cached_property
+    def estimates(self) -> dict[str, Estimate]:
+        return {m: bootstrap_mean(list(self.values(m).values())) for m in METRICS}
+
+    def categories(self, task_id: str) -> list[str]:
+        """Masked categories of a task (from its record if kept, else from its id)."""
+        task = self.tasks.get(task_id)
+        if task is not None:
+            return task.categories
+        if self._sets.get(task_id) != "masked" or "_" not in task_id:
+            return []
+        return task_id.rsplit("_", 1)[1].split(",")
+
+    @cached_property
+    def _sets(self) -> dict[str, str]:
+        return {r.task_id: r.task_set for r in self.results}
+
+    @property
+    def cost(self) -> float:
+        return self.summary.usage.cost
+
+    @property
+    def wall_time(self) -> float:
+        return sum(r.wall_time for r in self.results)
+
+
+def load_run(path: Path) -> RunData:
+    """Read a run directory for reporting; the summary is recomputed from the results."""
+    run_dir = RunDir(path)
+    if not run_dir.path.is_dir():
+        raise RunDirError(f"no run directory at {path}")
+    results = sorted(run_dir.read_results(), key=lambda r: r.task_id)
+    if not results:
+        raise RunDirError(f"{path} has no results (no results.jsonl lines); is it a run directory?")
+    tasks: dict[str, Task] = {}
+    if (run_dir.path / "tasks.jsonl").is_file():
+        try:
+            tasks = {t.task_id: t for t in run_dir.read_tasks()}
+        except (ValidationError, ValueError) as e:
+            log.warning("%s/tasks.jsonl is unreadable; gold answers and landmarks are not shown: %s", path, e)
+    manifest = run_dir.read_manifest()
+    mode = _summary_mode(run_dir)
+    return RunData(run_dir.path, results, summarize(results, mode), tasks, manifest)
+
+
+def _summary_mode(run_dir: RunDir) -> str:
+    path = run_dir.path / "summary.json"
+    try:
+        return Summary.model_validate_json(path.read_bytes()).mode
+    except (OSError, ValidationError, ValueError):
+        return "corrected"

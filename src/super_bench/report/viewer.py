@@ -1,0 +1,227 @@
+"""``super-bench view``: one self-contained HTML file for a run that opens from disk with no network.
+
+The page carries the summary and the task table as JSON, and each task's trajectory as gzip-compressed
+JSON in its own inert ``<script>`` element, decoded only when that task is opened; observations are cut
+to a head, a tail and a window around every landmark match, so a run of hundreds of tasks and 100 MB
+of trajectories stays a file of a few megabytes that opens at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import logging
+import re
+from collections.abc import Callable
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from super_bench._names import METRICS
+from super_bench.runner.results import TaskResult
+from super_bench.scoring.landmarks import landmark_steps
+from super_bench.tasks.model import Task
+from super_bench.trajectory import Step, Trajectory, atomic_write
+
+from .excerpts import answer_rows, capped, excerpt, landmark_spans
+from .runs import RunData, load_run
+
+log = logging.getLogger(__name__)
+
+THOUGHT_LIMIT = 4000
+ACTION_HEAD, ACTION_TAIL = 6000, 2000
+COLUMNS = ["task", "set", "category", "status", "stop", "steps", *METRICS, "cost", "time"]
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+def build_view(
+    run_path: Path,
+    out: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    tasks: list[Task] | None = None,
+) -> Path:
+    """Write the viewer of the run at ``run_path`` (default ``RUN_DIR/view.html``) and return its path.
+
+    ``tasks`` (gold answers and landmarks) default to the run's own ``tasks.jsonl``."""
+    run = load_run(run_path)
+    if tasks is not None:
+        run.tasks = {t.task_id: t for t in tasks}
+    out = out or run.path / "view.html"
+    payloads = []
+    for k, result in enumerate(run.results):
+        data = task_payload(run, result)
+        # "replace": a lone surrogate (possible in JSON read from disk) must not abort the whole page.
+        raw = _json(data).encode("utf-8", "replace")
+        blob = base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+        payloads.append(f'<script type="application/gzip+base64" id="t{k}">{blob}</script>')
+        if progress is not None:
+            progress(k + 1, len(run.results))
+    page = page_data(run)
+    template = resources.files("super_bench.report").joinpath("static")
+    parts = {
+        "TITLE": html.escape(f"super-bench: {run.name}"),
+        "CSS": template.joinpath("viewer.css").read_text(encoding="utf-8"),
+        "JS": template.joinpath("viewer.js").read_text(encoding="utf-8"),
+        "DATA": _json(page, ascii_only=True),
+        "TASKS": "\n".join(payloads),
+    }
+    page_template = template.joinpath("viewer.html").read_text(encoding="utf-8")
+    # One pass, so that nothing inserted is itself searched for placeholders.
+    atomic_write(out, _PLACEHOLDER.sub(lambda m: parts[m.group(1)], page_template))
+    return out
+
+
+def page_data(run: RunData) -> dict[str, Any]:
+    """What the page shows before any task is opened: the run, its summary and the task table."""
+    summary = run.summary
+    rows = []
+    for k, r in enumerate(run.results):
+        rows.append(
+            [
+                r.task_id,
+                r.task_set,
+                ",".join(run.categories(r.task_id)),
+                r.status,
+                r.stop_reason or "",
+                r.n_steps,
+                *(getattr(r.metrics, m) for m in METRICS),
+                r.usage.cost,
+                round(r.wall_time, 1),
+                k,
+            ]
+        )
+    return {
+        "run": {
+            "name": run.name,
+            "path": str(run.path),
+            "agent": run.agent,
+            "model": run.model,
+            "set": run.task_set,
+            "mode": summary.mode,
+            "created": run.manifest.get("created_at"),
+            "imported_from": run.manifest.get("imported_from"),
+            "has_gold": bool(run.tasks),
+        },
+        "generated": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "n_tasks": summary.n_tasks,
+        "n_scored": summary.n_scored,
+        "metrics": [{"name": m, **run.estimates[m].model_dump()} for m in METRICS],
+        "status": summary.status_counts,
+        "stop": summary.stop_reasons,
+        "usage": summary.usage.model_dump(),
+        "execution_time": summary.execution_time,
+        "wall_time": run.wall_time,
+        "columns": COLUMNS,
+        "rows": rows,
+    }
+
+
+def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
+    """Everything the page shows for one opened task."""
+    task = run.tasks.get(result.task_id)
+    data: dict[str, Any] = {
+        "id": result.task_id,
+        "status": result.status,
+        "stop": result.stop_reason,
+        "error": result.error,
+        "metrics": result.metrics.model_dump(),
+        "usage": result.usage.model_dump(),
+        "wall_time": result.wall_time,
+        "execution_time": result.execution_time,
+        "submission": result.submission,
+        "entrypoint_runs": result.details.get("entrypoint_runs", []),
+    }
+    trajectory = _load_trajectory(run, result)
+    if isinstance(trajectory, str):
+        data["load_error"] = trajectory
+        trajectory = None
+    if task is not None:
+        data["gold"] = task.answer
+        data["entrypoint"] = task.entrypoint
+        if task.answer is not None:
+            data["answer"] = answer_rows(result.submission, task.answer, result.submission is not None)
+    found = _landmarks(task, result, trajectory)
+    data["landmarks"] = [[p, s] for p, s in zip(task.landmarks, found)] if task is not None else []
+    if trajectory is None:
+        data["steps"] = []
+        return data
+    data.update(
+        query=trajectory.query,
+        agent=trajectory.agent,
+        model=trajectory.model,
+        started=trajectory.started_at.isoformat(),
+        kernel_restarts=trajectory.kernel_restarts,
+        recorded=trajectory.metadata.get("recorded_metrics"),
+        times=trajectory.metadata.get("times"),
+    )
+    by_step: dict[int, list[tuple[int, re.Pattern[str]]]] = {}
+    for number, (pattern, step_index) in enumerate(zip(task.landmarks if task else [], found)):
+        if step_index is not None:
+            by_step.setdefault(step_index, []).append((number, re.compile(pattern)))
+    data["steps"] = [_step(step, trajectory.started_at, by_step.get(step.index, [])) for step in trajectory.steps]
+    return data
+
+
+def _step(step: Step, start: datetime, patterns: list[tuple[int, re.Pattern[str]]]) -> dict[str, Any]:
+    spans = landmark_spans(step.raw_output, patterns) if patterns else []
+    content = step.action.content
+    if isinstance(content, str):
+        action_text: str | None = content
+    elif content is None and step.action.type != "submit":  # interrupt, continue_wait: nothing to show
+        action_text = None
+    else:
+        action_text = json.dumps(content, ensure_ascii=False, indent=1)
+    entry: dict[str, Any] = {
+        "i": step.index,
+        "type": step.action.type,
+        "label": step.metadata.get("notebook_action"),
+        "outcome": step.outcome,
+        "exit": step.exit_code,
+        "pre": step.pre_executed,
+        "t": (step.start_time - start).total_seconds(),
+        "clock": step.start_time.strftime("%H:%M:%S"),
+        "dur": step.duration,
+        "untimed": bool(step.metadata.get("untimed")),
+        "thought": capped(step.thought, THOUGHT_LIMIT),
+        "action": excerpt(action_text, head=ACTION_HEAD, tail=ACTION_TAIL) if action_text else None,
+        "lm": [n for _, _, n in spans],
+    }
+    if step.output is None:
+        entry["obs"] = excerpt(step.observation, spans)
+    else:
+        # The model saw a cleaned copy; landmarks were matched on the raw output, shown beside it.
+        entry["obs"] = excerpt(step.observation)
+        entry["raw"] = excerpt(step.output, spans)
+    return entry
+
+
+def _landmarks(task: Task | None, result: TaskResult, trajectory: Trajectory | None) -> list[int | None]:
+    """The step where each landmark first matched: from the scoring details, else found again."""
+    if task is None or not task.landmarks:
+        return []
+    recorded = result.details.get("landmark_steps")
+    if isinstance(recorded, list) and len(recorded) == len(task.landmarks):
+        return recorded
+    return landmark_steps(task.landmarks, trajectory.steps) if trajectory is not None else [None] * len(task.landmarks)
+
+
+def _load_trajectory(run: RunData, result: TaskResult) -> Trajectory | str | None:
+    """The task's trajectory; a message when it is unreadable; None when the run kept none."""
+    path = run.path / result.trajectory if result.trajectory else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return Trajectory.load(path)
+    except (OSError, ValidationError, ValueError) as e:
+        log.warning("%s: unreadable trajectory: %s", path, e)
+        return f"unreadable trajectory {path.name}: {e}"
+
+
+def _json(data: Any, ascii_only: bool = False) -> str:
+    """Compact JSON that is safe inside a <script> element: no "<" can close it or open a comment."""
+    return json.dumps(data, ensure_ascii=ascii_only, separators=(",", ":"), default=str).replace("<", "\\u003c")

@@ -1,0 +1,180 @@
+"""Bootstrap intervals, run comparison, the leaderboard and plots, on run directories written as a run writes them."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from tests.test_cli import cli
+
+from super_bench.errors import ConfigError, RunDirError
+from super_bench.report.compare import compare_runs
+from super_bench.report.leaderboard import leaderboard_rows, to_csv, to_markdown
+from super_bench.report.plots import metric_by_category, plot_metric_by_category, plot_score_vs_cost
+from super_bench.report.runs import load_run
+from super_bench.report.stats import bootstrap_mean, paired_bootstrap
+from super_bench.runner.results import TaskResult, summarize
+from super_bench.runner.rundir import RunDir
+from super_bench.scoring import Metrics
+from super_bench.trajectory import Usage
+
+CATEGORIES = ["data", "dependencies", "configuration,data", "goal", "issue"]
+
+
+def write_run(path: Path, scores: dict[str, float], *, agent: str, cost: float = 0.0, task_set: str = "masked") -> Path:
+    """A run directory as the runner leaves it, with the given output-match score per task."""
+    run_dir = RunDir(path)
+    run_dir.create()
+    results = [
+        TaskResult(
+            task_id=task_id,
+            task_set=task_set,  # type: ignore[arg-type]
+            status="completed",
+            stop_reason="submitted",
+            metrics=Metrics(output_match=score, landmarks=min(1.0, score + 0.5), submitted=1.0),
+            usage=Usage(model_calls=3, cost=cost / len(scores)),
+            wall_time=60.0,
+            execution_time=30.0,
+        )
+        for task_id, score in scores.items()
+    ]
+    results.append(TaskResult(task_id="broken_data", task_set=task_set, status="infra_error"))  # type: ignore[arg-type]
+    run_dir.write_results(results)
+    run_dir.write_summary(summarize(results))
+    run_dir.write_manifest({"config": {"agent": agent, "model": "mock/m", "task_set": task_set}})
+    return path
+
+
+def masked_ids(n: int) -> list[str]:
+    return [f"repo{i}_{CATEGORIES[i % len(CATEGORIES)]}" for i in range(n)]
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path) -> tuple[Path, Path]:
+    ids = masked_ids(40)
+    base = {t: float(i % 4 == 0) for i, t in enumerate(ids)}  # 10 of 40 solved
+    better = {t: float(i % 4 == 0 or i % 4 == 1) for i, t in enumerate(ids)}  # 20 of 40 solved
+    better[ids[0]] = 0.0  # one task lost
+    better["extra_goal"] = 1.0
+    return (
+        write_run(tmp_path / "base", base, agent="react", cost=2.0),
+        write_run(tmp_path / "better", better, agent="react-super", cost=5.0),
+    )
+
+
+def test_bootstrap_mean_interval() -> None:
+    values = [1.0] * 30 + [0.0] * 70
+    estimate = bootstrap_mean(values)
+    assert estimate.mean == pytest.approx(0.3) and estimate.n == 100
+    assert estimate.low is not None and estimate.high is not None
+    assert 0.18 < estimate.low < 0.3 < estimate.high < 0.42
+    assert bootstrap_mean(values) == estimate  # seeded: the same run always gets the same interval
+    assert bootstrap_mean([]).mean is None
+    assert bootstrap_mean([0.5] * 5).low == bootstrap_mean([0.5] * 5).high == 0.5
+
+
+def test_paired_bootstrap_sees_what_unpaired_means_hide() -> None:
+    # Hard and easy tasks vary a lot, but the other run is always exactly 0.1 better.
+    a = [0.0, 0.9, 0.1, 0.8, 0.2, 0.7, 0.0, 0.6] * 5
+    b = [x + 0.1 for x in a]
+    diff = paired_bootstrap(a, b)
+    assert diff.mean == pytest.approx(0.1) and diff.excludes_zero()
+    assert diff.low == pytest.approx(0.1) and diff.high == pytest.approx(0.1)
+    assert not paired_bootstrap([0.0, 1.0] * 10, [1.0, 0.0] * 10).excludes_zero()
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_bootstrap([1.0], [])
+
+
+def test_compare_runs(two_runs: tuple[Path, Path]) -> None:
+    base, better = (load_run(p) for p in two_runs)
+    c = compare_runs(base, better)
+    assert c.n_shared == 40 and c.only_other == ["extra_goal"] and c.only_base == []
+    om = next(d for d in c.metrics if d.metric == "output_match")
+    assert om.n == 40 and om.base == pytest.approx(0.25) and om.other == pytest.approx(19 / 40)
+    assert om.diff.mean == pytest.approx(9 / 40) and om.diff.excludes_zero()
+    entry = next(d for d in c.metrics if d.metric == "entrypoint")
+    assert entry.n == 0 and entry.diff.mean is None
+    ids = masked_ids(40)
+    assert c.lost == [ids[0]]
+    assert sorted(c.gained) == sorted(t for i, t in enumerate(ids) if i % 4 == 1)
+    by_category = {row.category: row for row in c.categories}
+    assert set(by_category) == {"data", "dependencies", "configuration", "goal", "issue"}
+    assert by_category["data"].n == 16  # "data" tasks and "configuration,data" tasks
+    assert by_category["configuration"].n == 8
+    assert sum(row.n for row in c.categories) == 48
+
+
+def test_compare_command(two_runs: tuple[Path, Path]) -> None:
+    result = cli("compare", *map(str, two_runs))
+    assert result.returncode == 0, result.stderr
+    assert "output match" in result.stdout and "significant" in result.stdout
+    assert "by Masked category" in result.stdout and "configuration" in result.stdout
+    as_json = cli("compare", *map(str, two_runs), "--json", "--metric", "landmarks")
+    (comparison,) = json.loads(as_json.stdout)
+    assert comparison["flip_metric"] == "landmarks" and comparison["n_shared"] == 40
+    assert cli("compare", str(two_runs[0])).returncode == 2
+
+
+def test_leaderboard(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    runs = [load_run(p) for p in two_runs]
+    rows = leaderboard_rows(runs)
+    assert [r["run"] for r in rows] == ["better", "base"]  # best headline metric first
+    assert rows[0]["agent"] == "react-super" and rows[0]["tasks"] == 42 and rows[0]["scored"] == 41
+    assert rows[0]["output_match_low"] < rows[0]["output_match"] < rows[0]["output_match_high"]
+    assert rows[0]["cost_usd"] == pytest.approx(5.0)
+    table = list(csv.DictReader(io.StringIO(to_csv(runs))))
+    assert [r["run"] for r in table] == ["better", "base"] and table[1]["entrypoint"] == ""
+    markdown = to_markdown(runs)
+    lines = markdown.splitlines()
+    assert lines[0].startswith("| run | agent | model | set | tasks | output match |")
+    assert lines[2].startswith("| better | react-super | mock/m | masked | 42 | 48.8 [")
+    assert len(lines) == 4
+    out = tmp_path / "board.csv"
+    assert cli("leaderboard", *map(str, two_runs), "--out", str(out)).returncode == 0
+    assert out.read_text().startswith("run,agent,model,set,tasks,scored,output_match,")
+    printed = cli("leaderboard", *map(str, two_runs))
+    assert printed.stdout == markdown
+
+
+def test_plots(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    runs = [load_run(p) for p in two_runs]
+    table = metric_by_category(runs, "output_match")
+    assert table["base"]["goal"].n == 8 and table["better"]["goal"].n == 9
+    for path in (
+        plot_metric_by_category(runs, tmp_path / "a" / "by_category.png"),
+        plot_score_vs_cost(runs, tmp_path / "cost.png"),
+    ):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+    result = cli("plot", *map(str, two_runs), "--out", str(tmp_path / "plots"))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["metric_by_category.png", "score_vs_cost.png"]
+    with pytest.raises(ConfigError, match="nothing to plot"):
+        plot_metric_by_category(runs, tmp_path / "x.png", "entrypoint")
+
+
+def test_plots_without_matplotlib_say_what_to_install(
+    two_runs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(ConfigError, match=r"pip install 'super-bench\[plots\]'"):
+        plot_score_vs_cost([load_run(two_runs[0])], tmp_path / "x.png")
+
+
+def test_reports_on_a_directory_that_is_not_a_run(tmp_path: Path) -> None:
+    with pytest.raises(RunDirError, match="no run directory"):
+        load_run(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RunDirError, match="has no results"):
+        load_run(tmp_path / "empty")
+    result = cli("leaderboard", str(tmp_path / "empty"))
+    assert result.returncode == 2 and "has no results" in result.stderr
+
+
+def test_help_of_the_report_commands() -> None:
+    for command in ("view", "import-trajectories", "compare", "leaderboard", "plot"):
+        result = cli(command, "--help")
+        assert result.returncode == 0 and "Usage:" in result.stdout, result.stderr
