@@ -16,6 +16,7 @@ from super_bench.errors import SuperBenchError
 _COMMANDS = {
     "run": "super_bench.cli.run_cmd:run_command",
     "score": "super_bench.cli.score_cmd:score_command",
+    "serve": "super_bench.cli.serve_cmd:serve_command",
     "tasks": "super_bench.cli.tasks_cmd:tasks_group",
 }
 
