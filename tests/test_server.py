@@ -349,3 +349,10 @@ def test_serve_warns_about_other_addresses_and_needs_a_free_port() -> None:
             [sys.executable, "-m", "super_bench", "serve", "--port", port], capture_output=True, text=True, timeout=60
         )
     assert result.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
+
+
+def test_serve_without_the_server_extra_says_what_to_install() -> None:
+    code = "import sys; sys.modules['fastapi'] = None; from super_bench.cli import main; main(['serve'])"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "pip install 'super-bench[server]'" in result.stderr and "fastapi" in result.stderr
