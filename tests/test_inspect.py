@@ -98,7 +98,7 @@ def test_soft_timeouts_interrupts_and_edits(workdirs: Path) -> None:
         call("execute", code="!python train.py --config configs/base.json --limit 50"),
         call("submit", answer='{"test_mse": 1.0}'),
     ]
-    sample = run_eval("super_bench/demo_expert", outputs, workdirs, task_ids="tinyreg", cell_timeout=2)
+    sample = run_eval("super_bench/demo_expert", outputs, workdirs, task_ids="tinyreg", cell_timeout=2.5)
     results = tool_results(sample)
     assert results[1] == ("edit", results[1][1], None)
     assert results[2][2] is not None and "No edit made" in results[2][2]

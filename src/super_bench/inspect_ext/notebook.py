@@ -35,12 +35,12 @@ class Notebook:
         self._lock = threading.Lock()
 
     async def step(self, action: Action) -> Step:
-        if self.env.done:
-            raise ToolError(f"The episode is over ({self.env.trajectory.stop_reason}); no more actions are taken.")
         return await to_thread.run_sync(self._step, action)
 
     def _step(self, action: Action) -> Step:
         with self._lock:
+            if self.env.done:
+                raise ToolError(f"The episode is over ({self.env.trajectory.stop_reason}); no more actions are taken.")
             return self.env.step(action)
 
 

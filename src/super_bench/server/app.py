@@ -47,7 +47,6 @@ class SessionStarted(BaseModel):
     task_id: str
     observation: str = Field(description="The first observation: the task's query")
     pre_executed: list[Step] = Field(description="Cells the harness ran before the agent starts (Masked tasks)")
-    done: bool
 
 
 class StepReply(BaseModel):
@@ -139,7 +138,6 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
             task_id=session.task.task_id,
             observation=session.task.query,
             pre_executed=[s for s in session.env.trajectory.steps if s.pre_executed],
-            done=session.done,
         )
 
     @app.get("/v1/sessions")

@@ -13,9 +13,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 import anyio
 from anyio import to_thread
@@ -30,7 +28,6 @@ from super_bench.tasks.model import Task, TaskSet
 from super_bench.trajectory import Step
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 _FORGET_AFTER = 1000  # ended session ids remembered, to answer 410 instead of 404
 
 
@@ -112,7 +109,6 @@ class SessionManager:
         max_sessions: int = 4,
         idle_timeout: float = 1800,
         mode: ScoreMode = "corrected",
-        environment_factory: Callable[[EnvConfig], Environment] = Environment,
     ) -> None:
         if not sources:
             raise ValueError("a server needs at least one task source")
@@ -121,7 +117,6 @@ class SessionManager:
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.mode = mode
-        self._make_env = environment_factory
         self._sessions: dict[str, Session] = {}
         self._ended: OrderedDict[str, str] = OrderedDict()
         self._starting = 0
@@ -153,7 +148,7 @@ class SessionManager:
             )
         self._starting += 1
         try:
-            task, env = await _in_thread(self._start, request)
+            task, env = await to_thread.run_sync(self._start, request)
         finally:
             self._starting -= 1
         session = Session(secrets.token_hex(8), task, env)
@@ -163,7 +158,7 @@ class SessionManager:
 
     def _start(self, request: SessionRequest) -> tuple[Task, Environment]:
         task = self._resolve(request)
-        env = self._make_env(self.env_config)
+        env = Environment(self.env_config)
         try:
             env.reset(task, agent="server")
         except BaseException:
@@ -188,7 +183,7 @@ class SessionManager:
     async def step(self, session_id: str, action: Action, thought: str | None = None) -> Step:
         """Perform an action; a session's steps run one at a time, in the order they arrive."""
         session = self.get(session_id)
-        return await _in_thread(self._step, session, action, thought)
+        return await to_thread.run_sync(self._step, session, action, thought)
 
     def _step(self, session: Session, action: Action, thought: str | None) -> Step:
         with session.lock:
@@ -220,7 +215,7 @@ class SessionManager:
                 session.env.kernel.kill()
             except EnvironmentClosedError:
                 pass  # the step ended the episode and closed the environment meanwhile
-        await _in_thread(self._close, session)
+        await to_thread.run_sync(self._close, session)
         log.info("session %s: %s", session.id, reason)
         return session
 
@@ -269,7 +264,3 @@ class SessionManager:
         reason = session.env.trajectory.stop_reason
         failure = f"; it failed: {session.error}" if session.error else ""
         return f"the episode is over ({reason}){failure}; GET /v1/sessions/{session.id} has the trajectory and scores"
-
-
-async def _in_thread(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    return await to_thread.run_sync(lambda: function(*args, **kwargs))
