@@ -4,9 +4,8 @@ The public API, imported lazily so that ``import super_bench`` stays fast::
 
     import super_bench as sb
 
-    tasks = sb.load_tasks("demo", "expert")
-    with sb.Environment() as env:
-        env.reset(tasks[0])
+    with sb.make("tinyreg") as env:
+        env.reset()
         step = env.step({"type": "execute", "content": "!ls"})
     outcome = sb.run(agent="gold", task_set="masked")
 """
@@ -28,8 +27,10 @@ _EXPORTS = {
     "Step": "super_bench.trajectory",
     "SuperBenchError": "super_bench.errors",
     "Task": "super_bench.tasks.model",
+    "TaskEnvironment": "super_bench.gym",
     "Trajectory": "super_bench.trajectory",
     "load_tasks": "super_bench.tasks.loaders",
+    "make": "super_bench.gym",
     "rescore": "super_bench.runner.rescore",
     "run": "super_bench.runner.run",
     "score_answer": "super_bench.scoring.answer",
@@ -46,9 +47,11 @@ __all__ = [
     "Step",
     "SuperBenchError",
     "Task",
+    "TaskEnvironment",
     "Trajectory",
     "__version__",
     "load_tasks",
+    "make",
     "rescore",
     "run",
     "score_answer",
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
     from super_bench.actions import Action
     from super_bench.environment import EnvConfig, Environment
     from super_bench.errors import SuperBenchError
+    from super_bench.gym import TaskEnvironment, make
     from super_bench.runner.rescore import rescore
     from super_bench.runner.run import RunConfig, run
     from super_bench.sandbox.base import SandboxConfig

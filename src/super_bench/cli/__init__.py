@@ -16,6 +16,7 @@ from super_bench.errors import SuperBenchError
 _COMMANDS = {
     "run": "super_bench.cli.run_cmd:run_command",
     "score": "super_bench.cli.score_cmd:score_command",
+    "serve": "super_bench.cli.serve_cmd:serve_command",
     "tasks": "super_bench.cli.tasks_cmd:tasks_group",
     "view": "super_bench.cli.view_cmd:view_command",
     "import-trajectories": "super_bench.cli.view_cmd:import_command",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from super_bench._names import TASK_SETS
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ManyValues(click.Option):
@@ -67,3 +70,29 @@ set_option = click.option(
     default=None,
     help="Task set. [default: expert for demo and hf; every row for files]",
 )
+
+
+def budget_options(function: F) -> F:
+    """--cell-timeout, --max-steps and --max-compute: the environment's limits per task."""
+    options = (
+        click.option(
+            "--cell-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=300,
+            show_default=True,
+            help="Soft timeout of a cell, in seconds.",
+        ),
+        click.option(
+            "--max-steps", type=click.IntRange(min=1), default=100, show_default=True, help="Agent steps per task."
+        ),
+        click.option(
+            "--max-compute",
+            type=click.FloatRange(min=0, min_open=True),
+            default=1800,
+            show_default=True,
+            help="Seconds of execution per task.",
+        ),
+    )
+    for option in reversed(options):
+        function = option(function)
+    return function

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from super_bench.cli._options import ManyValues, as_list, mode_option, set_option, source_option
+from super_bench.cli._options import ManyValues, as_list, budget_options, mode_option, set_option, source_option
 
 
 @click.command("run")
@@ -36,21 +36,7 @@ from super_bench.cli._options import ManyValues, as_list, mode_option, set_optio
     type=click.Path(file_okay=False, path_type=Path),
     help="Run directory; rerunning with the same one resumes. [default: runs/<time>-<set>-<agent>]",
 )
-@click.option(
-    "--cell-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=300,
-    show_default=True,
-    help="Soft timeout of a cell, in seconds.",
-)
-@click.option("--max-steps", type=click.IntRange(min=1), default=100, show_default=True, help="Agent steps per task.")
-@click.option(
-    "--max-compute",
-    type=click.FloatRange(min=0, min_open=True),
-    default=1800,
-    show_default=True,
-    help="Seconds of execution per task.",
-)
+@budget_options
 @mode_option
 def run_command(
     source: str,

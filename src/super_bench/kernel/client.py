@@ -136,6 +136,13 @@ class NotebookKernel:
             self._process = None
         self._cell = None
 
+    def kill(self) -> None:
+        """Kill the kernel's processes now. Safe to call from another thread while a cell runs: that
+        cell then ends as ``died``."""
+        process = self._process
+        if process is not None:
+            process.kill()
+
     @property
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None

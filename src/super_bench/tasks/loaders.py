@@ -77,10 +77,12 @@ def load_tasks(
 
 def default_set(source: str | Path, task_set: str | None) -> str | None:
     """The set to load when none is given: expert for the demo suite and the Hub, every row for files."""
-    source = str(source)
-    if task_set is None and (source in ("demo", "hf") or source.startswith("hf:")):
-        return "expert"
-    return task_set
+    return "expert" if task_set is None and _is_named(source) else task_set
+
+
+def _is_named(source: str | Path) -> bool:
+    """The bundled suite or the Hub, as opposed to a path."""
+    return str(source) in ("demo", "hf") or str(source).startswith("hf:")
 
 
 def select_ids(tasks: list[Task], wanted: list[str]) -> list[Task]:
@@ -95,6 +97,16 @@ def select_ids(tasks: list[Task], wanted: list[str]) -> list[Task]:
             f"unknown task id(s): {'; '.join(hints)}. `super-bench tasks list` shows the {len(by_id)} available."
         )
     return [by_id[i] for i in dict.fromkeys(wanted)]
+
+
+def find_task(task_id: str, source: str | Path = "demo", task_set: str | None = None) -> Task:
+    """One task by id. Without a set, every set of the demo suite or the Hub is searched."""
+    if task_set is None and _is_named(source):
+        candidates = [task for each in TASK_SETS for task in load_tasks(source, each)]
+    else:
+        candidates = load_tasks(source, task_set)
+    (task,) = select_ids(candidates, [task_id])
+    return task
 
 
 def check_rows(rows: Iterable[RawRow]) -> tuple[list[Task], list[str]]:

@@ -1,0 +1,125 @@
+"""``super-bench serve``."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import socket
+
+import click
+
+from super_bench.cli._options import budget_options, mode_option
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port; 0 picks a free one."
+)
+@click.option(
+    "--token",
+    envvar="SUPER_BENCH_TOKEN",
+    help="Token clients must send as 'Authorization: Bearer <token>' [default: $SUPER_BENCH_TOKEN, else a new "
+    "random one, printed at start-up].",
+)
+@click.option("--sandbox", default="auto", show_default=True, help="auto, local, bwrap or docker.")
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    help="A task source clients may use (repeatable); the first is the default. [default: demo, hf]",
+)
+@click.option("--max-sessions", type=click.IntRange(min=1), default=4, show_default=True, help="Sessions at once.")
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1800,
+    show_default=True,
+    help="Seconds without an action after which a session is closed and its sandbox stopped.",
+)
+@budget_options
+@mode_option
+def serve_command(
+    host: str,
+    port: int,
+    token: str | None,
+    sandbox: str,
+    sources: tuple[str, ...],
+    max_sessions: int,
+    idle_timeout: float,
+    cell_timeout: float,
+    max_steps: int,
+    max_compute: float,
+    mode: str,
+) -> None:
+    """Serve the notebook environment over HTTP, for agents in any language.
+
+    POST /v1/sessions starts a task, POST /v1/sessions/ID/step sends an action, GET /v1/sessions/ID
+    returns the trajectory and scores, DELETE /v1/sessions/ID stops it. /openapi.json describes it all.
+    """
+    from super_bench.errors import ConfigError
+
+    try:
+        import uvicorn
+
+        from super_bench.server.app import create_app
+    except ImportError as e:
+        raise ConfigError(
+            f"`super-bench serve` needs the server extra ({e.name} is missing); "
+            "install it with: pip install 'super-bench[server]'"
+        ) from e
+    from super_bench.environment import EnvConfig
+    from super_bench.sandbox import SANDBOXES, SandboxConfig, resolve_backend
+    from super_bench.server.sessions import SessionManager
+
+    SANDBOXES.get(resolve_backend(sandbox))
+    if not token or not token.strip():
+        token = secrets.token_urlsafe(24)
+        token_note = f"token: {token}"
+    else:
+        token_note = "token: as given by --token or SUPER_BENCH_TOKEN"
+    manager = SessionManager(
+        EnvConfig(
+            cell_timeout=cell_timeout,
+            max_steps=max_steps,
+            max_compute=max_compute,
+            sandbox=SandboxConfig(backend=sandbox),
+        ),
+        sources=sources or ("demo", "hf"),
+        max_sessions=max_sessions,
+        idle_timeout=idle_timeout,
+        mode=mode,  # type: ignore[arg-type]
+    )
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listener = socket.create_server((host, port), family=family)
+    except OSError as e:
+        raise ConfigError(f"cannot listen on {host}:{port}: {e}") from e
+    bound_port = listener.getsockname()[1]
+    if not _is_loopback(host):
+        click.secho(
+            f"WARNING: listening on {host}, not on localhost. Anyone who can reach this port and has the token "
+            "can run any code on this machine through the sandboxes. Use --host 127.0.0.1 unless you need this.",
+            fg="red",
+            bold=True,
+            err=True,
+        )
+    url_host = f"[{host}]" if ":" in host else host
+    click.echo(f"super-bench environment server on http://{url_host}:{bound_port}  (API description: /openapi.json)")
+    click.echo(token_note, nl=True)
+    click.echo("Send every request with the header 'Authorization: Bearer <token>'. Ctrl-C stops the server.")
+    config = uvicorn.Config(create_app(manager, token), log_level="info", timeout_graceful_shutdown=3)
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    except KeyboardInterrupt:  # uvicorn shuts down cleanly on Ctrl-C, then raises it again
+        pass
+    click.echo("server stopped; every session's sandbox is stopped")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

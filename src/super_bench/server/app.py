@@ -1,0 +1,237 @@
+"""The HTTP JSON API over the notebook environment (FastAPI).
+
+Every request, the OpenAPI description included, needs ``Authorization: Bearer <token>``. Errors
+are JSON ``{"detail": "..."}`` with a 4xx status that says what was wrong; a failed sandbox is a
+503; nothing answers with a traceback.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from super_bench import __version__
+from super_bench.actions import Action, ActionType
+from super_bench.errors import KernelError, SandboxError, SuperBenchError
+from super_bench.scoring import Metrics, ScoreDetails
+from super_bench.server.sessions import Session, SessionError, SessionManager, SessionRequest
+from super_bench.trajectory import Step, StopReason, Trajectory
+
+log = logging.getLogger(__name__)
+
+
+class StepRequest(BaseModel):
+    """One action, as in a trajectory, with the agent's optional reasoning."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: ActionType
+    content: Any = Field(None, description="The cell, the edit text, or the answer; none for interrupt/continue_wait")
+    thought: str | None = Field(None, description="Kept in the trajectory")
+
+
+class SessionStarted(BaseModel):
+    session_id: str
+    task_id: str
+    observation: str = Field(description="The first observation: the task's query")
+    pre_executed: list[Step] = Field(description="Cells the harness ran before the agent starts (Masked tasks)")
+
+
+class StepReply(BaseModel):
+    step: Step = Field(description="The step as recorded (its raw output is in the trajectory)")
+    done: bool
+    stop_reason: StopReason | None
+
+
+class Scores(BaseModel):
+    metrics: Metrics
+    details: ScoreDetails
+
+
+class SessionState(BaseModel):
+    session_id: str
+    task_id: str
+    done: bool
+    stop_reason: StopReason | None
+    trajectory: Trajectory
+    scores: Scores | None = Field(description="Once done")
+    error: str | None = Field(None, description="Why the sandbox failed, if it did")
+
+
+class SessionSummary(BaseModel):
+    session_id: str
+    task_id: str
+    done: bool
+    steps: int
+    idle_seconds: float
+
+
+def _state(session: Session) -> SessionState:
+    trajectory = session.env.trajectory
+    scores = None
+    if session.metrics is not None and session.details is not None:
+        scores = Scores(metrics=session.metrics, details=session.details)
+    return SessionState(
+        session_id=session.id,
+        task_id=session.task.task_id,
+        done=session.done,
+        stop_reason=trajectory.stop_reason,
+        trajectory=trajectory,
+        scores=scores,
+        error=session.error,
+    )
+
+
+def create_app(manager: SessionManager, token: str) -> FastAPI:
+    """The API over ``manager``'s sessions, for clients that send ``token``."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(manager.reap_forever)
+                yield
+                group.cancel_scope.cancel()
+        finally:
+            await manager.close_all()
+
+    app = FastAPI(
+        title="super-bench environment server",
+        version=__version__,
+        description="SUPER's stateful notebook environment over HTTP: start a session on a task, send actions, "
+        "read the trajectory and scores.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.add_middleware(_BearerAuth, token=token)
+    _add_error_handlers(app)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            schema.setdefault("components", {})["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+            schema["security"] = [{"bearer": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    @app.post("/v1/sessions", status_code=201, response_model_exclude={"pre_executed": {"__all__": {"output"}}})
+    async def create_session(request: SessionRequest) -> SessionStarted:
+        """Start a sandbox and kernel on a task; returns the session id and the first observation."""
+        session = await manager.create(request)
+        return SessionStarted(
+            session_id=session.id,
+            task_id=session.task.task_id,
+            observation=session.task.query,
+            pre_executed=[s for s in session.env.trajectory.steps if s.pre_executed],
+        )
+
+    @app.get("/v1/sessions")
+    async def list_sessions() -> list[SessionSummary]:
+        """Every session the server holds."""
+        return [
+            SessionSummary(
+                session_id=s.id,
+                task_id=s.task.task_id,
+                done=s.done,
+                steps=len(s.env.trajectory.agent_steps),
+                idle_seconds=s.idle_for(),
+            )
+            for s in manager.sessions()
+        ]
+
+    @app.post("/v1/sessions/{session_id}/step", response_model_exclude={"step": {"output"}})
+    async def step(session_id: str, request: StepRequest) -> StepReply:
+        """Perform one action. Blocks until the cell finishes or its soft timeout expires."""
+        session = manager.get(session_id)
+        result = await manager.step(session_id, Action(type=request.type, content=request.content), request.thought)
+        return StepReply(step=result, done=session.done, stop_reason=session.env.trajectory.stop_reason)
+
+    @app.get("/v1/sessions/{session_id}")
+    async def get_session(session_id: str) -> SessionState:
+        """The trajectory so far and, once the episode is over, the scores."""
+        return _state(manager.get(session_id))
+
+    @app.delete("/v1/sessions/{session_id}")
+    async def delete_session(session_id: str) -> SessionState:
+        """Stop the session's sandbox; returns its final trajectory and scores."""
+        return _state(await manager.delete(session_id))
+
+    return app
+
+
+class _BearerAuth:
+    """Refuses any request without the right bearer token, before anything else looks at it."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scheme, _, given = Headers(scope=scope).get("authorization", "").partition(" ")
+            # compare_digest takes constant time, so the comparison does not leak how much matched
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
+                response = JSONResponse(
+                    {"detail": "missing or wrong token: send the header 'Authorization: Bearer <token>'"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    def answer(status: int, detail: str) -> JSONResponse:
+        return JSONResponse({"detail": detail}, status_code=status)
+
+    async def session_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, SessionError)
+        return answer(exc.status, str(exc))
+
+    async def sandbox_error(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("%s %s: the sandbox failed: %s", request.method, request.url.path, exc)
+        return answer(503, f"the sandbox failed ({type(exc).__name__}: {exc}); the session, if any, is over")
+
+    async def bad_request(request: Request, exc: Exception) -> JSONResponse:
+        return answer(422, str(exc))
+
+    async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        errors = exc.errors()
+        for error in errors:
+            if error.get("type") == "json_invalid":
+                reason = (error.get("ctx") or {}).get("error", "not JSON")
+                return answer(400, f"the request body is not valid JSON ({reason})")
+        problems = []
+        for error in errors:
+            where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+            message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+            problems.append(f"{where}: {message}" if where else message)
+        return answer(422, "invalid request: " + "; ".join(problems))
+
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return answer(500, f"internal error ({type(exc).__name__}: {exc}); the server log has the details")
+
+    app.add_exception_handler(SessionError, session_error)
+    app.add_exception_handler(SandboxError, sandbox_error)
+    app.add_exception_handler(KernelError, sandbox_error)
+    app.add_exception_handler(SuperBenchError, bad_request)
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(Exception, unexpected)
