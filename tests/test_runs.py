@@ -43,8 +43,11 @@ def test_run_directory_layout_and_trajectory_files(tmp_path: Path) -> None:
 def test_an_agent_that_submits_null_scores_zero(tmp_path: Path, task_set: str) -> None:
     actions = tmp_path / "null.json"
     actions.write_text(json.dumps([{"type": "submit", "content": None}]))
-    outcome = run(config(tmp_path, task_set=task_set, agent=f"replay:{actions}"))
-    assert len(outcome.results) == len(load_tasks("demo", task_set))
+    tasks = load_tasks("demo", task_set)
+    if task_set == "masked":  # one task per repository: their pre-executed cells take a while
+        tasks = list({t.github_repo: t for t in tasks}.values())
+    outcome = run(config(tmp_path, task_set=task_set, task_ids=[t.task_id for t in tasks], agent=f"replay:{actions}"))
+    assert len(outcome.results) == len(tasks)
     for result in outcome.results:
         assert result.status == "completed" and result.stop_reason == "submitted", result
         assert result.metrics.submitted == 0.0
