@@ -13,8 +13,6 @@ import pytest
 from super_bench import load_tasks
 from super_bench.tasks.model import MASKED_CATEGORIES
 
-pytestmark = pytest.mark.network_isolated
-
 
 def run_offline(offline: list[str], args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -27,6 +25,7 @@ def run_offline(offline: list[str], args: list[str], cwd: Path) -> subprocess.Co
     )
 
 
+@pytest.mark.network_isolated
 @pytest.mark.parametrize("task_set", ["expert", "masked", "auto"])
 def test_gold_agent_solves_every_demo_task_offline(tmp_path: Path, offline: list[str], task_set: str) -> None:
     # `super-bench run` with no arguments is the Expert set: the promise of the README.
