@@ -117,7 +117,7 @@ def test_demo_masked_shows_the_pre_executed_cells(workdirs: Path) -> None:
         call("execute", code="import json; print(json.load(open('results/metrics.json')))"),
         call("submit", answer='{"test_mse": 7.4031}'),
     ]
-    sample = run_eval("super_bench/demo_masked", outputs, workdirs)
+    sample = run_eval("super_bench/demo_masked", outputs, workdirs, task_ids="tinyreg_goal")
     shown = [m.text for m in sample.messages if m.role == "user"]
     assert any("already been run" in text and "Cloning into" in text and "%cd tinyreg" in text for text in shown)
     assert scores(sample) == {"output_match": 1.0, "landmarks": 1.0}
@@ -129,7 +129,7 @@ def test_demo_auto_scores_whether_the_script_ran(workdirs: Path) -> None:
         call("execute", code="!python train.py --config configs/base.json"),
         call("submit", answer="null"),
     ]
-    sample = run_eval("super_bench/demo_auto", outputs, workdirs)
+    sample = run_eval("super_bench/demo_auto", outputs, workdirs, task_ids="tinyreg-auto")
     assert scores(sample) == {"entrypoint": 1.0}
     assert sample.scores is not None
     assert "step 1" in (sample.scores["entrypoint"].explanation or "")

@@ -20,24 +20,8 @@ def config(tmp_path: Path, **settings: object) -> RunConfig:
     return RunConfig(env=env, **settings)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("task_set", ["expert", "masked", "auto"])
-def test_gold_agent_solves_every_demo_task(tmp_path: Path, task_set: str) -> None:
-    outcome = run(config(tmp_path, task_set=task_set))
-    assert outcome.results and all(r.status == "completed" for r in outcome.results)
-    for result in outcome.results:
-        metrics = result.metrics
-        if task_set == "auto":
-            assert metrics.entrypoint == 1.0, result
-        else:
-            assert (metrics.output_match, metrics.landmarks, metrics.submitted) == (1.0, 1.0, 1.0), result
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["n_tasks"] == len(outcome.results)
-    key = "entrypoint" if task_set == "auto" else "output_match"
-    assert summary["metrics"][key] == 1.0
-
-
 def test_run_directory_layout_and_trajectory_files(tmp_path: Path) -> None:
-    outcome = run(config(tmp_path, task_set="masked"))
+    outcome = run(config(tmp_path, task_set="masked", task_ids=["tinyreg_goal"]))
     root = tmp_path / "run"
     assert {p.name for p in root.iterdir()} >= {"run.json", "tasks.jsonl", "results.jsonl", "summary.json", "tasks"}
     (result,) = [json.loads(line) for line in (root / "results.jsonl").read_text().splitlines()]
@@ -55,15 +39,24 @@ def test_run_directory_layout_and_trajectory_files(tmp_path: Path) -> None:
     assert outcome.summary.metrics["output_match"] == 1.0
 
 
-def test_an_agent_that_submits_null_scores_zero(tmp_path: Path) -> None:
+@pytest.mark.parametrize("task_set", ["expert", "masked", "auto"])
+def test_an_agent_that_submits_null_scores_zero(tmp_path: Path, task_set: str) -> None:
     actions = tmp_path / "null.json"
     actions.write_text(json.dumps([{"type": "submit", "content": None}]))
-    for task_set, metric in (("expert", "output_match"), ("auto", "entrypoint")):
-        outcome = run(config(tmp_path, task_set=task_set, agent=f"replay:{actions}", out=tmp_path / task_set))
-        for result in outcome.results:
-            assert getattr(result.metrics, metric) == 0.0
-            assert result.metrics.submitted == 0.0
-            assert result.stop_reason == "submitted"
+    tasks = load_tasks("demo", task_set)
+    if task_set == "masked":  # one task per repository: their pre-executed cells take a while
+        tasks = list({t.github_repo: t for t in tasks}.values())
+    outcome = run(config(tmp_path, task_set=task_set, task_ids=[t.task_id for t in tasks], agent=f"replay:{actions}"))
+    assert len(outcome.results) == len(tasks)
+    for result in outcome.results:
+        assert result.status == "completed" and result.stop_reason == "submitted", result
+        assert result.metrics.submitted == 0.0
+        if task_set != "auto":
+            assert result.metrics.output_match == 0.0, result
+        if task_set != "masked":
+            assert result.metrics.entrypoint in (None, 0.0), result
+    if task_set == "auto":
+        assert outcome.summary.metrics["entrypoint"] == 0.0
 
 
 def test_replay_agent_replays_a_saved_trajectory(tmp_path: Path) -> None:
@@ -83,9 +76,9 @@ def test_an_agent_that_stops_without_submitting(tmp_path: Path) -> None:
 
 def test_rerunning_the_same_command_resumes(tmp_path: Path) -> None:
     run(config(tmp_path, task_ids=["tinyreg"]))
-    outcome = run(config(tmp_path))
+    outcome = run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"]))
     lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
-    assert sorted(json.loads(line)["task_id"] for line in lines) == sorted(t.task_id for t in load_tasks("demo"))
+    assert sorted(json.loads(line)["task_id"] for line in lines) == ["tinyreg", "tinyreg-lr"]
     assert len(outcome.results) == len(lines)
 
 
@@ -101,7 +94,7 @@ def test_rescoring_offline_in_both_modes(tmp_path: Path) -> None:
 
 
 def test_rescoring_survives_a_corrupt_trajectory(tmp_path: Path) -> None:
-    run(config(tmp_path, task_set="expert"))
+    run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"]))
     broken = next((tmp_path / "run" / "tasks").iterdir()) / "trajectory.json"
     broken.write_text("{ not json")
     outcome = rescore(tmp_path / "run")

@@ -1,0 +1,1 @@
+"""bm25kit: BM25 retrieval with an in-memory inverted index."""

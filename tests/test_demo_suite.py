@@ -1,0 +1,69 @@
+"""The bundled demo suite, end to end: the gold agent solves every task with the network cut off."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from super_bench import load_tasks
+from super_bench.tasks.model import MASKED_CATEGORIES
+
+
+def run_offline(offline: list[str], args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*offline, sys.executable, "-m", "super_bench", "run", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=600,
+    )
+
+
+@pytest.mark.network_isolated
+@pytest.mark.parametrize("task_set", ["expert", "masked", "auto"])
+def test_gold_agent_solves_every_demo_task_offline(tmp_path: Path, offline: list[str], task_set: str) -> None:
+    # `super-bench run` with no arguments is the Expert set: the promise of the README.
+    args = [] if task_set == "expert" else ["--set", task_set, "--out", str(tmp_path / "runs" / task_set)]
+    result = run_offline(offline, args, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "output match" in result.stdout and "mean over" in result.stdout
+
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    tasks = {t.task_id: t for t in load_tasks("demo", task_set)}
+    assert sorted(r["task_id"] for r in results) == sorted(tasks)
+    for row in results:
+        task, metrics = tasks[row["task_id"]], row["metrics"]
+        assert row["status"] == "completed", row
+        if task_set != "auto":
+            assert (metrics["output_match"], metrics["landmarks"]) == (1.0, 1.0), row
+        if task.entrypoint:
+            assert metrics["entrypoint"] == 1.0, row
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["n_tasks"] == len(tasks)
+    assert summary["metrics"]["entrypoint" if task_set == "auto" else "output_match"] == 1.0
+
+
+def test_the_suite_covers_every_obstacle_category() -> None:
+    expert = load_tasks("demo", "expert")
+    masked = load_tasks("demo", "masked")
+    auto = load_tasks("demo", "auto")
+    assert len(expert) >= 8 and len(masked) >= 16 and len(auto) >= 8
+    assert len({t.github_repo for t in expert}) >= 8
+    categories = {c for t in masked for c in t.categories}
+    assert categories >= set(MASKED_CATEGORIES) - {"customgoal"}
+    expert_ids = {t.task_id for t in expert}
+    for task in masked:
+        assert task.expert_id in expert_ids, task.task_id
+        assert task.categories and set(task.categories) <= set(MASKED_CATEGORIES), task.task_id
+    for task in [*expert, *auto]:
+        assert task.git_commit and task.solution[0].content == f"!git clone {task.github_repo}"
+    for task in expert:
+        assert 2 <= len(task.landmarks) <= 4, task.task_id
+    assert all(t.min_runtime is not None and t.min_runtime < 1 for t in auto)
