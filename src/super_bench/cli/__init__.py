@@ -40,11 +40,13 @@ def main(verbose: int) -> None:
 
 
 def _register() -> None:
+    from super_bench.cli.play_cmd import play_command
     from super_bench.cli.run_cmd import run_command
     from super_bench.cli.score_cmd import score_command
     from super_bench.cli.tasks_cmd import tasks_group
 
     main.add_command(run_command)
+    main.add_command(play_command)
     main.add_command(score_command)
     main.add_command(tasks_group)
 
