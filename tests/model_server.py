@@ -107,7 +107,9 @@ def _cut(text: str, stop: list[str]) -> tuple[str, bool]:
 def _usage(request: dict[str, Any], text: str, answer: Answer) -> tuple[int, int]:
     if answer.usage is not None:
         return answer.usage
-    prompt = sum(len(str(m.get("content", ""))) for m in request.get("messages", [])) + len(str(request.get("system", "")))
+    prompt = sum(len(str(m.get("content", ""))) for m in request.get("messages", [])) + len(
+        str(request.get("system", ""))
+    )
     return prompt // 4 + 1, len(text) // 4 + 1
 
 

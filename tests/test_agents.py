@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import make_task
+from tests.model_server import error, model_server, raw
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, Task, load_tasks, run, score_trajectory
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.agents.human import HumanAgent
 from super_bench.agents.react import ReActAgent, ReActSuperAgent
 from super_bench.errors import ConfigError
-from super_bench.models import ModelOptions, ModelRequest
+from super_bench.models import ModelOptions
 from super_bench.models.mock import MockModel
-from tests.conftest import make_task
-from tests.model_server import error, model_server, raw
 
 CLONE = "!git clone -q https://github.com/super-bench-demo/tinyreg"
 TRAIN = "!python train.py --config configs/base.json --epochs 5 --limit 50"
@@ -24,7 +25,9 @@ ANSWER = '{"test_mse": 7.4031}'
 
 
 def react(thought: str, action: str, content: str | None = None) -> str:
-    return f"Thought: {thought}\nAction: {action}" + (f"\n<content>\n{content}\n</content>" if content is not None else "")
+    return f"Thought: {thought}\nAction: {action}" + (
+        f"\n<content>\n{content}\n</content>" if content is not None else ""
+    )
 
 
 def script(tmp_path: Path, *replies: str) -> str:
@@ -88,7 +91,10 @@ def test_react_super_solves_a_demo_task(tmp_path: Path, env_factory: Any) -> Non
         assert tip in system
     assert first.messages[1]["content"] == f"Query: {task.query}"
     last = model.requests[-1].messages
-    assert last[-2] == {"role": "assistant", "content": f"Thought: I train as asked.\nAction: execute\n<content>\n{TRAIN}\n</content>"}
+    assert last[-2] == {
+        "role": "assistant",
+        "content": f"Thought: I train as asked.\nAction: execute\n<content>\n{TRAIN}\n</content>",
+    }
     assert last[-1]["content"].startswith("Observation: ```\nLoaded 50 training examples")
 
 
@@ -308,3 +314,178 @@ def test_a_rejected_key_stops_the_whole_run(tmp_path: Path) -> None:
             run(settings, tasks=[make_task("a"), make_task("b")])
     assert len(server.requests) == 1
     assert not (tmp_path / "run" / "results.jsonl").exists() or not (tmp_path / "run" / "results.jsonl").read_text()
+
+
+# -- the SWE-agent-style agent -----------------------------------------------------------------------
+def swe(thought: str, command: str) -> str:
+    return f"{thought}\n```\n{command}\n```"
+
+
+def test_swe_agent_solves_a_demo_task_with_its_tools(env_factory: Any) -> None:
+    model = MockModel(
+        "script",
+        replies=[
+            swe("I clone the repository.", CLONE),
+            swe("I move into it.", "%cd tinyreg"),
+            swe("Where is the code?", "find_file *.py"),
+            swe("Which files mention epochs?", "search_dir epochs"),
+            swe("", "goto 3"),  # nothing open yet
+            swe("I open the script.", "open train.py 30"),
+            swe("Where is the learning rate read?", "search_file lr"),
+            swe("", "scroll_down"),
+            swe("A broken edit.", 'edit 1:1\n"""Train a ridge regression model\nend_of_edit'),
+            swe("A good one.", 'edit 1:1\n"""Ridge regression by gradient descent (edited)."""\nend_of_edit'),
+            swe("I train.", TRAIN),
+            swe("Done.", f"submit {ANSWER}"),
+        ],
+    )
+    env = env_factory(cell_timeout=60)
+    task = tinyreg()
+    env.reset(task)
+    from super_bench.agents.swe import SWEAgent
+
+    SWEAgent(options=AgentOptions(settings={"window": 20}), model=model).run(env)
+    metrics, _ = score_trajectory(env.trajectory, task)
+    assert (metrics.output_match, metrics.landmarks) == (1.0, 1.0)
+    obs = {s.metadata.get("command", "").split("\n")[0]: s.observation for s in env.trajectory.steps}
+    assert obs["find_file *.py"] == 'Found 1 files named "*.py" under .:\n./train.py\n'
+    assert "./train.py (12 matches)" in obs["search_dir epochs"]
+    assert obs["goto 3"] == "Error: no file is open; open one first (usage: goto <line>).\n"
+    window = obs["open train.py 30"].splitlines()
+    assert window[0].endswith("/tinyreg/train.py (52 lines total)]") and window[1] == "(19 more lines above)"
+    assert window[2].startswith("20:") and window[-2].startswith("39:") and window[-1] == "(13 more lines below)"
+    assert "Line 28:    lr = args.lr if args.lr is not None else config" in obs["search_file lr"]
+    assert obs["scroll_down"].splitlines()[1] == "(32 more lines above)"  # clamped to the end of the file
+    broken, good = env.trajectory.steps[8], env.trajectory.steps[9]
+    assert "Your edit was not applied" in broken.observation and "SyntaxError" in broken.observation
+    assert (
+        good.observation.startswith("Edited ")
+        and '1:"""Ridge regression by gradient descent (edited)."""' in good.observation
+    )
+    cell = env.trajectory.steps[5].action.content
+    assert cell.startswith("# swe-agent: open train.py 30\ndef swe_show(")  # the tool ran as a notebook cell
+    last_prompt = model.requests[-1].messages
+    assert last_prompt[-1]["content"].endswith(
+        f"(Open file: {env.kernel.cwd}/train.py)\n(Current directory: {env.kernel.cwd})"
+    )
+    assert last_prompt[-2]["content"] == f"I train.\n```\n{TRAIN}\n```"
+
+
+def test_swe_tools_directly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from super_bench.agents.swe_tools import swe_create, swe_edit, swe_show
+
+    path = tmp_path / "m.py"
+    swe_create(str(path), 10)
+    swe_edit(str(path), 1, 0, "def f():\n    return 1", 10)
+    assert path.read_text() == "def f():\n    return 1\n"
+    swe_edit(str(path), 2, 2, "return 2", 10)  # lost its indentation: refused
+    assert path.read_text() == "def f():\n    return 1\n"
+    swe_edit(str(path), 3, 9, "x", 10)
+    swe_show(str(tmp_path / "nope.py"), 1, 10)
+    out = capsys.readouterr().out
+    assert "expected an indented block" in out and "Error: cannot edit lines 3:9; " in out
+    assert f"Error: {tmp_path}/nope.py is not a file." in out
+
+
+# -- Reflexion -----------------------------------------------------------------------------------------
+def test_reflexion_retries_after_a_failed_self_check(tmp_path: Path) -> None:
+    model = script(
+        tmp_path,
+        react("I guess.", "submit", '{"test_mse": 1.0}'),
+        "VERDICT: FAIL. Nothing was run; the answer is a guess.",
+        "I guessed. Next time: clone, train with 5 epochs on 50 examples, and report the printed MSE.",
+        react("Clone and train.", "execute", f"{CLONE}\n%cd tinyreg\n{TRAIN}"),
+        react("Report.", "submit", ANSWER),
+        "VERDICT: PASS - the run printed Test MSE: 7.4031.",
+    )
+    outcome = run(config(tmp_path, agent="reflexion", model=model, task_ids=["tinyreg"]))
+    assert_solved(outcome)
+    assert outcome.results[0].usage.model_calls == 6
+    trajectory = json.loads((tmp_path / "run" / "tasks" / "tinyreg" / "trajectory.json").read_text())
+    assert trajectory["agent"] == "reflexion:react-super" and "Earlier attempts" not in trajectory["query"]
+    reflexion = trajectory["metadata"]["reflexion"]
+    assert reflexion["final_attempt"] == 2 and reflexion["reflections"][0].startswith("I guessed.")
+    first, final = reflexion["attempts"]
+    assert first["trajectory"]["submission"] == {"test_mse": 1.0} and first["self_check"].startswith("VERDICT: FAIL")
+    assert final == {"attempt": 2, "self_check": "VERDICT: PASS - the run printed Test MSE: 7.4031."}
+    assert [s["action"]["type"] for s in trajectory["steps"]] == ["execute", "submit"]  # the final attempt only
+
+
+def test_reflexion_retries_an_attempt_without_a_submission(tmp_path: Path, env_factory: Any) -> None:
+    model = MockModel(
+        "script",
+        replies=[
+            react("Look around.", "execute", "print('attempt one')"),
+            "I ran out of steps before answering; answer right away next time.",
+            react("Answer at once.", "submit", '{"x": 1}'),
+        ],
+    )
+    from super_bench.agents.reflexion import ReflexionAgent
+
+    env = env_factory(cell_timeout=30, max_steps=1)
+    env.reset(make_task(answer={"x": 1}))
+    ReflexionAgent("react", AgentOptions(settings={"attempts": 2, "temperature": 0}), model=model).run(env)
+    assert env.trajectory.stop_reason == "submitted" and env.trajectory.submission == {"x": 1}
+    assert "Attempt 1: I ran out of steps" in model.requests[2].messages[1]["content"]
+    assert model.requests[2].temperature == 0  # the inner agent got the remaining settings
+    first = env.trajectory.metadata["reflexion"]["attempts"][0]
+    assert first["trajectory"]["stop_reason"] == "max_steps" and first["self_check"] is None
+    assert env.trajectory.usage.model_calls == 3
+
+
+# -- the human agent -----------------------------------------------------------------------------------
+def test_the_human_agent_waits_and_interrupts(env_factory: Any) -> None:
+    lines = iter(
+        [
+            "import time",
+            "for i in range(3):",
+            "    time.sleep(0.6)",
+            "    print(i)",
+            "",
+            ":wait",
+            "time.sleep(30)",
+            ":interrupt",
+            ":note the answer is one",
+            ":submit {not json",
+            ":submit 1",
+        ]
+    )
+    shown: list[str] = []
+    env = env_factory(cell_timeout=1)
+    env.reset(make_task())
+    HumanAgent(read=lambda prompt: next(lines), write=shown.append).run(env)
+    steps = env.trajectory.steps
+    assert [(s.action.type, s.outcome) for s in steps] == [
+        ("execute", "ok"),
+        ("execute", "timeout"),
+        ("continue_wait", "ok"),
+        ("execute", "timeout"),
+        ("interrupt", "interrupted"),
+        ("submit", "invalid"),
+        ("submit", "ok"),
+    ]
+    assert steps[1].action.content == "for i in range(3):\n    time.sleep(0.6)\n    print(i)"
+    assert steps[5].thought == "the answer is one" and steps[6].thought is None
+    assert env.trajectory.submission == 1
+    assert any("The episode is over: submitted." in s for s in shown)
+
+
+# -- the custom agent of docs/agents.md ---------------------------------------------------------------
+def test_the_documented_custom_agent_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 30-line agent in the docs, and the snippet that registers and runs it, exactly as written."""
+    from super_bench.agents import AGENTS
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text()
+    section = docs.split("## Writing your own agent", 1)[1]
+    agent_code, run_code = re.findall(r"^```python\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)[:2]
+    assert len(agent_code.splitlines()) <= 35
+    (tmp_path / "my_agent.py").write_text(agent_code)
+    replies = [f"```python\n{CLONE}\n```", f"```python\n%cd tinyreg\n{TRAIN}\n```", f"Printed. ANSWER: {ANSWER}"]
+    (tmp_path / "replies.txt").write_text("\n=====\n".join(replies))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(AGENTS, "_entries", dict(AGENTS._entries))  # the registration is undone afterwards
+    namespace: dict[str, Any] = {}
+    exec(compile(run_code, "docs/agents.md", "exec"), namespace)
+    assert_solved(namespace["outcome"])
+    assert namespace["outcome"].results[0].usage.model_calls == 3

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.model_server import error, model_server, raw, reply
 
 from super_bench.errors import ConfigError, ModelError
 from super_bench.models import ModelOptions, ModelRequest, create_model
 from super_bench.models.mock import MockModel
 from super_bench.models.pricing import PriceTable
-from tests.model_server import error, model_server, raw, reply
 
 
 def request(text: str = "hi", **settings: object) -> ModelRequest:
@@ -86,7 +86,9 @@ def test_price_lookup_and_cost() -> None:
 
 def test_price_files_extend_the_table(tmp_path: Path) -> None:
     prices = tmp_path / "prices.json"
-    prices.write_text(json.dumps({"openai/my-model": {"input": 1, "output": 3}, "openai/gpt-4o": {"input": 0, "output": 0}}))
+    prices.write_text(
+        json.dumps({"openai/my-model": {"input": 1, "output": 3}, "openai/gpt-4o": {"input": 0, "output": 0}})
+    )
     table = PriceTable.load(prices)
     assert table.cost("openai/my-model", 2_000_000, 1_000_000) == 5.0
     assert table.cost("openai/gpt-4o", 10**6, 10**6) == 0.0
@@ -100,7 +102,7 @@ def test_price_files_extend_the_table(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"bad.json: price of 'openai/x': input: .*greater than or equal to 0"):
         PriceTable.load(bad)
     bad.write_text("{oops")
-    with pytest.raises(ConfigError, match="bad.json is not valid JSON"):
+    with pytest.raises(ConfigError, match=r"bad.json is not valid JSON"):
         PriceTable.load(bad)
 
 
@@ -130,7 +132,9 @@ def test_openai_provider_sends_the_request_and_reads_the_reply(monkeypatch: pyte
 
 
 def test_openai_provider_retries_rate_limits_and_server_errors() -> None:
-    with model_server(error(429, "slow down", retry_after_ms="10"), error(500), error(503, retry_after="0.01"), "ok") as server:
+    with model_server(
+        error(429, "slow down", retry_after_ms="10"), error(500), error(503, retry_after="0.01"), "ok"
+    ) as server:
         model = create_model("openai/m", options(base_url=server.base_url, max_retries=3))
         assert model.complete(request()).text == "ok"
     assert len(server.requests) == 4
@@ -150,7 +154,7 @@ def test_openai_provider_asks_again_after_a_malformed_reply() -> None:
         assert model.complete(request()).text == "fine"
     with model_server(*[raw(b"not json")] * 3) as server:
         model = create_model("openai/m", options(base_url=server.base_url))
-        with pytest.raises(ModelError, match="sent a malformed reply for openai/m .*body is not JSON"):
+        with pytest.raises(ModelError, match=r"sent a malformed reply for openai/m .*body is not JSON"):
             model.complete(request())
     assert len(server.requests) == 3
 
@@ -158,11 +162,11 @@ def test_openai_provider_asks_again_after_a_malformed_reply() -> None:
 def test_openai_provider_errors_say_what_to_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     with model_server(error(401, "Incorrect API key provided")) as server:
         model = create_model("openai/m", options(base_url=server.base_url))
-        with pytest.raises(ConfigError, match="rejected the API key .* set OPENAI_API_KEY to a valid key"):
+        with pytest.raises(ConfigError, match=r"rejected the API key .* set OPENAI_API_KEY to a valid key"):
             model.complete(request())
     with model_server(error(404, "The model `gpt-9` does not exist")) as server:
         model = create_model("openai/gpt-9", options(base_url=server.base_url))
-        with pytest.raises(ConfigError, match="does not know the model openai/gpt-9 .*gpt-9` does not exist"):
+        with pytest.raises(ConfigError, match=r"does not know the model openai/gpt-9 .*gpt-9` does not exist"):
             model.complete(request())
     with model_server(error(400, "context too long")) as server:
         model = create_model("openai/m", options(base_url=server.base_url))
@@ -200,7 +204,9 @@ def test_anthropic_provider_against_a_local_server(monkeypatch: pytest.MonkeyPat
     prices.write_text(json.dumps({"anthropic/claude-test": {"input": 3, "output": 15}}))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     text = "Thought: list\nAction: execute\n<content>\n!ls\n</content>\nObservation: made up"
-    with model_server(error(529, "overloaded", retry_after_ms="1"), reply(text, usage=(2000, 40)), error(401, "invalid x-api-key")) as server:
+    with model_server(
+        error(529, "overloaded", retry_after_ms="1"), reply(text, usage=(2000, 40)), error(401, "invalid x-api-key")
+    ) as server:
         model = create_model("anthropic/claude-test", options(base_url=server.url, prices=prices))
         messages = [
             {"role": "system", "content": "Be brief."},
@@ -208,7 +214,7 @@ def test_anthropic_provider_against_a_local_server(monkeypatch: pytest.MonkeyPat
             {"role": "user", "content": "more"},
         ]
         response = model.complete(ModelRequest(messages=messages, stop=["</content>"], temperature=0.2))  # type: ignore[arg-type]
-        with pytest.raises(ConfigError, match="rejected the API key .*invalid x-api-key.* ANTHROPIC_API_KEY"):
+        with pytest.raises(ConfigError, match=r"rejected the API key .*invalid x-api-key.* ANTHROPIC_API_KEY"):
             model.complete(request())
     assert response.text == "Thought: list\nAction: execute\n<content>\n!ls\n" and response.finish_reason == "stop"
     assert response.usage.cost == pytest.approx((2000 * 3 + 40 * 15) / 1e6)

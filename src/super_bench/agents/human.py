@@ -42,7 +42,7 @@ def _complete(source: str) -> bool:
     if first.startswith(("!", "%")) and "\n" not in source:
         return True
     try:
-        return codeop.compile_command(source, "<cell>", "exec") is not None
+        return codeop.compile_command(source, "<cell>", "single") is not None
     except (SyntaxError, ValueError, OverflowError):
         return True  # the kernel will report the error
 
