@@ -8,17 +8,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.model_server import model_server
 from tests.test_agents import ANSWER, CLONE, TRAIN, react
 
 
-def cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, stdin: str | None = None, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "super_bench", *args],
         input=stdin,
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200", **env},
         timeout=600,
     )
 
@@ -91,3 +92,18 @@ def test_run_reports_model_configuration_errors(tmp_path: Path) -> None:
     assert result.returncode == 2 and "expected KEY=VALUE" in result.stderr
     result = cli("run", "--agent", "react", "--model", "mock/x", "--agent-setting", "attempts=2")
     assert result.returncode == 2 and "invalid setting for the react agent (attempts: Extra inputs" in result.stderr
+
+
+def test_run_on_an_openai_compatible_server_then_rerun_from_the_cache(tmp_path: Path) -> None:
+    replies = [react("Clone.", "execute", CLONE), react("Train.", "execute", f"%cd tinyreg\n{TRAIN}")]
+    with model_server(*replies, react("Report.", "submit", ANSWER)) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "SUPER_BENCH_CACHE": str(tmp_path / "cache.sqlite")}
+        args = ["run", "--agent", "react-super", "--model", "openai/llama3.1", "--task-ids", "tinyreg", "--seed", "5"]
+        first = cli(*args, "--out", str(tmp_path / "first"), **env)
+        again = cli(*args, "--out", str(tmp_path / "again"), **env)
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    assert len(server.requests) == 3 and server.requests[0]["model"] == "llama3.1"
+    assert "model: 3 calls," in first.stdout and "model: 3 calls (3 from the cache)" in again.stdout
+    for out in ("first", "again"):
+        summary = json.loads((tmp_path / out / "summary.json").read_text())
+        assert summary["metrics"]["output_match"] == 1.0

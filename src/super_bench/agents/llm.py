@@ -185,7 +185,7 @@ class LLMAgent(ABC):
                 failures.append({"reply": response.text, "error": str(e)})
                 messages = [
                     *base,
-                    {"role": "assistant", "content": response.text},
+                    {"role": "assistant", "content": response.text or "(an empty reply)"},
                     {"role": "user", "content": self.format_help(e)},
                 ]
                 continue

@@ -126,7 +126,8 @@ class SWEAgent(LLMAgent):
     def messages(self, env: Environment) -> list[Message]:
         messages = super().messages(env)
         if env.trajectory.steps:
-            state = f"(Open file: {self.open_file or 'none'})\n(Current directory: {env.kernel.cwd})"
+            cwd = env.kernel.cwd or env.sandbox.workdir
+            state = f"(Open file: {self.open_file or 'none'})\n(Current directory: {cwd})"
             messages[-1] = {"role": "user", "content": messages[-1]["content"] + "\n" + state}
         return messages
 

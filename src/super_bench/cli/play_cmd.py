@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from super_bench.cli._display import console, print_summary
-from super_bench.environment import EnvConfig
-from super_bench.errors import TaskError
-from super_bench.runner.run import RunConfig, run
-from super_bench.sandbox import SandboxConfig
-from super_bench.tasks.loaders import load_tasks
-from super_bench.tasks.model import TASK_SETS, Task
+if TYPE_CHECKING:
+    from super_bench.tasks.model import Task
+
+# Heavy modules are imported in the functions, so that `super-bench --help` stays instant.
+TASK_SETS = ("expert", "masked", "auto")
 
 
 def find_task(source: str, task_set: str | None, task_id: str) -> Task:
     """The task, looked for in every set of the demo suite or the Hub unless a set is given."""
+    from super_bench.errors import TaskError
+    from super_bench.tasks.loaders import load_tasks
+
     bundled = source in ("demo", "hf") or source.startswith("hf:")
     sets = [task_set] if task_set or not bundled else list(TASK_SETS)
     first_error: TaskError | None = None
@@ -59,6 +61,11 @@ def play_command(
 
     The episode is saved and scored like any agent's run (use it to record or check a gold solution).
     """
+    from super_bench.cli._display import console, print_summary
+    from super_bench.environment import EnvConfig
+    from super_bench.runner.run import RunConfig, run
+    from super_bench.sandbox import SandboxConfig
+
     task = find_task(source, task_set, task_id)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     config = RunConfig(
