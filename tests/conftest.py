@@ -1,9 +1,13 @@
-"""Shared fixtures: real kernels in real sandboxes, ad-hoc tasks, and a network-less runner."""
+"""Shared fixtures: real kernels in real sandboxes, ad-hoc tasks, a network-less runner, and a
+guard that keeps every test away from real model providers."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,3 +77,46 @@ def offline() -> list[str]:
     if prefix is None:
         pytest.skip("cannot create a network namespace here (unshare unavailable or not permitted)")
     return prefix
+
+
+# Variables that could lead a test to a real model provider: its keys, endpoints and credentials.
+_PROVIDER_VARIABLE = re.compile(r"^(OPENAI_|ANTHROPIC_|AZURE_OPENAI|TOGETHER_|OPENROUTER_)|_API_KEY$")
+
+
+def _loopback(address: object) -> bool:
+    host = address[0] if isinstance(address, tuple) else address
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_real_model_calls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test can reach a real model provider: their keys and endpoints are unset, and this process
+    may open network connections to loopback addresses only. The response cache is a fresh file."""
+    patch = pytest.MonkeyPatch()
+    for name in list(os.environ):
+        if _PROVIDER_VARIABLE.search(name):
+            patch.delenv(name)
+    patch.setenv("SUPER_BENCH_CACHE", str(tmp_path_factory.mktemp("cache") / "responses.sqlite"))
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def refuse(sock: socket.socket, address: object) -> None:
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
+            raise ConnectionRefusedError(f"tests may not connect to {address!r}: only loopback is allowed")
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        refuse(sock, address)
+        real_connect(sock, address)
+
+    def connect_ex(sock: socket.socket, address: Any) -> int:
+        refuse(sock, address)
+        return real_connect_ex(sock, address)
+
+    patch.setattr(socket.socket, "connect", connect)
+    patch.setattr(socket.socket, "connect_ex", connect_ex)
+    yield
+    patch.undo()

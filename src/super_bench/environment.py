@@ -4,7 +4,8 @@ One sandbox and one Jupyter kernel per episode. Cells have a soft timeout: when 
 the step returns what the cell printed so far and says it is still running; the agent may
 ``continue_wait`` or ``interrupt``, and any other action interrupts it first. A dead kernel is
 replaced and the observation says that all state was lost. Every step is recorded in the
-trajectory; budgets on steps and execution time end the episode with a stop reason.
+trajectory; budgets on steps, execution time, prompt tokens and cost end the episode with a
+stop reason (agents report their model usage with ``add_usage``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from super_bench.errors import EnvironmentClosedError
 from super_bench.kernel import CellResult, NotebookKernel, cap_text, clean_output
 from super_bench.sandbox import Sandbox, SandboxConfig, create_sandbox
 from super_bench.tasks.model import Task
-from super_bench.trajectory import Step, StepOutcome, StopReason, Trajectory, utcnow
+from super_bench.trajectory import Step, StepOutcome, StopReason, Trajectory, Usage, utcnow
 
 
 class EnvConfig(BaseModel):
@@ -36,12 +37,20 @@ class EnvConfig(BaseModel):
     cell_timeout: float = Field(300, gt=0, description="Soft timeout of one step, in seconds")
     max_steps: int | None = Field(100, ge=1, description="Agent steps before the episode is stopped")
     max_compute: float | None = Field(1800, gt=0, description="Seconds of execution before the episode is stopped")
+    max_tokens: int | None = Field(
+        None, ge=1, description="Prompt tokens of model calls per episode (default: 600k, or 400k for Masked tasks)"
+    )
+    max_cost: float | None = Field(None, gt=0, description="USD of model calls per episode (default: no limit)")
     pre_execute_timeout: float = Field(3600, gt=0, description="Limit for each pre-executed (Masked) cell")
     observation_limit: int = Field(100_000, ge=1000, description="Characters of output shown per step")
     output_limit: int = Field(128_000_000, ge=1000, description="Characters of raw output kept per step")
     startup_timeout: float = Field(60, gt=0)
     interrupt_grace: float = Field(10, gt=0, description="Seconds an interrupted cell gets to stop")
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+
+
+# The paper's prompt-token budgets per task set.
+DEFAULT_MAX_TOKENS = {"expert": 600_000, "auto": 600_000, "masked": 400_000}
 
 
 def _timeout_note(seconds: float) -> str:
@@ -139,6 +148,15 @@ class Environment:
             self._sandbox.stop()
             self._sandbox = None
 
+    @property
+    def max_tokens(self) -> int:
+        """The prompt-token budget of this episode."""
+        return self.config.max_tokens or DEFAULT_MAX_TOKENS[self.task.task_set]
+
+    def add_usage(self, usage: Usage) -> None:
+        """Count model usage against the episode's budgets (checked after each step, and by ``check_budgets``)."""
+        self.trajectory.usage.add(usage)
+
     def stop(self, reason: StopReason) -> None:
         """End the episode for a reason decided outside the environment (a token budget, say)."""
         if self.trajectory.stop_reason is None:
@@ -173,7 +191,7 @@ class Environment:
         step = self._record(action, thought, start, handler(action))
         if metadata:
             step.metadata.update(metadata)
-        self._check_budgets()
+        self.check_budgets()
         return step
 
     def _record(
@@ -203,14 +221,21 @@ class Environment:
             self._on_step(step)
         return step
 
-    def _check_budgets(self) -> None:
+    def check_budgets(self) -> bool:
+        """End the episode if a budget is spent; returns whether the episode is over. Agents call it
+        before a model call, so that no call is made once the tokens or money are spent."""
         trajectory = self.trajectory
         if trajectory.stop_reason is not None:
-            return
+            return True
         if self.config.max_steps is not None and len(trajectory.agent_steps) >= self.config.max_steps:
             trajectory.stop_reason = "max_steps"
         elif self.config.max_compute is not None and trajectory.execution_time >= self.config.max_compute:
             trajectory.stop_reason = "max_compute"
+        elif trajectory.usage.prompt_tokens >= self.max_tokens:
+            trajectory.stop_reason = "max_tokens"
+        elif self.config.max_cost is not None and trajectory.usage.cost >= self.config.max_cost:
+            trajectory.stop_reason = "max_cost"
+        return trajectory.stop_reason is not None
 
     def _pre_execute(self, action: Action) -> _Outcome:
         if action.type == "edit":

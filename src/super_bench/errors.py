@@ -48,6 +48,10 @@ class EnvironmentClosedError(SuperBenchError):
     """An action was sent to an environment that is closed or finished."""
 
 
+class ModelError(SuperBenchError):
+    """A model provider failed: unreachable, still failing after retries, or a malformed reply."""
+
+
 class AgentError(SuperBenchError):
     """An agent could not be created or failed in a way that is not the model's fault."""
 

@@ -69,12 +69,14 @@ class Usage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model_calls: int = 0
+    cached_calls: int = Field(0, description="Calls answered from the response cache (counted in the figures above)")
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost: float = 0.0
+    cost: float = Field(0.0, description="USD, at the price table's rates")
 
     def add(self, other: Usage) -> None:
         self.model_calls += other.model_calls
+        self.cached_calls += other.cached_calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.cost += other.cost

@@ -2,8 +2,8 @@
 
 An agent is anything with a ``name`` and a ``run(env)`` that acts on the environment until
 the episode is done (or it gives up). Agents are created from a spec string such as
-``gold``, ``replay:actions.json`` or ``react-super``; third-party agents register under the
-``super_bench.agents`` entry-point group.
+``gold``, ``replay:actions.json``, ``react-super`` or ``reflexion:swe-agent``; third-party
+agents register under the ``super_bench.agents`` entry-point group.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench._registry import Registry
 from super_bench.errors import AgentError
+from super_bench.models.base import ModelOptions
 
 if TYPE_CHECKING:
     from super_bench.environment import Environment
@@ -34,8 +35,9 @@ class AgentOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str | None = Field(None, description="Model as provider/name, for agents that use one")
-    seed: int | None = None
+    seed: int | None = Field(None, description="Sent with every model request, and part of the cache key")
     settings: dict[str, Any] = Field(default_factory=dict, description="Agent-specific options")
+    model_options: ModelOptions = Field(default_factory=ModelOptions)
 
 
 class AgentFactory(Protocol):
@@ -47,6 +49,13 @@ class AgentFactory(Protocol):
 AGENTS: Registry[AgentFactory] = Registry("agent", "super_bench.agents")
 AGENTS.register("gold", "super_bench.agents.gold:GoldAgent", summary="replays the task's gold solution")
 AGENTS.register("replay", "super_bench.agents.replay:ReplayAgent", summary="replay:FILE replays a JSON list of actions")
+AGENTS.register("react", "super_bench.agents.react:ReActAgent", summary="ReAct: thought, then execute or submit")
+AGENTS.register("react-super", "super_bench.agents.react:ReActSuperAgent", summary="ReAct with the edit action")
+AGENTS.register("swe-agent", "super_bench.agents.swe:SWEAgent", summary="SWE-agent-style file viewer and editor")
+AGENTS.register(
+    "reflexion", "super_bench.agents.reflexion:ReflexionAgent", summary="reflexion[:AGENT] retries after a reflection"
+)
+AGENTS.register("human", "super_bench.agents.human:HumanAgent", summary="a person at the terminal (super-bench play)")
 
 
 def create_agent(spec: str, options: AgentOptions | None = None) -> Agent:

@@ -15,6 +15,7 @@ from super_bench.errors import SuperBenchError
 # Subcommands are imported only when used, so `super-bench --help` stays instant.
 _COMMANDS = {
     "run": "super_bench.cli.run_cmd:run_command",
+    "play": "super_bench.cli.play_cmd:play_command",
     "score": "super_bench.cli.score_cmd:score_command",
     "serve": "super_bench.cli.serve_cmd:serve_command",
     "tasks": "super_bench.cli.tasks_cmd:tasks_group",

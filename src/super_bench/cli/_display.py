@@ -67,8 +67,9 @@ def print_summary(results: list[TaskResult], summary: Summary, title: str = "Sco
         if summary.status_counts.get(status):
             notes.append(f"{status}: {summary.status_counts[status]}")
     if summary.usage.model_calls:
+        cached = f" ({summary.usage.cached_calls} from the cache)" if summary.usage.cached_calls else ""
         notes.append(
-            f"model: {summary.usage.model_calls} calls, {summary.usage.prompt_tokens:,} prompt + "
+            f"model: {summary.usage.model_calls} calls{cached}, {summary.usage.prompt_tokens:,} prompt + "
             f"{summary.usage.completion_tokens:,} completion tokens, ${summary.usage.cost:.4f}"
         )
     for note in notes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -44,6 +45,20 @@ class ManyValues(click.Option):
 def as_list(values: tuple[str, ...] | None) -> list[str] | None:
     """The option's values; None when none were given."""
     return list(values) if values else None
+
+
+def key_values(values: tuple[str, ...], option: str) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as a dict; values are JSON where they parse (``0.5``, ``true``), else text."""
+    settings: dict[str, Any] = {}
+    for item in values:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=option)
+        try:
+            settings[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            settings[key.strip()] = text
+    return settings
 
 
 mode_option = click.option(

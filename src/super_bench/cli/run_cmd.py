@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from super_bench.cli._options import ManyValues, as_list, budget_options, mode_option, set_option, source_option
+from super_bench.cli._options import (
+    ManyValues,
+    as_list,
+    budget_options,
+    key_values,
+    mode_option,
+    set_option,
+    source_option,
+)
 
 
 @click.command("run")
@@ -20,7 +28,7 @@ from super_bench.cli._options import ManyValues, as_list, budget_options, mode_o
     "--agent",
     default="gold",
     show_default=True,
-    help="gold, replay:FILE, or a registered agent (react, react-super, ...).",
+    help="gold, replay:FILE, react, react-super, swe-agent, reflexion[:AGENT], human, or a plug-in.",
 )
 @click.option("--model", help="Model as provider/name, for agents that use one.")
 @click.option("--seed", type=int, help="Seed for agents and models that sample.")
@@ -37,6 +45,23 @@ from super_bench.cli._options import ManyValues, as_list, budget_options, mode_o
     help="Run directory; rerunning with the same one resumes. [default: runs/<time>-<set>-<agent>]",
 )
 @budget_options
+@click.option(
+    "--max-tokens", type=click.IntRange(min=1), help="Prompt tokens per task. [default: 600k; 400k for masked]"
+)
+@click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), help="USD of model calls per task.")
+@click.option(
+    "--agent-setting",
+    "agent_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An agent setting (repeatable), e.g. temperature=0 or attempts=2; see docs/agents.md.",
+)
+@click.option(
+    "--prices",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="JSON or TOML file of model prices (USD per 1M tokens), added to the built-in table.",
+)
+@click.option("--no-cache", is_flag=True, help="Do not use or fill the on-disk cache of model replies.")
 @mode_option
 def run_command(
     source: str,
@@ -55,6 +80,11 @@ def run_command(
     cell_timeout: float,
     max_steps: int,
     max_compute: float,
+    max_tokens: int | None,
+    max_cost: float | None,
+    agent_settings: tuple[str, ...],
+    prices: Path | None,
+    no_cache: bool,
     mode: str,
 ) -> None:
     """Run an agent on tasks and score it.
@@ -63,6 +93,7 @@ def run_command(
     """
     from super_bench.cli._display import RunProgress, console, print_summary
     from super_bench.environment import EnvConfig
+    from super_bench.models import ModelOptions
     from super_bench.runner.run import RunConfig, run
     from super_bench.sandbox import SandboxConfig
 
@@ -76,12 +107,16 @@ def run_command(
         agent=agent,
         model=model,
         seed=seed,
+        agent_settings=key_values(agent_settings, "--agent-setting"),
+        model_options=ModelOptions(prices=prices, **({"cache": None} if no_cache else {})),
         out=out,
         mode=mode,
         env=EnvConfig(
             cell_timeout=cell_timeout,
             max_steps=max_steps,
             max_compute=max_compute,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
             sandbox=SandboxConfig(backend=sandbox, keep=keep_workdirs, task_python=task_python),
         ),
     )

@@ -1,5 +1,7 @@
 """One task, start to finish: sandbox, agent, trajectory, score. Never raises for a task's
-failure; a failure becomes the result's status (``agent_error`` or ``infra_error``)."""
+failure; a failure becomes the result's status (``agent_error`` or ``infra_error``). A
+configuration error (a rejected API key, an unknown model) is not the task's failure: it
+stops the run, and the task is run again when the run is resumed."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import TextIO
 
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
-from super_bench.errors import KernelError, SandboxError
+from super_bench.errors import ConfigError, KernelError, ModelError, SandboxError
 from super_bench.runner.results import TaskResult, TaskStatus
 from super_bench.scoring import ScoreMode, score_trajectory, submission_of
 from super_bench.tasks.model import Task
@@ -19,8 +21,8 @@ from super_bench.trajectory import Step, Trajectory, step_line
 
 log = logging.getLogger(__name__)
 
-# Failures of the machinery rather than of the agent: the sandbox or the kernel could not be had.
-INFRA_ERRORS = (SandboxError, KernelError)
+# Failures of the machinery rather than of the agent: the sandbox, the kernel or the model service.
+INFRA_ERRORS = (SandboxError, KernelError, ModelError)
 
 
 class _StepLog:
@@ -66,6 +68,8 @@ def run_episode(
         agent.run(env)
         if not env.done:
             env.stop("agent_stopped")
+    except ConfigError:
+        raise  # a bad key, model name or setting would fail every task alike: stop the run
     except INFRA_ERRORS as e:
         status, error = "infra_error", f"{type(e).__name__}: {e}"
         log.warning("task %s: infrastructure failure: %s", task.task_id, error)

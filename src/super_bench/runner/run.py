@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig
+from super_bench.models import ModelOptions
 from super_bench.runner.episode import run_episode
 from super_bench.runner.results import Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
@@ -37,6 +38,7 @@ class RunConfig(BaseModel):
     model: str | None = None
     seed: int | None = None
     agent_settings: dict[str, Any] = Field(default_factory=dict)
+    model_options: ModelOptions = Field(default_factory=ModelOptions)
     env: EnvConfig = Field(default_factory=EnvConfig)
     out: Path | None = Field(None, description="Run directory (default: runs/<time>-<set>-<agent>)")
     mode: ScoreMode = "corrected"
@@ -52,7 +54,9 @@ class RunConfig(BaseModel):
         )
 
     def agent_options(self) -> AgentOptions:
-        return AgentOptions(model=self.model, seed=self.seed, settings=self.agent_settings)
+        return AgentOptions(
+            model=self.model, seed=self.seed, settings=self.agent_settings, model_options=self.model_options
+        )
 
     def default_out(self) -> Path:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

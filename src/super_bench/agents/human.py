@@ -1,0 +1,132 @@
+"""The human agent: a person at the terminal plays the task (``super-bench play TASK_ID``).
+
+Type a cell and press Enter: a line that is complete Python, a ``!command`` or a ``%magic`` runs
+at once; an unfinished Python block (and a ``%%cell`` magic) continues until an empty line.
+Commands start with a colon:
+
+    :edit           then the edit (path, <<<BEFORE_EDIT>>>, ..., <<<AFTER_EDIT>>>, ...), ended by :end
+    :cell           a cell of several lines, ended by :end
+    :submit JSON    submit the answer, e.g. :submit {"accuracy": 0.81}
+    :wait           keep waiting for a cell that is still running
+    :interrupt      interrupt it
+    :note TEXT      a note, recorded as the thought of the next action
+    :quit           stop without submitting
+    :help           this list
+
+The episode is recorded, saved and scored like any agent's, which is how benchmark builders
+record and check gold solutions.
+"""
+
+from __future__ import annotations
+
+import codeop
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from super_bench.actions import Action
+from super_bench.agents.base import AgentOptions
+from super_bench.errors import AgentError
+
+if TYPE_CHECKING:
+    from super_bench.environment import Environment
+    from super_bench.trajectory import Step
+
+HELP = (__doc__ or "").split("Commands start with a colon:")[1].split("The episode")[0].strip("\n")
+
+
+def _complete(source: str) -> bool:
+    """Whether a cell is finished: shell and magic lines are; Python is when it compiles (or cannot)."""
+    first = source.lstrip()
+    if first.startswith("%%"):
+        return False
+    if first.startswith(("!", "%")) and "\n" not in source:
+        return True
+    try:
+        return codeop.compile_command(source, "<cell>", "single") is not None
+    except (SyntaxError, ValueError, OverflowError):
+        return True  # the kernel will report the error
+
+
+class HumanAgent:
+    name = "human"
+
+    def __init__(
+        self,
+        arg: str | None = None,
+        options: AgentOptions | None = None,
+        *,
+        read: Callable[[str], str] = input,
+        write: Callable[[str], Any] = print,
+    ) -> None:
+        if arg:
+            raise AgentError("the human agent takes no argument")
+        self.read = read
+        self.write = write
+
+    def run(self, env: Environment) -> None:
+        task = env.task
+        self.write(f"Task {task.task_id} ({task.task_set}):\n{task.query}\n")
+        for step in env.trajectory.steps:
+            self.write(f"[run before you started]\n{step.action.content}\n{step.observation}")
+        self.write(f"Type a cell, or a command (:help lists them).\n{HELP}\n")
+        note: str | None = None
+        while not env.done:
+            try:
+                action = self._next(env)
+            except EOFError:
+                self.write("\nEnd of input: stopping without a submission.")
+                return
+            if action is None:
+                return
+            if isinstance(action, str):
+                note = action
+                continue
+            self._show(env, env.step(action, thought=note))
+            note = None
+
+    def _next(self, env: Environment) -> Action | str | None:
+        """The next action, a note (str), or None to stop."""
+        while True:
+            line = self.read(f"[{len(env.trajectory.agent_steps) + 1}]>>> ")
+            command, _, rest = line.strip().partition(" ")
+            if not line.startswith(":"):
+                if not line.strip():
+                    continue
+                return Action.execute(self._more(line))
+            if command == ":help":
+                self.write(HELP)
+            elif command == ":quit":
+                return None
+            elif command == ":note":
+                return rest
+            elif command == ":submit":
+                return Action.submit(rest or "null")
+            elif command == ":wait":
+                return Action(type="continue_wait")
+            elif command == ":interrupt":
+                return Action(type="interrupt")
+            elif command in (":edit", ":cell"):
+                lines = []
+                while (more := self.read("... ")).strip() != ":end":
+                    lines.append(more)
+                return Action(type="edit" if command == ":edit" else "execute", content="\n".join(lines))
+            else:
+                self.write(f"Unknown command {command}; :help lists the commands.")
+
+    def _more(self, first: str) -> str:
+        """Continuation lines of an unfinished cell, up to an empty line."""
+        lines = [first]
+        while not _complete("\n".join(lines)):
+            line = self.read("... ")
+            if not line.strip():
+                break
+            lines.append(line)
+        return "\n".join(lines)
+
+    def _show(self, env: Environment, step: Step) -> None:
+        if step.observation:
+            self.write(step.observation.rstrip("\n"))
+        if step.outcome not in ("ok", "error"):
+            self.write(f"({step.outcome})")
+        if env.done:
+            self.write(f"\nThe episode is over: {env.trajectory.stop_reason}.")

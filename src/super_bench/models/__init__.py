@@ -1,0 +1,15 @@
+"""Chat models behind one small interface, named ``provider/name``: ``openai/...`` (the OpenAI API
+and compatible servers), ``anthropic/...`` (an extra) and ``mock/...`` (scripted)."""
+
+from super_bench.models.base import (
+    MODELS,
+    ChatModel,
+    Message,
+    ModelOptions,
+    ModelRequest,
+    ModelResponse,
+    Reply,
+    create_model,
+)
+
+__all__ = ["MODELS", "ChatModel", "Message", "ModelOptions", "ModelRequest", "ModelResponse", "Reply", "create_model"]
