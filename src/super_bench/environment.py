@@ -211,6 +211,8 @@ class Environment:
             trajectory.stop_reason = "max_steps"
         elif self.config.max_compute is not None and trajectory.execution_time >= self.config.max_compute:
             trajectory.stop_reason = "max_compute"
+        elif self.sandbox.expired:
+            trajectory.stop_reason = "max_wall_time"
 
     def _pre_execute(self, action: Action) -> _Outcome:
         if action.type == "edit":
@@ -253,7 +255,7 @@ class Environment:
                     "the kernel was restarted and all Python state was lost.\n"
                 )
             return "[super-bench] The previous cell was still running; it was interrupted first.\n"
-        if not kernel.alive:
+        if not kernel.alive and not self.sandbox.expired:
             kernel.restart()
             return "[super-bench] The kernel had died; a new one was started and all Python state was lost.\n"
         return ""
@@ -278,6 +280,9 @@ class Environment:
     def _replace_dead_kernel(self) -> str:
         """Start a new kernel in place of a dead one; returns the note that tells the agent why."""
         kernel = self.kernel
+        if self.sandbox.expired:
+            limit = self.config.sandbox.wall_time_limit
+            return f"\n[super-bench] The task's wall-time limit ({limit:g} s) has passed; all it ran was stopped."
         status = kernel.exit_status
         if status is not None and status < 0:
             try:

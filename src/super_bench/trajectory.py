@@ -22,13 +22,14 @@ StopReason = Literal[
     "max_tokens",
     "max_cost",
     "max_compute",  # total execution time
+    "max_wall_time",  # the sandbox's wall-time limit
     "format_error",  # the model kept answering in an unparsable format
     "agent_stopped",  # the agent ended without submitting
     "agent_error",  # the agent's own code raised
     "infra_error",  # sandbox, kernel or model API failure
     "cancelled",  # the user stopped the run
 ]
-BUDGET_STOPS = ("max_steps", "max_tokens", "max_cost", "max_compute")
+BUDGET_STOPS = ("max_steps", "max_tokens", "max_cost", "max_compute", "max_wall_time")
 
 
 def utcnow() -> datetime:

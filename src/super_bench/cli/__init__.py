@@ -41,12 +41,14 @@ def main(verbose: int) -> None:
 
 def _register() -> None:
     from super_bench.cli.run_cmd import run_command
+    from super_bench.cli.sandbox_cmd import sandbox_group
     from super_bench.cli.score_cmd import score_command
     from super_bench.cli.tasks_cmd import tasks_group
 
     main.add_command(run_command)
     main.add_command(score_command)
     main.add_command(tasks_group)
+    main.add_command(sandbox_group)
 
 
 _register()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ManyValues(click.Option):
@@ -48,3 +51,17 @@ mode_option = click.option(
     show_default=True,
     help="Output-match scoring: corrected, or exactly as the reference harness (the paper's numbers).",
 )
+
+
+def size_option(*names: str, help: str) -> Callable[[F], F]:
+    """An option that takes a size such as ``8g``, ``512m`` or a number of bytes; its value is bytes."""
+
+    def to_bytes(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+        from super_bench.sandbox.base import parse_size
+
+        try:
+            return None if value is None else parse_size(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from e
+
+    return click.option(*names, metavar="SIZE", callback=to_bytes, help=help)
