@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import secrets
 import time
+import zipfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +20,8 @@ from super_bench.sandbox import SANDBOXES, SandboxConfig
 # The docker backend is tested with this image (default: the one `sandbox build --backend docker` makes).
 TEST_IMAGE = os.environ.get("SUPER_BENCH_TEST_IMAGE")
 BACKENDS = ["local", "bwrap", "docker"]
+# Backends that must run (CI sets this): their tests fail rather than skip where they cannot.
+REQUIRED = set(os.environ.get("SUPER_BENCH_REQUIRE_SANDBOXES", "").split(","))
 
 
 def backend_settings(name: str) -> dict[str, Any]:
@@ -26,6 +32,8 @@ def backend_settings(name: str) -> dict[str, Any]:
     try:
         SANDBOXES.get(name).check(SandboxConfig(**settings))
     except SandboxError as e:
+        if name in REQUIRED:
+            pytest.fail(f"the {name} sandbox is required but cannot run here: {e}")
         pytest.skip(f"the {name} sandbox cannot run here: {e}")
     return settings
 
@@ -61,3 +69,23 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> bool:
         if value or time.monotonic() > deadline:
             return value
         time.sleep(0.1)
+
+
+def tiny_wheel(directory: Path, name: str = "sbtinypkg", value: int = 42) -> Path:
+    """A minimal pure-Python wheel, built by hand so that tests need no network."""
+    files = {
+        f"{name}/__init__.py": f"VALUE = {value}\n",
+        f"{name}-1.0.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+        f"{name}-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    record.append(f"{name}-1.0.dist-info/RECORD,,")
+    files[f"{name}-1.0.dist-info/RECORD"] = "\n".join(record) + "\n"
+    wheel = directory / f"{name}-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return wheel

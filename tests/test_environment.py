@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.conftest import make_task
+from tests.sandboxes import tiny_wheel
 
 from super_bench import Action, Environment
 from super_bench.errors import EnvironmentClosedError
@@ -226,7 +226,7 @@ def test_masked_tasks_run_their_pre_executed_cells(env_factory: Any) -> None:
 
 
 def test_pip_installs_stay_in_the_task_environment(env: Environment, tmp_path: Any) -> None:
-    wheel = Path(_tiny_wheel(tmp_path))
+    wheel = tiny_wheel(tmp_path)
     env.sandbox.write_file(wheel.name, wheel.read_bytes())
     step = execute(env, f"!pip install --no-index --no-deps {wheel.name}")
     assert step.exit_code == 0, step.observation
@@ -242,30 +242,6 @@ def test_pip_installs_stay_in_the_task_environment(env: Environment, tmp_path: A
     step = execute(env, "!pip uninstall -y pydantic")
     assert "outside environment" in step.observation or step.exit_code != 0
     import pydantic  # noqa: F401  (still importable)
-
-
-def _tiny_wheel(directory: Any) -> str:
-    """A minimal pure-Python wheel, built by hand so the test needs no network."""
-    import base64
-    import hashlib
-    import zipfile
-
-    name = "sbtinypkg-1.0-py3-none-any.whl"
-    files = {
-        "sbtinypkg/__init__.py": "VALUE = 42\n",
-        "sbtinypkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: sbtinypkg\nVersion: 1.0\n",
-        "sbtinypkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        record.append(f"{path},sha256={digest},{len(text.encode())}")
-    record.append("sbtinypkg-1.0.dist-info/RECORD,,")
-    files["sbtinypkg-1.0.dist-info/RECORD"] = "\n".join(record) + "\n"
-    with zipfile.ZipFile(directory / name, "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
-    return str(directory / name)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="uses /proc")

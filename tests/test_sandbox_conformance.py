@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import make_task
-from tests.sandboxes import BACKENDS, backend_settings, pids_with, token, wait_for
-from tests.test_environment import _tiny_wheel
+from tests.sandboxes import BACKENDS, backend_settings, pids_with, tiny_wheel, token, wait_for
 
 from super_bench import Action, Environment
 
@@ -71,7 +70,7 @@ def test_files_in_and_out(start: Any) -> None:
 
 def test_installs_land_in_the_task_layer(start: Any, tmp_path: Path) -> None:
     env = start()
-    wheel = Path(_tiny_wheel(tmp_path))
+    wheel = tiny_wheel(tmp_path)
     env.sandbox.write_file(wheel.name, wheel.read_bytes())
     step = run(env, f"!pip install -q --no-index --no-deps {wheel.name}")
     assert step.exit_code == 0, step.observation
@@ -127,6 +126,12 @@ def test_a_memory_bomb_is_contained(start: Any) -> None:
     assert run(env, "chunks = None\nprint('alive')").observation == "alive\n"
 
 
+def test_the_file_size_limit(start: Any) -> None:
+    env = start(sandbox={"max_file_size": "1m"})
+    assert "File too large" in run(env, "open('big', 'wb').write(b' ' * 2**21)").observation
+    assert run(env, "!head -c 500000 /dev/zero > small && ls -l small").exit_code == 0
+
+
 def test_the_wall_time_limit_ends_the_episode(start: Any) -> None:
     env = start(cell_timeout=8, sandbox={"wall_time_limit": 4})
     step = run(env, "import time\ntime.sleep(30)")
@@ -153,5 +158,7 @@ def test_stop_leaves_no_process_and_no_directory(start: Any) -> None:
     pids = {pid: mark for mark in marks for pid in pids_with(mark)}
     root, runtime = env.sandbox.root, env.sandbox.runtime_dir  # type: ignore[attr-defined]
     env.close()
-    assert wait_for(lambda: not any(pid in pids_with(mark) for pid, mark in pids.items())), "a process outlived its task"
+    assert wait_for(lambda: not any(pid in pids_with(mark) for pid, mark in pids.items())), (
+        "a process outlived its task"
+    )
     assert not root.exists() and not runtime.exists()

@@ -10,7 +10,7 @@ from super_bench.cli._display import RunProgress, console, print_summary
 from super_bench.cli._options import ManyValues, as_list, mode_option, size_option
 from super_bench.environment import EnvConfig
 from super_bench.runner.run import RunConfig, run
-from super_bench.sandbox import SandboxConfig
+from super_bench.sandbox import SandboxConfig, check_backend
 from super_bench.tasks.model import TASK_SETS
 
 
@@ -161,6 +161,7 @@ def run_command(
     tasks = config.load()
     if not tasks:
         raise click.UsageError("no tasks selected")
+    check_backend(config.env.sandbox)  # before the progress bar, so that a missing sandbox is one clear line
     with RunProgress() as progress:
         outcome = run(config, tasks=tasks, reporter=progress)
     print_summary(outcome.results, outcome.summary, title=f"{agent} on {len(tasks)} task(s)")

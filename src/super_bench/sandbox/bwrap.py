@@ -106,7 +106,6 @@ class BwrapSandbox(LocalSandbox):
     def start(self) -> None:
         if self._root is not None:
             return
-        self.check(self.config)
         super().start()
         self._uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
         if os.geteuid() == 0:

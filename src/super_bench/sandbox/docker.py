@@ -38,6 +38,20 @@ from super_bench.sandbox.pyenv import COLAB_REQUIREMENTS
 DEFAULT_IMAGE = f"super-bench-task:{__version__}"
 DOCKERFILE = Path(__file__).resolve().parent / "data" / "Dockerfile"
 
+# Starts the kernel in a process group of its own (so that interrupts and kills reach what it
+# runs too) and leaves its PID where the harness can kill that group.
+_LAUNCH = """
+import os, sys
+try:
+    os.setpgid(0, 0)
+except OSError:
+    pass  # a session leader leads its process group already
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+if sys.argv[2] != "-":
+    os.umask(int(sys.argv[2], 8))
+os.execvp(sys.argv[3], sys.argv[3:])
+"""
 _INSTALL = "install Docker (https://docs.docker.com/engine/install/) or Podman (apt-get install podman)"
 
 
@@ -61,9 +75,14 @@ def find_engine(preferred: str | None = None) -> str:
         if proc.returncode == 0:
             return exe
         lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
-        problems.append(f"the {name} engine is not running ({lines[-1] if lines else f'exit {proc.returncode}'})")
-    start = "start it (sudo systemctl start docker, or open Docker Desktop)" if not preferred else "start it"
-    hint = start if any("not running" in p for p in problems) else _INSTALL
+        detail = lines[-1] if lines else f"exit status {proc.returncode}"
+        problems.append(
+            f"the {name} engine is not running ({detail})" if name == "docker" else f"{name} fails ({detail})"
+        )
+    if any("not running" in p for p in problems):
+        hint = "start Docker (sudo systemctl start docker, or open Docker Desktop), or use Podman"
+    else:
+        hint = _INSTALL
     raise SandboxError(f"no container engine for the docker sandbox: {'; '.join(problems)}: {hint}")
 
 
@@ -191,12 +210,11 @@ class DockerSandbox(Sandbox):
         if self._deadline is not None:
             self._wall_prefix()  # refuses once the wall-time limit has passed
         pidfile = self.runtime_dir / f"{connection_file.stem}.pid"
-        kernel = shlex.join(["python3", "-m", "ipykernel_launcher", "-f", str(connection_file), *extra_args])
-        # The kernel leads its own process group (interrupts and kills reach its children too);
-        # umask 0 lets a harness that is not the container's root connect to its sockets.
-        umask = "" if self._host_owns_files else "umask 0; "
-        script = f"echo $$ > {shlex.quote(str(pidfile))}; {umask}exec {kernel}"
-        argv = [self._engine, "exec", "-w", "/content", self.container, "setsid", "-w", "sh", "-c", script]
+        # umask 0 lets a harness that is not the container's root connect to the kernel's sockets.
+        umask = "-" if self._host_owns_files else "0"
+        kernel = ["python3", "-m", "ipykernel_launcher", "-f", str(connection_file), *extra_args]
+        argv = [self._engine, "exec", "-w", "/content", self.container, "python3", "-c", _LAUNCH, str(pidfile), umask]
+        argv += kernel
         log_path = self.runtime_dir / "kernel.log"
         with open(log_path, "ab") as log:
             popen = subprocess.Popen(

@@ -80,6 +80,11 @@ class LocalSandbox(Sandbox):
     # Whether the kernel runs under a wrapper that reports its death by signal N as status 128 + N.
     wrapped_kernel: ClassVar[bool] = False
 
+    @classmethod
+    def check(cls, config: SandboxConfig) -> None:
+        if not config.network:
+            raise SandboxError("the local sandbox cannot cut the network; use --sandbox bwrap or --sandbox docker")
+
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         super().__init__(config, label)
         self.id = uuid.uuid4().hex[:12]
@@ -123,6 +128,7 @@ class LocalSandbox(Sandbox):
     def start(self) -> None:
         if self._root is not None:
             return
+        type(self).check(self.config)
         parent = self.config.root or Path(tempfile.gettempdir())
         parent.mkdir(parents=True, exist_ok=True)
         self._root = Path(tempfile.mkdtemp(prefix=f"super-bench-{self.label}-", dir=parent))
