@@ -127,25 +127,29 @@ class BwrapSandbox(LocalSandbox):
         if config.memory_limit is not None:
             args += ["--size", str(config.memory_limit)]
         args += ["--tmpfs", "/dev/shm"]
-        hidden = {f"/{name}" for name in _HIDDEN_TOP}
-        candidates: list[Path | str | None] = ["/var/tmp", Path.home(), tempfile.gettempdir(), config.root, Path.cwd()]
-        hidden |= {os.path.realpath(p) for p in candidates if p and os.path.isdir(p)}
-        hidden.discard("/")
-        for path in sorted(hidden):
-            args += ["--tmpfs", path]
-        # Parents before children, so that nothing is covered by a mount made after it.
-        binds = {inside: ("--bind", str(self.root / part)) for part, inside in _LAYOUT.items()}
-        binds[str(self.runtime_dir)] = ("--bind", str(self.runtime_dir))
+        # One mount per path, made parents first: a mount covers what lies under it, and what is
+        # mounted under it afterwards shows through.
+        mounts: dict[str, tuple[str, ...]] = {
+            inside: ("--bind", str(self.root / part)) for part, inside in _LAYOUT.items()
+        }
+        mounts[str(self.runtime_dir)] = ("--bind", str(self.runtime_dir))
         for path in self._read_only_paths():
-            binds.setdefault(path, ("--ro-bind", path))
+            mounts.setdefault(path, ("--ro-bind", path))
+        for path in sorted(self._hidden_paths()):
+            # Hidden where the host's files would show, not under what is hidden already or the task's own.
+            if path not in mounts and _op(_nearest(path, mounts), mounts) in ("", "--ro-bind"):
+                mounts[path] = ("--tmpfs",)
         made: set[str] = set()
-        creatable = hidden | set(_LAYOUT.values())
-        for inside, (kind, source) in sorted(binds.items()):
-            args += _parent_dirs(inside, hidden | set(binds), creatable, made)
-            args += [kind, source, inside]
-        # The bundled demo tasks hold their answers.
-        args += ["--tmpfs", str(demo.TASKS)]
+        for path, op in sorted(mounts.items()):
+            args += [*_parent_dirs(path, mounts, made), *op, path]
         return [*args, "--remount-ro", "/", "--chdir", self.workdir]
+
+    def _hidden_paths(self) -> set[str]:
+        """Host paths agent code must not see: homes, temporary directories, other tasks, the harness's
+        working directory (runs, task files), and the bundled demo tasks (they hold their answers)."""
+        top = [f"/{name}" for name in _HIDDEN_TOP]
+        candidates = [*top, "/var/tmp", Path.home(), tempfile.gettempdir(), self.config.root, Path.cwd(), demo.TASKS]
+        return {os.path.realpath(p) for p in candidates if p and os.path.isdir(p)} - {"/"}
 
     def _read_only_paths(self) -> list[str]:
         """Host paths put back, read-only, over the hidden ones: the Pythons, the git bundles, DNS."""
@@ -179,17 +183,29 @@ class BwrapSandbox(LocalSandbox):
         return subprocess.run(self._wrap(command), input=data, capture_output=True, env=self._env, timeout=120, cwd="/")
 
 
-def _parent_dirs(path: str, mounted: set[str], creatable: set[str], made: set[str]) -> list[str]:
-    """``--dir`` options for the parents of ``path`` that do not exist in the mount they fall in
-    (a tmpfs, a task directory): bwrap would create them readable by root alone."""
-    args: list[str] = []
+def _nearest(path: str, mounts: dict[str, tuple[str, ...]]) -> str:
+    """The closest proper ancestor of ``path`` that has a mount of its own ("" for none)."""
     parent = os.path.dirname(path)
-    chain = []
-    while parent != "/" and parent not in mounted:
+    while parent not in mounts and parent != "/":
+        parent = os.path.dirname(parent)
+    return "" if parent == "/" else parent
+
+
+def _op(path: str, mounts: dict[str, tuple[str, ...]]) -> str:
+    return mounts[path][0] if path else ""
+
+
+def _parent_dirs(path: str, mounts: dict[str, tuple[str, ...]], made: set[str]) -> list[str]:
+    """``--dir`` options for the parents of ``path`` that do not exist in the mount they fall in (a
+    tmpfs, a task directory): bwrap would make them readable by root alone."""
+    anchor = _nearest(path, mounts)
+    if _op(anchor, mounts) not in ("--tmpfs", "--bind"):
+        return []  # a host directory, or a host directory bound where it is: the parents exist
+    args: list[str] = []
+    parent, chain = os.path.dirname(path), []
+    while parent != anchor:
         chain.append(parent)
         parent = os.path.dirname(parent)
-    if parent not in creatable:
-        return args
     for directory in reversed(chain):
         if directory not in made:
             made.add(directory)
