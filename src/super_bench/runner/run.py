@@ -16,7 +16,7 @@ from super_bench.environment import EnvConfig
 from super_bench.runner.episode import run_episode
 from super_bench.runner.results import Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
-from super_bench.sandbox import check_backend
+from super_bench.sandbox import check_backend, resolve_backend
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.loaders import default_set, load_tasks
 from super_bench.tasks.model import Task
@@ -136,5 +136,6 @@ def _manifest(config: RunConfig, tasks: list[Task]) -> dict[str, Any]:
         "command": sys.argv,
         "created_at": datetime.now().astimezone().isoformat(),
         "n_tasks": len(tasks),
+        "sandbox": resolve_backend(config.env.sandbox.backend),
         "config": config.model_dump(mode="json"),
     }

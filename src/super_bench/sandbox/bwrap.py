@@ -90,6 +90,13 @@ def bwrap_problem() -> str | None:
     return None
 
 
+@functools.cache
+def _can_size_tmpfs() -> bool:
+    """Whether this bwrap can cap a tmpfs (``--size``, bubblewrap 0.8)."""
+    exe = shutil.which("bwrap") or "bwrap"
+    return "--size" in subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
+
+
 class BwrapSandbox(LocalSandbox):
     name = "bwrap"
     wrapped_kernel: ClassVar[bool] = True
@@ -124,7 +131,7 @@ class BwrapSandbox(LocalSandbox):
             kind, source = ("--symlink", os.readlink(entry.path)) if entry.is_symlink() else ("--ro-bind", entry.path)
             args += [kind, source, entry.path]
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777"]
-        if config.memory_limit is not None:
+        if config.memory_limit is not None and _can_size_tmpfs():
             args += ["--size", str(config.memory_limit)]
         args += ["--tmpfs", "/dev/shm"]
         # One mount per path, made parents first: a mount covers what lies under it, and what is

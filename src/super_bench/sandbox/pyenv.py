@@ -1,7 +1,8 @@
 """The task's own Python environment, layered over a base one.
 
 Each task gets a virtual environment whose ``site-packages`` comes first on ``sys.path``,
-followed by the base environment's (the harness's, or ``--task-python``'s). The kernel,
+followed by the base environment's (``--task-python``'s, the one ``super-bench sandbox build``
+made, or the harness's). The kernel,
 ``!pip``, ``%pip`` and ``!python`` all resolve to the task environment, so whatever the
 agent installs, upgrades or breaks stays in the task directory: the harness and the shared
 base are never written to (pip refuses to uninstall anything outside the environment).
