@@ -133,7 +133,7 @@ def test_the_file_size_limit(start: Any) -> None:
 
 
 def test_the_wall_time_limit_ends_the_episode(start: Any) -> None:
-    env = start(cell_timeout=8, sandbox={"wall_time_limit": 4})
+    env = start(cell_timeout=5, sandbox={"wall_time_limit": 3})
     step = run(env, "import time\ntime.sleep(30)")
     assert env.trajectory.stop_reason == "max_wall_time"
     if env.sandbox.name != "local":  # isolating backends kill at the limit; local checks between steps
