@@ -134,8 +134,8 @@ def test_the_base_environment_is_built_once_and_shared_read_only(
     tiny_wheel(wheels, "sbbasepkg", 7)
     requirements = tmp_path / "requirements.txt"
     requirements.write_text("sbbasepkg\n")
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("SUPER_BENCH_CACHE", str(cache))
+    base = tmp_path / "base-env"
+    monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(base))
     offline = ["--pip-arg=--no-index", f"--pip-arg=--find-links={wheels}"]
     result = subprocess.run(
         [*SUPER_BENCH, "sandbox", "build", "--backend", backend, "--requirements", str(requirements), *offline],
@@ -144,7 +144,7 @@ def test_the_base_environment_is_built_once_and_shared_read_only(
         timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    base_site = next((cache / "base-env").glob("lib/python*/site-packages"))
+    base_site = next(base.glob("lib/python*/site-packages"))
     before = sorted(p.name for p in base_site.iterdir())
     assert "sbbasepkg" in before
 

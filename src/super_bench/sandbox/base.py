@@ -236,14 +236,14 @@ class Sandbox(ABC):
         """The wall-time limit has passed: everything the task ran was killed and nothing more starts."""
         return self._deadline is not None and time.monotonic() >= self._deadline
 
-    def _wall_prefix(self) -> list[str]:
-        """A ``timeout`` command prefix that kills what it runs when the wall-time limit passes."""
+    def _time_left(self) -> float | None:
+        """Seconds until the wall-time limit (None without one); raises ``SandboxError`` once it has passed."""
         if self._deadline is None:
-            return []
+            return None
         left = self._deadline - time.monotonic()
         if left <= 0:
             raise SandboxError(f"the task's wall-time limit of {self.config.wall_time_limit:g} s has passed")
-        return ["timeout", "--signal=KILL", f"{left:.2f}"]
+        return left
 
     def __enter__(self) -> Sandbox:
         self.start()

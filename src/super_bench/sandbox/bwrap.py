@@ -167,8 +167,10 @@ class BwrapSandbox(LocalSandbox):
         return [p for p in {os.path.realpath(p) for p in paths} if os.path.exists(p)]
 
     def _wrap(self, argv: list[str]) -> list[str]:
+        left = self._time_left()
+        deadline = [] if left is None else ["timeout", "--signal=KILL", f"{left:.2f}"]
         limits = rlimit_prefix(self.config, processes=True)
-        return [*self._wall_prefix(), *self._bwrap_args, "--", *_drop_root(self._uid), *limits, *argv]
+        return [*deadline, *self._bwrap_args, "--", *_drop_root(self._uid), *limits, *argv]
 
     def _spawn_options(self) -> dict[str, str]:
         return {"cwd": "/"}

@@ -32,7 +32,7 @@ from super_bench.sandbox.base import (
     file_io,
     git_rewrite_env,
 )
-from super_bench.sandbox.local import MARKER, remove_tree, short_runtime_dir
+from super_bench.sandbox.local import MARKER, make_task_dirs, remove_tree
 from super_bench.sandbox.pyenv import COLAB_REQUIREMENTS
 
 DEFAULT_IMAGE = f"super-bench-task:{__version__}"
@@ -135,12 +135,7 @@ class DockerSandbox(Sandbox):
             return
         self.check(self.config)
         self._engine = find_engine(self.config.engine)
-        parent = self.config.root or Path(tempfile.gettempdir())
-        parent.mkdir(parents=True, exist_ok=True)
-        self._root = Path(tempfile.mkdtemp(prefix=f"super-bench-{self.label}-", dir=parent))
-        self._runtime = short_runtime_dir()
-        for sub in ("content", "home", "tmp"):
-            (self._root / sub).mkdir()
+        self._root, self._runtime = make_task_dirs(self.config, self.label)
         proc = subprocess.run(self._run_command(), capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise SandboxError(f"cannot start the container: {proc.stderr.strip() or proc.stdout.strip()}")
@@ -207,8 +202,7 @@ class DockerSandbox(Sandbox):
         return "ipc", str(self.runtime_dir / "k")
 
     def launch_kernel(self, connection_file: Path, extra_args: list[str]) -> KernelProcess:
-        if self._deadline is not None:
-            self._wall_prefix()  # refuses once the wall-time limit has passed
+        self._time_left()  # refuses once the wall-time limit has passed
         pidfile = self.runtime_dir / f"{connection_file.stem}.pid"
         # umask 0 lets a harness that is not the container's root connect to the kernel's sockets.
         umask = "-" if self._host_owns_files else "0"

@@ -61,6 +61,16 @@ def processes_with_marker(marker_value: str) -> list[int]:
     return found
 
 
+def make_task_dirs(config: SandboxConfig, label: str) -> tuple[Path, Path]:
+    """A new task directory (with ``content/``, ``home/`` and ``tmp/``) and a runtime directory."""
+    parent = config.root or Path(tempfile.gettempdir())
+    parent.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix=f"super-bench-{label}-", dir=parent))
+    for sub in ("content", "home", "tmp"):
+        (root / sub).mkdir()
+    return root, short_runtime_dir()
+
+
 def remove_tree(path: Path) -> None:
     """Remove a directory tree, even one whose directories agent code made unwritable or unreadable."""
     if not path.is_dir() or path.is_symlink():
@@ -129,12 +139,7 @@ class LocalSandbox(Sandbox):
         if self._root is not None:
             return
         type(self).check(self.config)
-        parent = self.config.root or Path(tempfile.gettempdir())
-        parent.mkdir(parents=True, exist_ok=True)
-        self._root = Path(tempfile.mkdtemp(prefix=f"super-bench-{self.label}-", dir=parent))
-        self._runtime = short_runtime_dir()
-        for sub in ("content", "home", "tmp"):
-            (self._root / sub).mkdir()
+        self._root, self._runtime = make_task_dirs(self.config, self.label)
         self._base = self.base_python()
         create_task_env(self.python_dir, self._base, visible_at=self.inside(self.python_dir))
         self._env = self.agent_environ()

@@ -2,10 +2,10 @@
 
 Each task gets a virtual environment whose ``site-packages`` comes first on ``sys.path``,
 followed by the base environment's (``--task-python``'s, the one ``super-bench sandbox build``
-made, or the harness's). The kernel,
-``!pip``, ``%pip`` and ``!python`` all resolve to the task environment, so whatever the
-agent installs, upgrades or breaks stays in the task directory: the harness and the shared
-base are never written to (pip refuses to uninstall anything outside the environment).
+made, or the harness's). The kernel, ``!pip``, ``%pip`` and ``!python`` all resolve to the task
+environment, so whatever the agent installs, upgrades or breaks stays in the task directory: the
+harness and the shared base are never written to (pip refuses to uninstall anything outside the
+environment).
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ class BasePython:
                 text=True,
                 timeout=60,
                 check=True,
+                # What the interpreter reads by itself, not what this process was told to add.
                 env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
             )
             info = json.loads(proc.stdout)
@@ -91,7 +92,7 @@ class BasePython:
             info["version"],
             tuple(info["site_dirs"]),
             info["has_pip"],
-            _real_dirs([*info["paths"], *info["site_dirs"]]),
+            _real_dirs(info["paths"]),
         )
 
 
@@ -142,15 +143,11 @@ COLAB_REQUIREMENTS = Path(__file__).resolve().parent / "data" / "task-requiremen
 _BUILT_MARKER = "super-bench-base.json"
 
 
-def cache_dir() -> Path:
-    """Where super-bench keeps what it builds: ``$SUPER_BENCH_CACHE``, else ``$XDG_CACHE_HOME/super-bench``."""
-    if os.environ.get("SUPER_BENCH_CACHE"):
-        return Path(os.environ["SUPER_BENCH_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "super-bench"
-
-
 def base_env_dir() -> Path:
-    return cache_dir() / "base-env"
+    """Where the base environment goes: ``$SUPER_BENCH_BASE_ENV``, else the user's cache directory."""
+    if os.environ.get("SUPER_BENCH_BASE_ENV"):
+        return Path(os.environ["SUPER_BENCH_BASE_ENV"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "super-bench" / "base-env"
 
 
 def built_base_python() -> Path | None:
