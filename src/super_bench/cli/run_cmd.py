@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from super_bench.cli._display import RunProgress, console, print_summary
-from super_bench.cli._options import ManyValues, as_list, mode_option, size_option
+from super_bench.cli._options import ManyValues, as_list, mode_option, sandbox_options
 from super_bench.environment import EnvConfig
 from super_bench.runner.run import RunConfig, run
 from super_bench.sandbox import SandboxConfig, check_backend
@@ -41,42 +41,7 @@ from super_bench.tasks.model import TASK_SETS
 )
 @click.option("--model", help="Model as provider/name, for agents that use one.")
 @click.option("--seed", type=int, help="Seed for agents and models that sample.")
-@click.option(
-    "--sandbox",
-    default="auto",
-    show_default=True,
-    help="auto (bwrap where it works, else local), local (not isolated), bwrap or docker.",
-)
-@click.option(
-    "--task-python",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Interpreter the task environments are layered over (needs ipykernel). "
-    "[default: the base `super-bench sandbox build` made, else this one]",
-)
-@click.option("--keep-workdirs", is_flag=True, help="Keep each task's working directory after it ends.")
-@click.option(
-    "--network",
-    type=click.Choice(["on", "off"]),
-    default="on",
-    show_default=True,
-    help="Whether agent code may use the network (bwrap and docker can cut it).",
-)
-@size_option("--memory-limit", help="Memory agent code may allocate, e.g. 8g (per process; docker: in all).")
-@click.option(
-    "--max-processes",
-    type=click.IntRange(min=1),
-    default=1024,
-    show_default=True,
-    help="Processes and threads a task may run at once (bwrap, docker).",
-)
-@size_option("--max-file-size", help="Largest file agent code may write, e.g. 20g.")
-@click.option(
-    "--wall-time-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    help="Seconds after which everything a task runs is killed and its episode ends.",
-)
-@click.option("--image", help="Image for --sandbox docker. [default: the one `super-bench sandbox build` makes]")
-@click.option("--engine", type=click.Choice(["docker", "podman"]), help="Container engine for --sandbox docker.")
+@sandbox_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -108,16 +73,7 @@ def run_command(
     agent: str,
     model: str | None,
     seed: int | None,
-    sandbox: str,
-    task_python: Path | None,
-    keep_workdirs: bool,
-    network: str,
-    memory_limit: int | None,
-    max_processes: int,
-    max_file_size: int | None,
-    wall_time_limit: float | None,
-    image: str | None,
-    engine: str | None,
+    sandbox: SandboxConfig,
     out: Path | None,
     cell_timeout: float,
     max_steps: int,
@@ -144,18 +100,7 @@ def run_command(
             cell_timeout=cell_timeout,
             max_steps=max_steps,
             max_compute=max_compute,
-            sandbox=SandboxConfig(
-                backend=sandbox,
-                keep=keep_workdirs,
-                task_python=task_python,
-                network=network == "on",
-                memory_limit=memory_limit,
-                max_processes=max_processes,
-                max_file_size=max_file_size,
-                wall_time_limit=wall_time_limit,
-                image=image,
-                engine=engine,
-            ),
+            sandbox=sandbox,
         ),
     )
     tasks = config.load()
