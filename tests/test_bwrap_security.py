@@ -40,7 +40,7 @@ def close_and_check(env: Environment) -> None:
     """The episode can go on after the attack; then closing leaves no process and no file behind."""
     assert run(env, "print('still working')").endswith("still working\n")
     sandbox = env.sandbox
-    root, runtime, marker = sandbox.root, sandbox.runtime_dir, sandbox.id  # type: ignore[attr-defined]
+    root, runtime, marker = sandbox.root, sandbox.runtime_dir, sandbox.id
     env.close()
     assert not root.exists() and not runtime.exists()
     assert wait_for(lambda: not processes_with_marker(marker), timeout=5), "a process of the task outlived it"
@@ -127,7 +127,7 @@ def test_the_edit_action_does_not_follow_symlinks_out_of_the_sandbox(start: Any,
 def test_other_tasks_directories_are_out_of_reach(start: Any) -> None:
     other, env = start(), start()
     other.sandbox.write_file("result.txt", b"mine\n")
-    target = other.sandbox.root / "content" / "result.txt"  # type: ignore[attr-defined]
+    target = other.sandbox.root / "content" / "result.txt"
     seen = run(
         env,
         f"import os\nprint(os.path.exists('{target}'), os.path.exists('{target.parent.parent}'))\n"

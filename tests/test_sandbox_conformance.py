@@ -156,7 +156,7 @@ def test_stop_leaves_no_process_and_no_directory(start: Any) -> None:
     )
     assert wait_for(lambda: all(pids_with(mark) for mark in marks)), "the daemons did not start"
     pids = {pid: mark for mark in marks for pid in pids_with(mark)}
-    root, runtime = env.sandbox.root, env.sandbox.runtime_dir  # type: ignore[attr-defined]
+    root, runtime = env.sandbox.root, env.sandbox.runtime_dir
     env.close()
     assert wait_for(lambda: not any(pid in pids_with(mark) for pid, mark in pids.items())), (
         "a process outlived its task"

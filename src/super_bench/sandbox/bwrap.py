@@ -94,7 +94,7 @@ def bwrap_problem() -> str | None:
 def _can_size_tmpfs() -> bool:
     """Whether this bwrap can cap a tmpfs (``--size``, bubblewrap 0.8)."""
     exe = shutil.which("bwrap") or "bwrap"
-    return "--size" in subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
+    return "--size" in subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30).stdout
 
 
 class BwrapSandbox(LocalSandbox):
@@ -179,6 +179,11 @@ class BwrapSandbox(LocalSandbox):
         if os.geteuid() == 0:
             os.chown(connection_file, self._uid, self._uid)
         return super().launch_kernel(connection_file, extra_args)
+
+    def stop(self) -> None:
+        if self._root is not None and self.config.keep and os.geteuid() == 0:
+            _chown_tree(self._root, 0)  # a kept directory goes back to its owner
+        super().stop()
 
     # -- files, read and written as agent code would: its view, its permissions -----------------
     def read_file(self, path: str) -> bytes:

@@ -143,9 +143,10 @@ class DockerSandbox(Sandbox):
         # Whether a file the container's root makes is the harness's own (rootless engines) or
         # the host's root's: then the kernel's sockets must be open to the harness, and the
         # files handed back before they are removed.
-        probe = self._exec(["touch", "/tmp/.super-bench-owner"])
-        owner = (self._root / "tmp" / ".super-bench-owner").stat().st_uid if probe.returncode == 0 else os.getuid()
-        self._host_owns_files = owner == os.getuid()
+        made = self._root / "tmp" / ".super-bench-owner"
+        if self._exec(["touch", "/tmp/.super-bench-owner"]).returncode == 0:
+            self._host_owns_files = made.stat().st_uid == os.getuid()
+            made.unlink()
 
     def _run_command(self) -> list[str]:
         config, root = self.config, self.root
