@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import make_task
+from tests.sandboxes import tiny_wheel
 
 from super_bench import Action, Environment
 from super_bench.errors import EnvironmentClosedError
@@ -76,7 +77,9 @@ def test_agent_code_runs_in_the_task_directory_with_a_scrubbed_environment(
     assert cwd == env.sandbox.workdir
     assert key == "None"
     assert harmless == "visible"
-    assert home.startswith(str(env.sandbox.root)) and prefix.startswith(str(env.sandbox.root))
+    # HOME and the Python environment are the task's own (where agent code sees them).
+    assert home == env.sandbox.inside(env.sandbox.root / "home")
+    assert prefix == env.sandbox.inside(env.sandbox.python_dir)
 
 
 def test_soft_timeout_then_continue_wait_then_completion(env_factory: Any) -> None:
@@ -223,66 +226,22 @@ def test_masked_tasks_run_their_pre_executed_cells(env_factory: Any) -> None:
 
 
 def test_pip_installs_stay_in_the_task_environment(env: Environment, tmp_path: Any) -> None:
-    wheel = _tiny_wheel(tmp_path)
-    step = execute(env, f"!pip install --no-index --no-deps {wheel}")
+    wheel = tiny_wheel(tmp_path)
+    env.sandbox.write_file(wheel.name, wheel.read_bytes())
+    step = execute(env, f"!pip install --no-index --no-deps {wheel.name}")
     assert step.exit_code == 0, step.observation
     step = execute(
         env, "import sbtinypkg, sys\nprint(sbtinypkg.VALUE); print(sbtinypkg.__file__.startswith(sys.prefix))"
     )
     assert step.observation == "42\nTrue\n"
-    assert str(env.sandbox.root) in execute(env, "print(sbtinypkg.__file__)").observation
+    assert (env.sandbox.python_dir / "lib").is_dir()
+    assert list(env.sandbox.python_dir.glob("lib/python*/site-packages/sbtinypkg/__init__.py"))
     with pytest.raises(ImportError):
         __import__("sbtinypkg")  # the harness never sees it
     # Packages of the base environment cannot be removed from inside the task.
     step = execute(env, "!pip uninstall -y pydantic")
     assert "outside environment" in step.observation or step.exit_code != 0
     import pydantic  # noqa: F401  (still importable)
-
-
-def _tiny_wheel(directory: Any) -> str:
-    """A minimal pure-Python wheel, built by hand so the test needs no network."""
-    import base64
-    import hashlib
-    import zipfile
-
-    name = "sbtinypkg-1.0-py3-none-any.whl"
-    files = {
-        "sbtinypkg/__init__.py": "VALUE = 42\n",
-        "sbtinypkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: sbtinypkg\nVersion: 1.0\n",
-        "sbtinypkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        record.append(f"{path},sha256={digest},{len(text.encode())}")
-    record.append("sbtinypkg-1.0.dist-info/RECORD,,")
-    files["sbtinypkg-1.0.dist-info/RECORD"] = "\n".join(record) + "\n"
-    with zipfile.ZipFile(directory / name, "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
-    return str(directory / name)
-
-
-def test_close_removes_the_task_directory_and_its_processes(env_factory: Any) -> None:
-    env = env_factory()
-    env.reset(make_task())
-    root = env.sandbox.root
-    step = execute(env, "import subprocess\np = subprocess.Popen(['setsid', 'sleep', '300'])\nprint(p.pid)")
-    pid = int(step.observation.strip())
-    env.close()
-    assert not root.exists()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.1)
-    assert not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="uses /proc")

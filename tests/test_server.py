@@ -229,7 +229,7 @@ def test_idle_sessions_are_reaped(start_server: Callable[..., LiveServer], tmp_s
 def test_two_sessions_run_at_once_and_steps_of_one_session_take_turns(
     start_server: Callable[..., LiveServer], tmp_path: Path
 ) -> None:
-    server = start_server(cell_timeout=30)
+    server = start_server(cell_timeout=30, sandbox={"backend": "local"})  # the flag file crosses sessions
     a = new_session(server, query="a")["session_id"]
     b = new_session(server, query="b")["session_id"]
     flag = tmp_path / "flag"

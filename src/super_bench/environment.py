@@ -231,6 +231,8 @@ class Environment:
             trajectory.stop_reason = "max_steps"
         elif self.config.max_compute is not None and trajectory.execution_time >= self.config.max_compute:
             trajectory.stop_reason = "max_compute"
+        elif self.sandbox.expired:
+            trajectory.stop_reason = "max_wall_time"
         elif trajectory.usage.prompt_tokens >= self.max_tokens:
             trajectory.stop_reason = "max_tokens"
         elif self.config.max_cost is not None and trajectory.usage.cost >= self.config.max_cost:
@@ -278,7 +280,7 @@ class Environment:
                     "the kernel was restarted and all Python state was lost.\n"
                 )
             return "[super-bench] The previous cell was still running; it was interrupted first.\n"
-        if not kernel.alive:
+        if not kernel.alive and not self.sandbox.expired:
             kernel.restart()
             return "[super-bench] The kernel had died; a new one was started and all Python state was lost.\n"
         return ""
@@ -303,6 +305,9 @@ class Environment:
     def _replace_dead_kernel(self) -> str:
         """Start a new kernel in place of a dead one; returns the note that tells the agent why."""
         kernel = self.kernel
+        if self.sandbox.expired:
+            limit = self.config.sandbox.wall_time_limit
+            return f"\n[super-bench] The task's wall-time limit ({limit:g} s) has passed; all it ran was stopped."
         status = kernel.exit_status
         if status is not None and status < 0:
             try:

@@ -22,6 +22,7 @@ StopReason = Literal[
     "max_tokens",
     "max_cost",
     "max_compute",  # total execution time
+    "max_wall_time",  # the sandbox's wall-time limit
     "format_error",  # the model kept answering in an unparsable format
     "agent_stopped",  # the agent ended without submitting
     "agent_error",  # the agent's own code raised

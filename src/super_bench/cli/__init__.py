@@ -17,6 +17,7 @@ _COMMANDS = {
     "run": "super_bench.cli.run_cmd:run_command",
     "play": "super_bench.cli.play_cmd:play_command",
     "score": "super_bench.cli.score_cmd:score_command",
+    "sandbox": "super_bench.cli.sandbox_cmd:sandbox_group",
     "serve": "super_bench.cli.serve_cmd:serve_command",
     "tasks": "super_bench.cli.tasks_cmd:tasks_group",
     "view": "super_bench.cli.view_cmd:view_command",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -111,3 +113,86 @@ def budget_options(function: F) -> F:
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A size such as ``8g``, ``512m`` or a number of bytes, in bytes."""
+    from super_bench.sandbox.base import parse_size
+
+    try:
+        return None if value is None else parse_size(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from e
+
+
+_SANDBOX_OPTIONS = (
+    click.option(
+        "--sandbox",
+        default="auto",
+        show_default=True,
+        help="auto (bwrap where it works, else local), local (not isolated), bwrap or docker.",
+    ),
+    click.option(
+        "--task-python",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="Interpreter the task environments are layered over (needs ipykernel). "
+        "[default: the base `super-bench sandbox build` made, else this one]",
+    ),
+    click.option("--keep-workdirs", is_flag=True, help="Keep each task's working directory after it ends."),
+    click.option(
+        "--network",
+        type=click.Choice(["on", "off"]),
+        default="on",
+        show_default=True,
+        help="Whether agent code may use the network (bwrap and docker can cut it).",
+    ),
+    click.option(
+        "--memory-limit",
+        metavar="SIZE",
+        callback=_size,
+        help="Memory agent code may allocate, e.g. 8g (per process; docker: in all).",
+    ),
+    click.option(
+        "--max-processes",
+        type=click.IntRange(min=1),
+        default=1024,
+        show_default=True,
+        help="Processes and threads a task may run at once (bwrap, docker).",
+    ),
+    click.option(
+        "--max-file-size", metavar="SIZE", callback=_size, help="Largest file agent code may write, e.g. 20g."
+    ),
+    click.option(
+        "--wall-time-limit",
+        type=click.FloatRange(min=0, min_open=True),
+        help="Seconds after which everything a task runs is killed and its episode ends.",
+    ),
+    click.option("--image", help="Image for --sandbox docker. [default: the one `super-bench sandbox build` makes]"),
+    click.option("--engine", type=click.Choice(["docker", "podman"]), help="Container engine for --sandbox docker."),
+)
+
+
+def sandbox_options(function: F) -> F:
+    """The sandbox's options (--sandbox, --network, the limits, ...), passed on as one ``sandbox``
+    argument: a ``SandboxConfig``."""
+
+    @functools.wraps(function)
+    def with_config(
+        *args: Any, sandbox: str, task_python: Path | None, keep_workdirs: bool, network: str, **kwargs: Any
+    ) -> Any:
+        from super_bench.sandbox import SandboxConfig
+
+        names = ("memory_limit", "max_processes", "max_file_size", "wall_time_limit", "image", "engine")
+        config = SandboxConfig(
+            backend=sandbox,
+            task_python=task_python,
+            keep=keep_workdirs,
+            network=network == "on",
+            **{name: kwargs.pop(name) for name in names},
+        )
+        return function(*args, sandbox=config, **kwargs)
+
+    wrapped: F = with_config  # type: ignore[assignment]
+    for option in reversed(_SANDBOX_OPTIONS):
+        wrapped = option(wrapped)
+    return wrapped

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,9 +13,13 @@ from super_bench.cli._options import (
     budget_options,
     key_values,
     mode_option,
+    sandbox_options,
     set_option,
     source_option,
 )
+
+if TYPE_CHECKING:
+    from super_bench.sandbox import SandboxConfig
 
 
 @click.command("run")
@@ -32,13 +37,7 @@ from super_bench.cli._options import (
 )
 @click.option("--model", help="Model as provider/name, for agents that use one.")
 @click.option("--seed", type=int, help="Seed for agents and models that sample.")
-@click.option("--sandbox", default="auto", show_default=True, help="auto, local, bwrap or docker.")
-@click.option(
-    "--task-python",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Interpreter the task environments are layered over (needs ipykernel). [default: this one]",
-)
-@click.option("--keep-workdirs", is_flag=True, help="Keep each task's working directory after it ends.")
+@sandbox_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -73,9 +72,7 @@ def run_command(
     agent: str,
     model: str | None,
     seed: int | None,
-    sandbox: str,
-    task_python: Path | None,
-    keep_workdirs: bool,
+    sandbox: SandboxConfig,
     out: Path | None,
     cell_timeout: float,
     max_steps: int,
@@ -95,7 +92,7 @@ def run_command(
     from super_bench.environment import EnvConfig
     from super_bench.models import ModelOptions
     from super_bench.runner.run import RunConfig, run
-    from super_bench.sandbox import SandboxConfig
+    from super_bench.sandbox import check_backend
 
     config = RunConfig(
         source=source,
@@ -117,12 +114,13 @@ def run_command(
             max_compute=max_compute,
             max_tokens=max_tokens,
             max_cost=max_cost,
-            sandbox=SandboxConfig(backend=sandbox, keep=keep_workdirs, task_python=task_python),
+            sandbox=sandbox,
         ),
     )
     tasks = config.load()
     if not tasks:
         raise click.UsageError("no tasks selected")
+    check_backend(config.env.sandbox)  # before the progress bar, so that a missing sandbox is one clear line
     with RunProgress() as progress:
         outcome = run(config, tasks=tasks, reporter=progress)
     print_summary(outcome.results, outcome.summary, title=f"{agent} on {len(tasks)} task(s)")

@@ -5,10 +5,14 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import socket
+from typing import TYPE_CHECKING
 
 import click
 
-from super_bench.cli._options import budget_options, mode_option
+from super_bench.cli._options import budget_options, mode_option, sandbox_options
+
+if TYPE_CHECKING:
+    from super_bench.sandbox import SandboxConfig
 
 
 @click.command("serve")
@@ -22,7 +26,7 @@ from super_bench.cli._options import budget_options, mode_option
     help="Token clients must send as 'Authorization: Bearer <token>' [default: $SUPER_BENCH_TOKEN, else a new "
     "random one, printed at start-up].",
 )
-@click.option("--sandbox", default="auto", show_default=True, help="auto, local, bwrap or docker.")
+@sandbox_options
 @click.option(
     "--source",
     "sources",
@@ -43,7 +47,7 @@ def serve_command(
     host: str,
     port: int,
     token: str | None,
-    sandbox: str,
+    sandbox: SandboxConfig,
     sources: tuple[str, ...],
     max_sessions: int,
     idle_timeout: float,
@@ -69,10 +73,10 @@ def serve_command(
             "install it with: pip install 'super-bench[server]'"
         ) from e
     from super_bench.environment import EnvConfig
-    from super_bench.sandbox import SANDBOXES, SandboxConfig, resolve_backend
+    from super_bench.sandbox import check_backend
     from super_bench.server.sessions import SessionManager
 
-    SANDBOXES.get(resolve_backend(sandbox))
+    check_backend(sandbox)
     if not token or not token.strip():
         token = secrets.token_urlsafe(24)
         token_note = f"token: {token}"
@@ -83,7 +87,7 @@ def serve_command(
             cell_timeout=cell_timeout,
             max_steps=max_steps,
             max_compute=max_compute,
-            sandbox=SandboxConfig(backend=sandbox),
+            sandbox=sandbox,
         ),
         sources=sources or ("demo", "hf"),
         max_sessions=max_sessions,

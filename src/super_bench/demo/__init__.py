@@ -11,6 +11,7 @@ from pathlib import Path
 
 DEMO_URL_PREFIX = "https://github.com/super-bench-demo/"
 BUNDLES = Path(__file__).resolve().parent / "bundles"
+TASKS = Path(__file__).resolve().parent / "tasks"
 
 
 def git_url_rewrites() -> dict[str, str]:

@@ -17,7 +17,7 @@ from super_bench.models import ModelOptions
 from super_bench.runner.episode import run_episode
 from super_bench.runner.results import Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
-from super_bench.sandbox import SANDBOXES, resolve_backend
+from super_bench.sandbox import check_backend, resolve_backend
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.loaders import default_set, load_tasks
 from super_bench.tasks.model import Task
@@ -95,9 +95,9 @@ def run(
         raise TypeError("give either a RunConfig or keyword settings, not both")
     config = config or RunConfig(**settings)
     options = config.agent_options()
-    # Fail on a bad agent or sandbox name now, not once per task.
+    # Fail on a bad agent, or a sandbox that cannot run here, now rather than once per task.
     create_agent(config.agent, options)
-    SANDBOXES.get(resolve_backend(config.env.sandbox.backend))
+    check_backend(config.env.sandbox)
     tasks = config.load() if tasks is None else tasks
     run_dir = RunDir(config.out or config.default_out())
     run_dir.create()
@@ -140,5 +140,6 @@ def _manifest(config: RunConfig, tasks: list[Task]) -> dict[str, Any]:
         "command": sys.argv,
         "created_at": datetime.now().astimezone().isoformat(),
         "n_tasks": len(tasks),
+        "sandbox": resolve_backend(config.env.sandbox.backend),
         "config": config.model_dump(mode="json"),
     }

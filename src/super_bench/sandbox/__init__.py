@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import logging
+
 from super_bench._registry import Registry
 from super_bench.sandbox.base import CommandResult, KernelProcess, Sandbox, SandboxConfig
+
+log = logging.getLogger(__name__)
 
 SANDBOXES: Registry[type[Sandbox]] = Registry("sandbox backend", "super_bench.sandboxes")
 SANDBOXES.register(
@@ -11,13 +16,45 @@ SANDBOXES.register(
     "super_bench.sandbox.local:LocalSandbox",
     summary="a child process in a per-task directory; not isolated",
 )
+SANDBOXES.register(
+    "bwrap",
+    "super_bench.sandbox.bwrap:BwrapSandbox",
+    summary="bubblewrap: read-only system, private task directory, own PID/user/network namespaces, limits",
+)
+SANDBOXES.register(
+    "docker",
+    "super_bench.sandbox.docker:DockerSandbox",
+    summary="a container of the image `super-bench sandbox build --backend docker` makes (Docker or Podman)",
+)
 
 
 def resolve_backend(name: str) -> str:
-    """The concrete backend for a name; ``auto`` picks the safest one usable here."""
+    """The concrete backend for a name; ``auto`` is ``bwrap`` where it works, else ``local``."""
     if name != "auto":
         return name
+    return _auto_backend()
+
+
+@functools.cache
+def _auto_backend() -> str:
+    from super_bench.sandbox.bwrap import bwrap_problem
+
+    problem = bwrap_problem()
+    if problem is None:
+        return "bwrap"
+    log.warning(
+        "running agent code in the local sandbox, which does not isolate it: %s. "
+        "For isolation, make bwrap work, or use --sandbox docker.",
+        problem,
+    )
     return "local"
+
+
+def check_backend(config: SandboxConfig) -> type[Sandbox]:
+    """The configured backend's class, after checking that it can run here (else one clear ``SandboxError``)."""
+    cls = SANDBOXES.get(resolve_backend(config.backend))
+    cls.check(config)
+    return cls
 
 
 def create_sandbox(config: SandboxConfig, label: str = "task") -> Sandbox:
@@ -32,6 +69,7 @@ __all__ = [
     "KernelProcess",
     "Sandbox",
     "SandboxConfig",
+    "check_backend",
     "create_sandbox",
     "resolve_backend",
 ]

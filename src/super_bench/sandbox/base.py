@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 from types import TracebackType
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from super_bench.errors import SandboxError
 
 # Environment variables that look like credentials never reach agent code.
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
@@ -36,6 +40,39 @@ _HARNESS_ONLY = {
     "JPY_PARENT_PID",
     "MPLCONFIGDIR",
 }
+# Variables that point agent code at the user's own configuration, caches, tokens and daemons.
+_USER_CONFIG = {
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "HF_HOME",
+    "HF_DATASETS_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "TRANSFORMERS_CACHE",
+    "TORCH_HOME",
+    "KAGGLE_CONFIG_DIR",
+    "KUBECONFIG",
+    "GNUPGHOME",
+    "PIP_CONFIG_FILE",
+    "NPM_CONFIG_USERCONFIG",
+    "CONTAINER_HOST",
+}
+_USER_CONFIG_PREFIXES = ("CONDA_", "GIT_CONFIG", "DOCKER_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_")
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", re.IGNORECASE)
+
+
+def parse_size(value: str | int) -> int:
+    """Bytes from ``8g``, ``512m``, ``1.5G``, ``100k`` (powers of 1024) or a plain number of bytes."""
+    if isinstance(value, int):
+        return value
+    match = _SIZE.fullmatch(value.strip())
+    if match is None:
+        raise ValueError(f"not a size: {value!r} (write it like 8g, 512m or 1048576)")
+    number, unit = match.groups()
+    return int(float(number) * 1024 ** "bkmgt".index(unit.lower() or "b"))
 
 
 class SandboxConfig(BaseModel):
@@ -49,12 +86,29 @@ class SandboxConfig(BaseModel):
     task_python: Path | None = Field(
         None, description="Interpreter the task environment is layered over (default: the harness's own)"
     )
-    network: bool = True
+    network: bool = Field(True, description="Agent code may use the network (bwrap and docker can cut it)")
+    memory_limit: int | None = Field(
+        None, gt=0, description="Bytes of memory each process may allocate (bwrap, local; docker: the container)"
+    )
+    max_processes: int | None = Field(
+        1024, gt=0, description="Processes and threads the task may run at once (bwrap, docker)"
+    )
+    max_file_size: int | None = Field(None, gt=0, description="Largest file the task may write, in bytes")
+    wall_time_limit: float | None = Field(
+        None, gt=0, description="Seconds after which everything the task runs is killed and nothing more starts"
+    )
+    image: str | None = Field(None, description="Image of the docker backend (default: the one sandbox build makes)")
+    engine: str | None = Field(None, description="Container engine of the docker backend: docker or podman")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for agent code")
     git_url_rewrites: dict[str, str] = Field(
         default_factory=dict,
         description="URL prefix -> local directory, so offline tasks can `git clone` URLs",
     )
+
+    @field_validator("memory_limit", "max_file_size", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> Any:
+        return parse_size(value) if isinstance(value, str) else value
 
 
 class CommandResult(BaseModel):
@@ -83,14 +137,22 @@ class KernelProcess(ABC):
 
 
 class PopenKernelProcess(KernelProcess):
-    """A kernel running as a host child process in its own session (process group)."""
+    """A kernel running as a host child process in its own session (process group).
 
-    def __init__(self, popen: subprocess.Popen[bytes], log_path: Path) -> None:
+    ``wrapped``: the child is a wrapper (bwrap, timeout, ``docker exec``) that reports a kernel
+    killed by signal N as exit status 128 + N; ``poll`` turns that back into -N, as for a bare child.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes], log_path: Path, *, wrapped: bool = False) -> None:
         self.popen = popen
         self.log_path = log_path
+        self.wrapped = wrapped
 
     def poll(self) -> int | None:
-        return self.popen.poll()
+        status = self.popen.poll()
+        if self.wrapped and status is not None and 128 < status < 128 + signal.NSIG:
+            return 128 - status
+        return status
 
     def kill(self) -> None:
         try:
@@ -120,6 +182,11 @@ class Sandbox(ABC):
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         self.config = config
         self.label = re.sub(r"[^A-Za-z0-9_.-]+", "-", label)[:40] or "task"
+        self._deadline: float | None = None
+
+    @classmethod  # noqa: B027 (not abstract: most backends can always run)
+    def check(cls, config: SandboxConfig) -> None:
+        """Raise ``SandboxError``, saying what to install or start, if this backend cannot run here."""
 
     @property
     @abstractmethod
@@ -159,6 +226,25 @@ class Sandbox(ABC):
     def write_file(self, path: str, data: bytes) -> None:
         """Write a file, creating parent directories; relative paths as in ``read_file``."""
 
+    # -- the wall-time limit ----------------------------------------------------------------------
+    def _start_wall_clock(self) -> None:
+        limit = self.config.wall_time_limit
+        self._deadline = None if limit is None else time.monotonic() + limit
+
+    @property
+    def expired(self) -> bool:
+        """The wall-time limit has passed: everything the task ran was killed and nothing more starts."""
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
+    def _time_left(self) -> float | None:
+        """Seconds until the wall-time limit (None without one); raises ``SandboxError`` once it has passed."""
+        if self._deadline is None:
+            return None
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise SandboxError(f"the task's wall-time limit of {self.config.wall_time_limit:g} s has passed")
+        return left
+
     def __enter__(self) -> Sandbox:
         self.start()
         return self
@@ -170,7 +256,7 @@ class Sandbox(ABC):
 
 
 def scrubbed_environ(environ: dict[str, str] | os._Environ[str] | None = None) -> dict[str, str]:
-    """The host environment minus credentials and the harness's own Python settings."""
+    """The host environment minus credentials, the user's own configuration and the harness's Python settings."""
     source = os.environ if environ is None else environ
     return {
         k: v
@@ -178,8 +264,43 @@ def scrubbed_environ(environ: dict[str, str] | os._Environ[str] | None = None) -
         if not _SECRET_NAME.search(k)
         and not _SECRET_VALUE.search(v)
         and k not in _HARNESS_ONLY
-        and not k.startswith("CONDA_")
+        and k not in _USER_CONFIG
+        and not k.startswith(_USER_CONFIG_PREFIXES)
     }
+
+
+def rlimit_prefix(config: SandboxConfig, *, processes: bool) -> list[str]:
+    """A ``prlimit`` command prefix that applies the configured per-process limits.
+
+    Memory is RLIMIT_DATA (what a process may allocate: an allocation past it fails, so Python
+    raises MemoryError, while address space merely reserved, as thread arenas and CUDA do, is
+    not counted); file size is RLIMIT_FSIZE; processes is RLIMIT_NPROC, which counts every
+    process and thread of the user, so it is only meaningful inside a user namespace of its own.
+    """
+    limits = []
+    if config.memory_limit is not None:
+        limits.append(f"--data={config.memory_limit}")
+    if config.max_file_size is not None:
+        limits.append(f"--fsize={config.max_file_size}")
+    if processes and config.max_processes is not None:
+        limits.append(f"--nproc={config.max_processes}")
+    if not limits:
+        return []
+    if shutil.which("prlimit") is None:
+        raise SandboxError("the sandbox limits need prlimit; install util-linux (apt-get install util-linux)")
+    return ["prlimit", *limits, "--"]
+
+
+def file_io(proc: subprocess.CompletedProcess[bytes], path: str) -> bytes:
+    """The output of a command that read or wrote ``path`` inside a sandbox, or its failure as an OSError."""
+    if proc.returncode == 0:
+        return proc.stdout
+    message = proc.stderr.decode("utf-8", "replace").strip() or f"exit status {proc.returncode}"
+    if "No such file" in message:
+        raise FileNotFoundError(2, message, path)
+    if "Permission denied" in message or "Read-only" in message:
+        raise PermissionError(13, message, path)
+    raise OSError(message)
 
 
 def git_rewrite_env(rewrites: dict[str, str]) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 Not isolated: agent code runs as the user, with the user's file permissions and network.
 What it does give: a fresh working directory, HOME and TMPDIR per task, its own Python
-environment, an environment scrubbed of credentials, and a stop that kills every process
-the task started (found by a marker variable they all inherit).
+environment, an environment scrubbed of credentials and of the user's configuration, the
+memory and file-size limits, and a stop that kills every process the task started (found by
+a marker variable they all inherit).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import subprocess
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any, ClassVar
 
 from super_bench import demo
 from super_bench.errors import SandboxError
@@ -25,9 +27,10 @@ from super_bench.sandbox.base import (
     Sandbox,
     SandboxConfig,
     git_rewrite_env,
+    rlimit_prefix,
     scrubbed_environ,
 )
-from super_bench.sandbox.pyenv import BasePython, create_task_env
+from super_bench.sandbox.pyenv import BasePython, built_base_python, create_task_env
 
 MARKER = "SUPER_BENCH_SANDBOX"
 
@@ -58,8 +61,39 @@ def processes_with_marker(marker_value: str) -> list[int]:
     return found
 
 
+def make_task_dirs(config: SandboxConfig, label: str) -> tuple[Path, Path]:
+    """A new task directory (with ``content/``, ``home/`` and ``tmp/``) and a runtime directory."""
+    parent = config.root or Path(tempfile.gettempdir())
+    parent.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix=f"super-bench-{label}-", dir=parent))
+    for sub in ("content", "home", "tmp"):
+        (root / sub).mkdir()
+    return root, short_runtime_dir()
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory tree, even one whose directories agent code made unwritable or unreadable."""
+    if not path.is_dir() or path.is_symlink():
+        return
+    path.chmod(0o700)
+    # Top-down: each directory is fixed before os.walk lists it.
+    for dirpath, dirnames, _ in os.walk(path):
+        for name in dirnames:
+            child = os.path.join(dirpath, name)
+            if not os.path.islink(child):
+                os.chmod(child, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 class LocalSandbox(Sandbox):
     name = "local"
+    # Whether the kernel runs under a wrapper that reports its death by signal N as status 128 + N.
+    wrapped_kernel: ClassVar[bool] = False
+
+    @classmethod
+    def check(cls, config: SandboxConfig) -> None:
+        if not config.network:
+            raise SandboxError("the local sandbox cannot cut the network; use --sandbox bwrap or --sandbox docker")
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         super().__init__(config, label)
@@ -67,6 +101,7 @@ class LocalSandbox(Sandbox):
         self._root: Path | None = None
         self._runtime: Path | None = None
         self._env: dict[str, str] = {}
+        self._base: BasePython | None = None
         self._kernels: list[KernelProcess] = []
 
     # -- layout ------------------------------------------------------------------------------
@@ -76,9 +111,13 @@ class LocalSandbox(Sandbox):
             raise SandboxError("the sandbox is not started")
         return self._root
 
+    def inside(self, host: Path) -> str:
+        """Where agent code sees a path of the task directory (locally: where it is)."""
+        return str(host)
+
     @property
     def workdir(self) -> str:
-        return str(self.root / "content")
+        return self.inside(self.root / "content")
 
     @property
     def runtime_dir(self) -> Path:
@@ -86,31 +125,35 @@ class LocalSandbox(Sandbox):
             raise SandboxError("the sandbox is not started")
         return self._runtime
 
+    @property
+    def python_dir(self) -> Path:
+        """The task's own Python environment (its virtual environment)."""
+        return self.root / "python"
+
     def base_python(self) -> BasePython:
-        if self.config.task_python is not None:
-            return BasePython.from_interpreter(self.config.task_python)
-        return BasePython.current()
+        """``--task-python``, else the base ``sandbox build`` made, else the harness's own Python."""
+        python = self.config.task_python or built_base_python()
+        return BasePython.current() if python is None else BasePython.from_interpreter(python)
 
     def start(self) -> None:
         if self._root is not None:
             return
-        parent = self.config.root or Path(tempfile.gettempdir())
-        parent.mkdir(parents=True, exist_ok=True)
-        self._root = Path(tempfile.mkdtemp(prefix=f"super-bench-{self.label}-", dir=parent))
-        self._runtime = short_runtime_dir()
-        for sub in ("content", "home", "tmp"):
-            (self._root / sub).mkdir()
-        bin_dir = create_task_env(self._root / "python", self.base_python())
-        self._env = self.agent_environ(bin_dir, home=self._root / "home", tmp=self._root / "tmp")
+        type(self).check(self.config)
+        self._root, self._runtime = make_task_dirs(self.config, self.label)
+        self._base = self.base_python()
+        create_task_env(self.python_dir, self._base, visible_at=self.inside(self.python_dir))
+        self._env = self.agent_environ()
+        self._start_wall_clock()
 
-    def agent_environ(self, bin_dir: Path, home: Path, tmp: Path) -> dict[str, str]:
+    def agent_environ(self) -> dict[str, str]:
         """The environment agent code sees: scrubbed host variables plus the task's own settings."""
         env = scrubbed_environ()
+        python = self.inside(self.python_dir)
         env.update(
-            HOME=str(home),
-            TMPDIR=str(tmp),
-            PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', os.defpath)}",
-            VIRTUAL_ENV=str(bin_dir.parent),
+            HOME=self.inside(self.root / "home"),
+            TMPDIR=self.inside(self.root / "tmp"),
+            PATH=f"{python}/bin{os.pathsep}{env.get('PATH', os.defpath)}",
+            VIRTUAL_ENV=python,
             PYTHONNOUSERSITE="1",
             PYTHONUNBUFFERED="1",
             MPLBACKEND="Agg",
@@ -127,24 +170,36 @@ class LocalSandbox(Sandbox):
     def kernel_endpoint(self) -> tuple[str, str]:
         return "ipc", str(self.runtime_dir / "k")
 
+    def _wrap(self, argv: list[str]) -> list[str]:
+        """The host command line that runs ``argv`` in the sandbox, in the work directory.
+
+        Locally only the per-process limits apply; the wall-time limit is enforced between steps
+        (the environment ends the episode and ``stop`` kills what is left).
+        """
+        return [*rlimit_prefix(self.config, processes=False), *argv]
+
+    def _spawn_options(self) -> dict[str, Any]:
+        """Extra ``subprocess`` options for commands started in the sandbox."""
+        return {"cwd": self.root / "content"}
+
     def launch_kernel(self, connection_file: Path, extra_args: list[str]) -> KernelProcess:
         log_path = self.runtime_dir / "kernel.log"
-        python = Path(self._env["VIRTUAL_ENV"]) / "bin" / "python"
-        argv = [str(python), "-m", "ipykernel_launcher", "-f", str(connection_file), *extra_args]
+        python = f"{self.inside(self.python_dir)}/bin/python"
+        argv = self._wrap([python, "-m", "ipykernel_launcher", "-f", str(connection_file), *extra_args])
         with open(log_path, "ab") as log:
             try:
                 popen = subprocess.Popen(
                     argv,
-                    cwd=self.workdir,
                     env=self._env,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    **self._spawn_options(),
                 )
             except OSError as e:
                 raise SandboxError(f"cannot start the kernel ({argv[0]}): {e}") from e
-        kernel = PopenKernelProcess(popen, log_path)
+        kernel = PopenKernelProcess(popen, log_path, wrapped=self.wrapped_kernel)
         self._kernels.append(kernel)
         return kernel
 
@@ -152,14 +207,14 @@ class LocalSandbox(Sandbox):
     def run(self, command: list[str], timeout: float = 600) -> CommandResult:
         try:
             proc = subprocess.run(
-                command,
-                cwd=self.workdir,
+                self._wrap(command),
                 env=self._env,
                 capture_output=True,
                 text=True,
                 timeout=timeout,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                **self._spawn_options(),
             )
         except subprocess.TimeoutExpired as e:
             return CommandResult(returncode=-1, stdout=_text(e.stdout), stderr=_text(e.stderr), timed_out=True)
@@ -196,9 +251,9 @@ class LocalSandbox(Sandbox):
                 except (ProcessLookupError, PermissionError):
                     pass
         if self._runtime is not None:
-            shutil.rmtree(self._runtime, ignore_errors=True)
+            remove_tree(self._runtime)
         if not self.config.keep:
-            shutil.rmtree(self._root, ignore_errors=True)
+            remove_tree(self._root)
         self._root = self._runtime = None
 
 

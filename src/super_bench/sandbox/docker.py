@@ -1,0 +1,270 @@
+"""The ``docker`` sandbox: one container per task, from the image ``super-bench sandbox build
+--backend docker`` makes (the environment SUPER's tasks were solved in). Docker or Podman.
+
+The container lives as long as the task, so what the agent installs (pip, apt) stays across
+kernel restarts and goes with the container. The task directory's parts are mounted as on
+Colab (``/content``, ``/root``, ``/tmp``); the kernel is started with ``exec`` and talks to the
+harness over unix sockets in the runtime directory, mounted at its host path. Limits are the
+engine's: memory (the container's cgroup, plus RLIMIT_DATA per process so that Python gets a
+MemoryError first), processes (pids cgroup), file size (RLIMIT_FSIZE), network (``none``),
+and wall time (the container's main process is ``sleep`` for that long).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+from super_bench import __version__, demo
+from super_bench.errors import SandboxError
+from super_bench.sandbox.base import (
+    CommandResult,
+    KernelProcess,
+    PopenKernelProcess,
+    Sandbox,
+    SandboxConfig,
+    file_io,
+    git_rewrite_env,
+)
+from super_bench.sandbox.local import MARKER, make_task_dirs, remove_tree
+from super_bench.sandbox.pyenv import COLAB_REQUIREMENTS
+
+DEFAULT_IMAGE = f"super-bench-task:{__version__}"
+DOCKERFILE = Path(__file__).resolve().parent / "data" / "Dockerfile"
+
+# Starts the kernel in a process group of its own (so that interrupts and kills reach what it
+# runs too) and leaves its PID where the harness can kill that group.
+_LAUNCH = """
+import os, sys
+try:
+    os.setpgid(0, 0)
+except OSError:
+    pass  # a session leader leads its process group already
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+if sys.argv[2] != "-":
+    os.umask(int(sys.argv[2], 8))
+os.execvp(sys.argv[3], sys.argv[3:])
+"""
+_INSTALL = "install Docker (https://docs.docker.com/engine/install/) or Podman (apt-get install podman)"
+
+
+@functools.cache
+def find_engine(preferred: str | None = None) -> str:
+    """The container engine's command (``docker`` first, then ``podman``), checked to be answering.
+
+    Raises ``SandboxError`` with one line that says what to install or start.
+    """
+    problems = []
+    for name in [preferred] if preferred else ["docker", "podman"]:
+        exe = shutil.which(name)
+        if exe is None:
+            problems.append(f"{name} is not installed")
+            continue
+        try:
+            proc = subprocess.run([exe, "info"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as e:
+            problems.append(f"{name} does not answer ({e})")
+            continue
+        if proc.returncode == 0:
+            return exe
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        detail = lines[-1] if lines else f"exit status {proc.returncode}"
+        problems.append(
+            f"the {name} engine is not running ({detail})" if name == "docker" else f"{name} fails ({detail})"
+        )
+    if any("not running" in p for p in problems):
+        hint = "start Docker (sudo systemctl start docker, or open Docker Desktop), or use Podman"
+    else:
+        hint = _INSTALL
+    raise SandboxError(f"no container engine for the docker sandbox: {'; '.join(problems)}: {hint}")
+
+
+def build_image(engine: str | None = None, tag: str = DEFAULT_IMAGE, requirements: Path = COLAB_REQUIREMENTS) -> str:
+    """Build the task image from the Dockerfile shipped in the package; the engine's output is shown."""
+    exe = find_engine(engine)
+    with tempfile.TemporaryDirectory(prefix="super-bench-image-") as context:
+        shutil.copy(DOCKERFILE, Path(context) / "Dockerfile")
+        shutil.copy(requirements, Path(context) / "task-requirements.txt")
+        if subprocess.run([exe, "build", "-t", tag, context]).returncode != 0:
+            raise SandboxError(f"building the image {tag} failed (the engine's output is above)")
+    return tag
+
+
+class DockerSandbox(Sandbox):
+    name = "docker"
+
+    def __init__(self, config: SandboxConfig, label: str = "task") -> None:
+        super().__init__(config, label)
+        self.id = uuid.uuid4().hex[:12]
+        self.container = f"super-bench-{self.label}-{self.id}"
+        self._root: Path | None = None
+        self._runtime: Path | None = None
+        self._engine = ""
+        self._host_owns_files = True
+        self._kernels: list[KernelProcess] = []
+
+    @classmethod
+    def check(cls, config: SandboxConfig) -> None:
+        engine = find_engine(config.engine)
+        image = config.image or DEFAULT_IMAGE
+        if subprocess.run([engine, "image", "inspect", image], capture_output=True).returncode != 0:
+            raise SandboxError(
+                f"the image {image} is not built here: run `super-bench sandbox build --backend docker`"
+                + ("" if image == DEFAULT_IMAGE else " or pull it")
+            )
+
+    @property
+    def workdir(self) -> str:
+        return "/content"
+
+    @property
+    def runtime_dir(self) -> Path:
+        if self._runtime is None:
+            raise SandboxError("the sandbox is not started")
+        return self._runtime
+
+    def start(self) -> None:
+        if self._root is not None:
+            return
+        self.check(self.config)
+        self._engine = find_engine(self.config.engine)
+        self._root, self._runtime = make_task_dirs(self.config, self.label)
+        proc = subprocess.run(self._run_command(), capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise SandboxError(f"cannot start the container: {proc.stderr.strip() or proc.stdout.strip()}")
+        self._start_wall_clock()
+        # Whether a file the container's root makes is the harness's own (rootless engines) or
+        # the host's root's: then the kernel's sockets must be open to the harness, and the
+        # files handed back before they are removed.
+        made = self._root / "tmp" / ".super-bench-owner"
+        if self._exec(["touch", "/tmp/.super-bench-owner"]).returncode == 0:
+            self._host_owns_files = made.stat().st_uid == os.getuid()
+            made.unlink()
+
+    def _run_command(self) -> list[str]:
+        config, root = self.config, self.root
+        mounts = {f"{root}/content": "/content", f"{root}/home": "/root", f"{root}/tmp": "/tmp"}
+        mounts[str(self.runtime_dir)] = str(self.runtime_dir)
+        read_only = {str(demo.BUNDLES), *config.git_url_rewrites.values()}
+        env = {
+            "HOME": "/root",
+            "TMPDIR": "/tmp",
+            "PYTHONUNBUFFERED": "1",
+            "MPLBACKEND": "Agg",
+            "GIT_TERMINAL_PROMPT": "0",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "DEBIAN_FRONTEND": "noninteractive",
+            MARKER: self.id,
+            **git_rewrite_env({**demo.git_url_rewrites(), **config.git_url_rewrites}),
+            **config.env,
+        }
+        args = [self._engine, "run", "-d", "--rm", "--name", self.container, "--label", "super-bench=1"]
+        args += ["-w", "/content"]
+        for host, inside in mounts.items():
+            args += ["-v", f"{host}:{inside}"]
+        for path in sorted(read_only):
+            args += ["-v", f"{path}:{path}:ro"]
+        for key, value in env.items():
+            args += ["-e", f"{key}={value}"]
+        if not config.network:
+            args += ["--network", "none"]
+        if config.memory_limit is not None:
+            memory = str(config.memory_limit)
+            args += ["--memory", memory, "--memory-swap", memory, "--ulimit", f"data={memory}:{memory}"]
+        if config.max_processes is not None:
+            args += ["--pids-limit", str(config.max_processes)]
+        if config.max_file_size is not None:
+            args += ["--ulimit", f"fsize={config.max_file_size}:{config.max_file_size}"]
+        lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit:g}"
+        return [*args, config.image or DEFAULT_IMAGE, "sleep", lifetime]
+
+    @property
+    def root(self) -> Path:
+        if self._root is None:
+            raise SandboxError("the sandbox is not started")
+        return self._root
+
+    def _exec(
+        self, command: list[str], *, data: bytes | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[bytes]:
+        stdin = ["-i"] if data is not None else []
+        args = [self._engine, "exec", *stdin, "-w", "/content", self.container, *command]
+        return subprocess.run(args, input=data, capture_output=True, timeout=timeout)
+
+    # -- kernel --------------------------------------------------------------------------------
+    def kernel_endpoint(self) -> tuple[str, str]:
+        return "ipc", str(self.runtime_dir / "k")
+
+    def launch_kernel(self, connection_file: Path, extra_args: list[str]) -> KernelProcess:
+        self._time_left()  # refuses once the wall-time limit has passed
+        pidfile = self.runtime_dir / f"{connection_file.stem}.pid"
+        # umask 0 lets a harness that is not the container's root connect to the kernel's sockets.
+        umask = "-" if self._host_owns_files else "0"
+        kernel = ["python3", "-m", "ipykernel_launcher", "-f", str(connection_file), *extra_args]
+        argv = [self._engine, "exec", "-w", "/content", self.container, "python3", "-c", _LAUNCH, str(pidfile), umask]
+        argv += kernel
+        log_path = self.runtime_dir / "kernel.log"
+        with open(log_path, "ab") as log:
+            popen = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        stop = [self._engine, "exec", self.container, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(str(pidfile))})"]
+        process = _ContainerKernel(popen, log_path, stop)
+        self._kernels.append(process)
+        return process
+
+    # -- commands and files --------------------------------------------------------------------
+    def run(self, command: list[str], timeout: float = 600) -> CommandResult:
+        try:
+            proc = self._exec(["timeout", "-s", "KILL", f"{timeout:g}", *command], timeout=timeout + 30)
+        except subprocess.TimeoutExpired as e:
+            return CommandResult(returncode=-1, stdout="", stderr=str(e), timed_out=True)
+        out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+        return CommandResult(returncode=proc.returncode, stdout=out, stderr=err, timed_out=proc.returncode == 137)
+
+    def read_file(self, path: str) -> bytes:
+        return file_io(self._exec(["cat", "--", path]), path)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+        file_io(self._exec(["sh", "-c", script, "sh", path], data=data), path)
+
+    def stop(self) -> None:
+        if self._root is None:
+            return
+        for kernel in self._kernels:
+            kernel.kill()
+        self._kernels.clear()
+        if not self._host_owns_files:
+            uid, gid = os.getuid(), os.getgid()
+            self._exec(["chown", "-R", f"{uid}:{gid}", "/content", "/root", "/tmp"], timeout=300)
+        subprocess.run([self._engine, "rm", "-f", self.container], capture_output=True, timeout=120)
+        if self._runtime is not None:
+            remove_tree(self._runtime)
+        if not self.config.keep:
+            remove_tree(self._root)
+        self._root = self._runtime = None
+
+
+class _ContainerKernel(PopenKernelProcess):
+    """A kernel started with ``exec``: killing the client on the host does not kill the kernel,
+    so its process group in the container is killed first."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], log_path: Path, stop_command: list[str]) -> None:
+        super().__init__(popen, log_path, wrapped=True)
+        self.stop_command = stop_command
+
+    def kill(self) -> None:
+        if self.popen.poll() is None:
+            try:
+                subprocess.run(self.stop_command, capture_output=True, timeout=60)
+            except (OSError, subprocess.SubprocessError):
+                pass
+        super().kill()

@@ -1,0 +1,91 @@
+"""Helpers for the sandbox tests: which backends run here, and processes found by their command line."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import secrets
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from super_bench.errors import SandboxError
+from super_bench.sandbox import SANDBOXES, SandboxConfig
+
+# The docker backend is tested with this image (default: the one `sandbox build --backend docker` makes).
+TEST_IMAGE = os.environ.get("SUPER_BENCH_TEST_IMAGE")
+BACKENDS = ["local", "bwrap", "docker"]
+# Backends that must run (CI sets this): their tests fail rather than skip where they cannot.
+REQUIRED = set(os.environ.get("SUPER_BENCH_REQUIRE_SANDBOXES", "").split(","))
+
+
+def backend_settings(name: str) -> dict[str, Any]:
+    """Sandbox settings for ``name``; skips the test, saying why, where the backend cannot run."""
+    settings: dict[str, Any] = {"backend": name}
+    if name == "docker" and TEST_IMAGE:
+        settings["image"] = TEST_IMAGE
+    try:
+        SANDBOXES.get(name).check(SandboxConfig(**settings))
+    except SandboxError as e:
+        if name in REQUIRED:
+            pytest.fail(f"the {name} sandbox is required but cannot run here: {e}")
+        pytest.skip(f"the {name} sandbox cannot run here: {e}")
+    return settings
+
+
+def token() -> str:
+    """A number no other process has on its command line: ``sleep 1000.<digits>`` is findable by it."""
+    return f"1000.{secrets.randbelow(10**9):09d}"
+
+
+def pids_with(text: str) -> list[int]:
+    """Host PIDs of live (not zombie) processes whose command line contains ``text``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{entry.name}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> bool:
+    """Poll ``condition()`` until it is true or ``timeout`` seconds pass; its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = bool(condition())
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.1)
+
+
+def tiny_wheel(directory: Path, name: str = "sbtinypkg", value: int = 42) -> Path:
+    """A minimal pure-Python wheel, built by hand so that tests need no network."""
+    files = {
+        f"{name}/__init__.py": f"VALUE = {value}\n",
+        f"{name}-1.0.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+        f"{name}-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    record.append(f"{name}-1.0.dist-info/RECORD,,")
+    files[f"{name}-1.0.dist-info/RECORD"] = "\n".join(record) + "\n"
+    wheel = directory / f"{name}-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return wheel

@@ -1,0 +1,237 @@
+"""Agent code attacks the bwrap sandbox. Each attack is contained, the episode goes on, other
+tasks and the harness are unaffected, and the sandbox leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import make_task
+from tests.sandboxes import backend_settings, pids_with, token, wait_for
+
+from super_bench import Action, Environment
+from super_bench.sandbox.local import processes_with_marker
+
+
+@pytest.fixture
+def start(env_factory: Any) -> Any:
+    settings = backend_settings("bwrap")
+
+    def started(**sandbox: Any) -> Environment:
+        env: Environment = env_factory(cell_timeout=60, sandbox={**settings, **sandbox})
+        env.reset(make_task())
+        return env
+
+    return started
+
+
+def run(env: Environment, code: str) -> str:
+    return env.step(Action.execute(code)).observation
+
+
+def close_and_check(env: Environment) -> None:
+    """The episode can go on after the attack; then closing leaves no process and no file behind."""
+    assert run(env, "print('still working')").endswith("still working\n")
+    sandbox = env.sandbox
+    root, runtime, marker = sandbox.root, sandbox.runtime_dir, sandbox.id
+    env.close()
+    assert not root.exists() and not runtime.exists()
+    assert wait_for(lambda: not processes_with_marker(marker), timeout=5), "a process of the task outlived it"
+
+
+def test_api_keys_of_the_harness_are_out_of_reach(start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = {
+        "OPENAI_API_KEY": "sk-adversarial-1",
+        "ANTHROPIC_API_KEY": "sk-ant-adversarial-2",
+        "HF_TOKEN": "hf_adversarial3",
+        "AWS_SECRET_ACCESS_KEY": "adversarial4",
+        "PIP_INDEX_URL": "https://user:adversarial5@pypi.example/simple",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    env = start()
+    seen = run(
+        env,
+        "import glob, os\n"
+        "print(dict(os.environ))\n"
+        "for path in glob.glob('/proc/*/environ') + glob.glob('/proc/*/cmdline'):\n"
+        "    try:\n"
+        "        print(open(path, 'rb').read())\n"
+        "    except OSError as e:\n"
+        "        print(path, e)\n"
+        f"print(open('/proc/{os.getpid()}/environ', 'rb').read() if os.path.exists('/proc/{os.getpid()}') else '')\n"
+        "!env; cat /proc/1/environ",
+    )
+    assert "SUPER_BENCH_SANDBOX" in seen  # the search did read the environment
+    for value in secrets.values():
+        assert value not in seen
+    close_and_check(env)
+
+
+def test_the_users_home_is_invisible(start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Any directory can be a home: this one holds world-readable files, yet must not be seen.
+    home = Path("/usr/share/doc")
+    if not home.is_dir() or not any(home.iterdir()):
+        pytest.skip("needs /usr/share/doc")
+    monkeypatch.setenv("HOME", str(home))
+    inside_home = sorted(p.name for p in home.iterdir())[0]
+    env = start()
+    seen = run(
+        env,
+        f"import os\nprint(os.listdir('{home}'), os.listdir('/home'), os.listdir('/mnt'))\n"
+        f"print(os.path.exists('{home}/{inside_home}'), os.path.exists('/etc/os-release'))",
+    )
+    assert seen == "[] [] []\nFalse True\n"
+    close_and_check(env)
+
+
+def test_writes_outside_the_task_go_nowhere(start: Any, tmp_path: Path) -> None:
+    env = start()
+    outside = tmp_path / "outside.txt"
+    seen = run(
+        env,
+        "import os\n"
+        "for path in ['/usr/local/planted', '/etc/planted', '/planted', '/venv/../planted']:\n"
+        "    try:\n"
+        "        open(path, 'w').write('x')\n"
+        "        print('wrote', path)\n"
+        "    except OSError as e:\n"
+        "        print('refused', path, e.strerror)\n"
+        f"os.makedirs('{tmp_path}', exist_ok=True)\n"
+        f"open('{outside}', 'w').write('x')\n",
+    )
+    assert "wrote" not in seen and seen.count("refused") == 4
+    assert not outside.exists()  # it went to the task's own /tmp, not to the host path
+    assert not Path("/planted").exists() and not Path("/usr/local/planted").exists()
+    close_and_check(env)
+
+
+def test_the_edit_action_does_not_follow_symlinks_out_of_the_sandbox(start: Any, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.py"
+    victim.write_text("x = 1\n")
+    env = start()
+    run(env, f"import os\nos.symlink('{victim}', 'link.py')")
+    step = env.step(Action(type="edit", content="link.py\n<<<BEFORE_EDIT>>>\nx = 1\n<<<AFTER_EDIT>>>\nx = 2\n"))
+    assert step.outcome == "invalid" and "does not exist" in step.observation
+    assert victim.read_text() == "x = 1\n"
+    close_and_check(env)
+
+
+def test_other_tasks_directories_are_out_of_reach(start: Any) -> None:
+    other, env = start(), start()
+    other.sandbox.write_file("result.txt", b"mine\n")
+    target = other.sandbox.root / "content" / "result.txt"
+    seen = run(
+        env,
+        f"import os\nprint(os.path.exists('{target}'), os.path.exists('{target.parent.parent}'))\n"
+        f"os.makedirs('{target.parent}', exist_ok=True)\n_ = open('{target}', 'w').write('overwritten')",
+    )
+    assert seen == "False False\n"
+    assert target.read_text() == "mine\n"
+    assert other.sandbox.read_file("result.txt") == b"mine\n"
+    close_and_check(env)
+    close_and_check(other)
+
+
+FORK_SLEEPERS = """
+import os, time
+forked = 0
+try:
+    for _ in range(300):
+        if os.fork() == 0:
+            time.sleep(10)
+            os._exit(0)
+        forked += 1
+except OSError as e:
+    print('refused:', e.strerror)
+print('forked', forked)
+"""
+
+
+def test_a_fork_bomb_hits_the_process_limit(start: Any) -> None:
+    env = start(max_processes=64)
+    seen = run(env, FORK_SLEEPERS)
+    assert "refused: Resource temporarily unavailable" in seen
+    assert int(seen.split("forked")[1]) < 64
+    # Another task is not affected, and neither is the harness.
+    other = start(max_processes=64)
+    assert "forked 30" in run(other, FORK_SLEEPERS.replace("300", "30"))
+    assert subprocess.run(["true"]).returncode == 0
+    close_and_check(other)
+    # Threads count too: until its children exit, the kernel itself cannot start one, and cells
+    # fail with a clear error (the episode goes on); then it works again.
+    deadline = time.monotonic() + 30
+    while "still working" not in run(env, "print('still working')") and time.monotonic() < deadline:
+        time.sleep(1)
+    close_and_check(env)
+
+
+def test_daemons_die_with_their_kernel(start: Any) -> None:
+    env = start()
+    mark = token()
+    run(env, f"import os\nos.system('setsid nohup sleep {mark} > /dev/null 2>&1 &')")
+    assert wait_for(lambda: pids_with(mark))
+    (pid,) = pids_with(mark)
+    step = env.step(Action.execute("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"))
+    assert step.outcome == "kernel_died"
+    assert wait_for(lambda: pid not in pids_with(mark), timeout=5)
+    close_and_check(env)
+
+
+def test_memory_bombs_are_contained(start: Any) -> None:
+    env = start(memory_limit="256m")
+    assert "MemoryError" in run(env, "x = bytearray(2 * 2**30)")
+    seen = run(env, "!python -c 'x = b\" \" * 2**31' 2>&1 | tail -1")
+    assert "MemoryError" in seen
+    seen = run(env, "!dd if=/dev/zero of=/dev/shm/fill bs=1M count=1024")
+    assert "No space left on device" in seen  # /dev/shm is memory too, and capped
+    close_and_check(env)
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[tuple[int, list[str]]]:
+    """A TCP server on the host's loopback that records who connected."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    accepted: list[str] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, peer = server.accept()
+            except TimeoutError:
+                continue
+            accepted.append(peer[0])
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], accepted
+    stop.set()
+    thread.join(timeout=5)
+    server.close()
+
+
+CONNECT = "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n    print('connected')\nexcept OSError as e:\n    print('unreachable', e)"
+
+
+@pytest.mark.parametrize("network", [False, True])
+def test_the_hosts_loopback_is_unreachable_with_the_network_off(
+    start: Any, loopback_server: tuple[int, list[str]], network: bool
+) -> None:
+    port, accepted = loopback_server
+    env = start(network=network)
+    seen = run(env, CONNECT.format(port=port))
+    if network:  # the control: with the network on, the same code does reach the host
+        assert seen.startswith("connected") and accepted
+    else:
+        assert seen.startswith("unreachable") and not accepted
+    close_and_check(env)

@@ -1,0 +1,165 @@
+"""Choosing and preparing sandboxes: settings, the base environment build, and one clear line for
+each thing that is missing (bwrap, a container engine, a backend name)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+from tests.conftest import make_task
+from tests.sandboxes import backend_settings, tiny_wheel
+from tests.test_cli import cli
+
+from super_bench import Action, EnvConfig, Environment, SandboxConfig
+from super_bench.errors import ConfigError
+from super_bench.sandbox import _auto_backend, create_sandbox, resolve_backend
+from super_bench.sandbox.base import parse_size, scrubbed_environ
+from super_bench.sandbox.bwrap import bwrap_problem
+
+SUPER_BENCH = [sys.executable, "-m", "super_bench"]
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("8g", 8 * 2**30), ("512m", 512 * 2**20), ("1.5G", 3 * 2**29), ("100k", 102400), ("2GiB", 2 * 2**30), ("77", 77)],
+)
+def test_sizes(text: str, size: int) -> None:
+    assert parse_size(text) == size
+    assert SandboxConfig(memory_limit=text).memory_limit == size
+
+
+def test_a_bad_size_says_how_to_write_one() -> None:
+    with pytest.raises(ValidationError, match="write it like 8g"):
+        SandboxConfig(memory_limit="eight gigs")
+
+
+def test_agent_code_gets_no_credentials_and_no_user_configuration() -> None:
+    host = {
+        "PATH": "/usr/bin",
+        "LANG": "C.UTF-8",
+        "OPENAI_API_KEY": "sk",
+        "MY_SERVICE_TOKEN": "t",
+        "INDEX": "https://me:pw@example.org/simple",
+        "XDG_CONFIG_HOME": "/home/me/.config",
+        "HF_HOME": "/home/me/.cache/hf",
+        "DOCKER_HOST": "unix:///run/docker.sock",
+        "GIT_CONFIG_GLOBAL": "/home/me/.gitconfig",
+        "AWS_PROFILE": "prod",
+        "PYTHONPATH": "/harness",
+    }
+    assert scrubbed_environ(host) == {"PATH": "/usr/bin", "LANG": "C.UTF-8"}
+
+
+def test_an_unknown_backend_names_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match="unknown sandbox backend 'nope'; known: bwrap, docker, local"):
+        create_sandbox(SandboxConfig(backend="nope"))
+
+
+def test_auto_is_bwrap_where_it_works_else_local_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    expected = "bwrap" if bwrap_problem() is None else "local"
+    assert resolve_backend("auto") == expected
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap here
+    bwrap_problem.cache_clear()
+    _auto_backend.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert resolve_backend("auto") == "local"
+    finally:
+        bwrap_problem.cache_clear()
+        _auto_backend.cache_clear()
+    (record,) = caplog.records
+    assert "does not isolate" in record.message and "apt-get install bubblewrap" in record.message
+
+
+def _one_clear_line(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_the_local_sandbox_refuses_to_pretend_it_cuts_the_network(tmp_path: Path) -> None:
+    result = cli("run", "--sandbox", "local", "--network", "off", "--out", str(tmp_path / "run"))
+    _one_clear_line(result, "the local sandbox cannot cut the network")
+
+
+def test_a_missing_bwrap_is_one_clear_line(tmp_path: Path) -> None:
+    result = _cli_with_path(tmp_path, "run", "--sandbox", "bwrap", "--out", str(tmp_path / "run"))
+    _one_clear_line(result, "bubblewrap (bwrap) is not installed", "apt-get install bubblewrap")
+
+
+def test_no_container_engine_is_one_clear_line(tmp_path: Path) -> None:
+    result = _cli_with_path(tmp_path, "run", "--sandbox", "docker", "--out", str(tmp_path / "run"))
+    _one_clear_line(result, "docker is not installed", "podman is not installed", "install Docker")
+
+
+@pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker client")
+def test_a_docker_engine_that_is_not_running_is_one_clear_line(tmp_path: Path) -> None:
+    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        pytest.skip("a Docker engine is running here")
+    result = cli("run", "--sandbox", "docker", "--engine", "docker", "--out", str(tmp_path / "run"))
+    _one_clear_line(result, "the docker engine is not running", "start Docker")
+
+
+def _cli_with_path(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": str(path), "COLUMNS": "200"}
+    return subprocess.run([*SUPER_BENCH, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_sandbox_check_lists_the_backends() -> None:
+    result = cli("sandbox", "check")
+    assert result.returncode == 0, result.stderr
+    for name in ("local", "bwrap", "docker"):
+        assert name in result.stdout
+    assert f"--sandbox auto uses: {resolve_backend('auto')}" in result.stdout
+
+
+@pytest.mark.parametrize("backend", ["local", "bwrap"])
+def test_the_base_environment_is_built_once_and_shared_read_only(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_sandbox_root: Path
+) -> None:
+    settings: dict[str, Any] = backend_settings(backend)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    tiny_wheel(wheels, "sbbasepkg", 7)
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("sbbasepkg\n")
+    base = tmp_path / "base-env"
+    monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(base))
+    offline = ["--pip-arg=--no-index", f"--pip-arg=--find-links={wheels}"]
+    result = subprocess.run(
+        [*SUPER_BENCH, "sandbox", "build", "--backend", backend, "--requirements", str(requirements), *offline],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    base_site = next(base.glob("lib/python*/site-packages"))
+    before = sorted(p.name for p in base_site.iterdir())
+    assert "sbbasepkg" in before
+
+    env = Environment(EnvConfig(cell_timeout=60, sandbox=SandboxConfig(root=tmp_sandbox_root, **settings)))
+    try:
+        env.reset(make_task())
+        step = env.step(Action.execute("import sbbasepkg\nprint(sbbasepkg.VALUE)"))
+        assert step.observation == "7\n"
+        wheel = tiny_wheel(tmp_path, "sbtaskpkg", 8)
+        env.sandbox.write_file(wheel.name, wheel.read_bytes())
+        assert env.step(Action.execute(f"!pip install -q --no-index {wheel.name}")).exit_code == 0
+        step = env.step(Action.execute("!pip uninstall -y sbbasepkg"))
+        assert step.exit_code != 0 or "outside environment" in step.observation
+        step = env.step(Action.execute("import sbtaskpkg, sbbasepkg\nprint(sbtaskpkg.VALUE, sbbasepkg.VALUE)"))
+        assert step.observation == "8 7\n"
+    finally:
+        env.close()
+    assert sorted(p.name for p in base_site.iterdir()) == before  # the shared base is unchanged
