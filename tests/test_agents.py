@@ -300,7 +300,7 @@ def test_react_super_through_the_openai_provider(tmp_path: Path) -> None:
 def test_a_model_service_failure_is_an_infrastructure_error(tmp_path: Path) -> None:
     with model_server(*[error(503, "down", retry_after_ms="1")] * 2) as server:
         options = ModelOptions(base_url=server.base_url, cache=None, max_retries=1)
-        settings = config(tmp_path, agent="react", model="openai/m", model_options=options)
+        settings = config(tmp_path, agent="react", model="openai/m", model_options=options, infra_retries=0)
         (result,) = run(settings, tasks=[make_task()]).results
     assert (result.status, result.stop_reason) == ("infra_error", "infra_error")
     assert "kept failing for openai/m (HTTP 503: down)" in (result.error or "")

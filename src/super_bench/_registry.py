@@ -34,6 +34,10 @@ class Registry(Generic[T]):
     def register(self, name: str, target: str, *, extra: str | None = None, summary: str = "") -> None:
         self._entries[name] = _Entry(target, extra, summary)
 
+    def unregister(self, name: str) -> None:
+        """Forget a name (a plug-in registered for a while, as in tests); unknown names are ignored."""
+        self._entries.pop(name, None)
+
     def _discover(self) -> None:
         for ep in entry_points(group=self.group):
             self._entries.setdefault(ep.name, _Entry(ep.value))

@@ -49,7 +49,13 @@ class EnvironmentClosedError(SuperBenchError):
 
 
 class ModelError(SuperBenchError):
-    """A model provider failed: unreachable, still failing after retries, or a malformed reply."""
+    """A model provider failed, or refused a request (a prompt longer than its context, say)."""
+
+
+class ModelUnavailableError(ModelError):
+    """The model service could not be used: unreachable, timing out, rate-limited, failing with server
+    errors after its retries, or answering with malformed replies. A failure of the infrastructure,
+    not of the agent: the runner retries the task."""
 
 
 class AgentError(SuperBenchError):

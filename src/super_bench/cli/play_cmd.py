@@ -52,6 +52,7 @@ def play_command(
         task_set=task.task_set,
         task_ids=[task.task_id],
         agent="human",
+        infra_retries=0,  # a failed session is not restarted under the player's hands
         out=out or Path("runs") / f"{stamp}-play-{task.task_id}",
         env=EnvConfig(
             cell_timeout=cell_timeout,

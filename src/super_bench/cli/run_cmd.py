@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,6 +63,38 @@ if TYPE_CHECKING:
 )
 @click.option("--no-cache", is_flag=True, help="Do not use or fill the on-disk cache of model replies.")
 @mode_option
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Tasks at once, each in its own sandbox. [default: 1; with Ray, as many as the cluster's CPUs fit]",
+)
+@click.option(
+    "--executor",
+    default="local",
+    show_default=True,
+    help="local (this machine) or ray (a Ray cluster, or a local Ray instance); see docs/runner.md.",
+)
+@click.option("--ray-address", metavar="ADDR", help="Ray cluster to join: auto, HOST:6379 or ray://HOST:10001.")
+@click.option(
+    "--ray-cpus", type=click.FloatRange(min=0, min_open=True), default=1, show_default=True, help="CPUs per Ray task."
+)
+@click.option("--ray-memory", type=click.FloatRange(min=0, min_open=True), help="GiB of memory per Ray task.")
+@click.option("--ray-gpus", type=click.FloatRange(min=0), default=0, show_default=True, help="GPUs per Ray task.")
+@click.option(
+    "--infra-retries",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Times a task is tried again after an infrastructure failure (sandbox, kernel, model service).",
+)
+@click.option(
+    "--epochs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs of each task (seeds: --seed, +1, ...); summary.json gets standard errors and intervals.",
+)
+@click.option("--redo", is_flag=True, help="Replace the run in --out instead of resuming it.")
 def run_command(
     source: str,
     task_set: str | None,
@@ -83,6 +116,15 @@ def run_command(
     prices: Path | None,
     no_cache: bool,
     mode: str,
+    workers: int | None,
+    executor: str,
+    ray_address: str | None,
+    ray_cpus: float,
+    ray_memory: float | None,
+    ray_gpus: float,
+    infra_retries: int,
+    epochs: int,
+    redo: bool,
 ) -> None:
     """Run an agent on tasks and score it.
 
@@ -91,7 +133,7 @@ def run_command(
     from super_bench.cli._display import RunProgress, console, print_summary
     from super_bench.environment import EnvConfig
     from super_bench.models import ModelOptions
-    from super_bench.runner.run import RunConfig, run
+    from super_bench.runner.run import RayOptions, RunConfig, run
     from super_bench.sandbox import check_backend
 
     config = RunConfig(
@@ -108,6 +150,12 @@ def run_command(
         model_options=ModelOptions(prices=prices, **({"cache": None} if no_cache else {})),
         out=out,
         mode=mode,
+        executor=executor,
+        workers=workers,
+        ray=RayOptions(address=ray_address, cpus=ray_cpus, memory_gb=ray_memory, gpus=ray_gpus),
+        infra_retries=infra_retries,
+        epochs=epochs,
+        redo=redo,
         env=EnvConfig(
             cell_timeout=cell_timeout,
             max_steps=max_steps,
@@ -121,6 +169,8 @@ def run_command(
     if not tasks:
         raise click.UsageError("no tasks selected")
     check_backend(config.env.sandbox)  # before the progress bar, so that a missing sandbox is one clear line
+    # A scheduler's SIGTERM stops the run as Ctrl-C does: running tasks are stopped and cleaned up.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with RunProgress() as progress:
         outcome = run(config, tasks=tasks, reporter=progress)
     print_summary(outcome.results, outcome.summary, title=f"{agent} on {len(tasks)} task(s)")

@@ -3,7 +3,9 @@
 The OpenAI and Anthropic SDKs share their error classes' names and retry by themselves on
 rate limits, timeouts, connection failures and server errors; what reaches us has outlived
 the retries. A bad key or an unknown model is a configuration problem (the whole run should
-stop); anything else is the model service failing (that task is an infrastructure failure).
+stop). A service that cannot be used (unreachable, overloaded, failing) is an infrastructure
+failure, which the runner retries. A request the service refused (a prompt longer than the
+model's context, say) is the episode's own failure: it is recorded, not retried.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import re
 from types import ModuleType
 
-from super_bench.errors import ConfigError, ModelError, SuperBenchError
+from super_bench.errors import ConfigError, ModelError, ModelUnavailableError, SuperBenchError
 
 
 def _message(error: Exception) -> str:
@@ -41,22 +43,22 @@ def translate(
             "self-hosted server its base URL (usually ending in /v1)"
         )
     if isinstance(error, sdk.APITimeoutError):
-        return ModelError(f"{server} did not answer {spec} in time, {retries} retries included")
+        return ModelUnavailableError(f"{server} did not answer {spec} in time, {retries} retries included")
     if isinstance(error, sdk.APIConnectionError):
         cause = error.__cause__ or error.__context__
-        return ModelError(
+        return ModelUnavailableError(
             f"cannot reach the model server {server} for {spec} ({cause or message}), {retries} retries included; "
             "is it running, and is the base URL right?"
         )
     if isinstance(error, sdk.APIResponseValidationError):
-        return ModelError(f"{server} sent a malformed reply for {spec}: {message}")
+        return ModelUnavailableError(f"{server} sent a malformed reply for {spec}: {message}")
     if isinstance(error, sdk.RateLimitError):
-        return ModelError(f"{server} still rate-limits {spec} after {retries} retries (429: {message})")
+        return ModelUnavailableError(f"{server} still rate-limits {spec} after {retries} retries (429: {message})")
     if isinstance(error, sdk.APIStatusError):
         status = error.status_code
         if status >= 500:
-            return ModelError(
+            return ModelUnavailableError(
                 f"{server} kept failing for {spec} (HTTP {status}: {message}), {retries} retries included"
             )
         return ModelError(f"{server} refused the request for {spec} (HTTP {status}: {message})")
-    return ModelError(f"{spec}: {type(error).__name__}: {message}")
+    return ModelUnavailableError(f"{spec}: {type(error).__name__}: {message}")

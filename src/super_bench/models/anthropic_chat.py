@@ -12,7 +12,7 @@ from typing import Any
 
 import anthropic
 
-from super_bench.errors import ConfigError, ModelError
+from super_bench.errors import ConfigError, ModelUnavailableError
 from super_bench.models._api import translate
 from super_bench.models.base import ChatModel, Message, ModelOptions, ModelRequest, Reply
 
@@ -75,11 +75,11 @@ class AnthropicChat(ChatModel):
                 raise
             raise ConfigError(f"{self.spec} needs an API key: set ANTHROPIC_API_KEY ({e})") from e
         except ValueError as e:
-            raise ModelError(f"{self.server} sent a malformed reply for {self.spec}: {e}") from e
+            raise ModelUnavailableError(f"{self.server} sent a malformed reply for {self.spec}: {e}") from e
         content = getattr(message, "content", None)
         usage = getattr(message, "usage", None)
         if not isinstance(content, list) or usage is None:
-            raise ModelError(f"{self.server} sent a malformed reply for {self.spec}: {message!r:.300}")
+            raise ModelUnavailableError(f"{self.server} sent a malformed reply for {self.spec}: {message!r:.300}")
         text = "".join(getattr(block, "text", "") for block in content if getattr(block, "type", None) == "text")
         prompt_tokens = (
             (usage.input_tokens or 0) + (usage.cache_read_input_tokens or 0) + (usage.cache_creation_input_tokens or 0)

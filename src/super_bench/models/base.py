@@ -114,7 +114,8 @@ class ChatModel(ABC):
 
     @abstractmethod
     def _generate(self, request: ModelRequest) -> Reply:
-        """Ask the provider; raise ConfigError for a bad key or model, ModelError for anything else."""
+        """Ask the provider; raise ConfigError for a bad key or model, ModelUnavailableError when the
+        service cannot be used, ModelError when it refused the request."""
 
     def complete(self, request: ModelRequest, *, volatile: Mapping[str, str] | None = None) -> ModelResponse:
         """Ask the model (or the cache). ``volatile`` maps text that differs between reruns without

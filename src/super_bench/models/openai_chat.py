@@ -14,7 +14,7 @@ from typing import Any
 
 import openai
 
-from super_bench.errors import ConfigError, ModelError
+from super_bench.errors import ConfigError, ModelUnavailableError
 from super_bench.models._api import translate
 from super_bench.models.base import ChatModel, ModelOptions, ModelRequest, Reply
 from super_bench.models.mock import estimate_tokens
@@ -69,7 +69,7 @@ class OpenAIChat(ChatModel):
                 return self._ask(params, request)
             except _Malformed as e:
                 if attempt == MALFORMED_RETRIES:
-                    raise ModelError(
+                    raise ModelUnavailableError(
                         f"{self.server} sent a malformed reply for {self.spec} ({e}), "
                         f"{MALFORMED_RETRIES} retries included"
                     ) from e

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from super_bench._names import METRICS
 from super_bench.errors import RunDirError
-from super_bench.runner.results import Summary, TaskResult, summarize
+from super_bench.runner.results import Summary, TaskResult, summarize, task_means
 from super_bench.runner.rundir import RunDir
 from super_bench.tasks.model import Task
 
@@ -64,8 +64,8 @@ class RunData:
         return [r for r in self.results if r.status != "infra_error"]
 
     def values(self, metric: str) -> dict[str, float]:
-        """Each scored task's value of ``metric``, where the task defines it."""
-        return {r.task_id: v for r in self.scored if (v := getattr(r.metrics, metric)) is not None}
+        """Each scored task's value of ``metric`` (the mean of its epochs), where the task defines it."""
+        return task_means(self.scored, metric)
 
     @cached_property
     def estimates(self) -> dict[str, Estimate]:

@@ -1,19 +1,24 @@
 """One task, start to finish: sandbox, agent, trajectory, score. Never raises for a task's
 failure; a failure becomes the result's status (``agent_error`` or ``infra_error``). A
 configuration error (a rejected API key, an unknown model) is not the task's failure: it
-stops the run, and the task is run again when the run is resumed."""
+stops the run, and the task is run again when the run is resumed. Neither is a cancelled
+run: the episode raises ``Cancelled`` and the task is left unfinished."""
 
 from __future__ import annotations
 
 import logging
+import shutil
+import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+from super_bench.actions import Action
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
-from super_bench.errors import ConfigError, KernelError, ModelError, SandboxError
+from super_bench.errors import ConfigError, EnvironmentClosedError, KernelError, ModelUnavailableError, SandboxError
 from super_bench.runner.results import TaskResult, TaskStatus
 from super_bench.scoring import ScoreMode, score_trajectory, submission_of
 from super_bench.tasks.model import Task
@@ -22,7 +27,61 @@ from super_bench.trajectory import Step, Trajectory, step_line
 log = logging.getLogger(__name__)
 
 # Failures of the machinery rather than of the agent: the sandbox, the kernel or the model service.
-INFRA_ERRORS = (SandboxError, KernelError, ModelError)
+INFRA_ERRORS = (SandboxError, KernelError, ModelUnavailableError)
+
+
+class Cancelled(BaseException):  # a BaseException, like KeyboardInterrupt: no task failure to catch
+    """The run is being stopped: the episode ends without a result, and the task reruns on resume."""
+
+
+class Cancellation:
+    """Stops the episodes of a run from another thread (the one that caught Ctrl-C).
+
+    Their kernels are killed, so a running cell ends at once; each episode then raises
+    ``Cancelled`` at its next step instead of going on."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._envs: set[Environment] = set()
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise Cancelled
+
+    def cancel(self) -> None:
+        self._event.set()
+        with self._lock:
+            envs = list(self._envs)
+        for env in envs:
+            try:
+                env.kernel.kill()
+            except EnvironmentClosedError:
+                pass  # between kernels: the next step raises Cancelled
+
+    def watch(self, env: Environment) -> None:
+        with self._lock:
+            self._envs.add(env)
+
+    def forget(self, env: Environment) -> None:
+        with self._lock:
+            self._envs.discard(env)
+
+
+class _CancellableEnvironment(Environment):
+    """Checks for cancellation before and after every step (pre-executed cells included)."""
+
+    def __init__(self, config: EnvConfig, cancellation: Cancellation, on_step: Callable[[Step], None]) -> None:
+        def record(step: Step) -> None:
+            on_step(step)
+            cancellation.check()
+
+        super().__init__(config, on_step=record)
+        self._cancellation = cancellation
+
+    def step(self, action: Action | dict[str, Any], thought: str | None = None, metadata: Any = None) -> Step:
+        self._cancellation.check()
+        return super().step(action, thought=thought, metadata=metadata)
 
 
 class _StepLog:
@@ -53,11 +112,23 @@ def run_episode(
     *,
     run_dir: Path | None = None,
     mode: ScoreMode = "corrected",
+    epoch: int = 1,
+    cancellation: Cancellation | None = None,
 ) -> TaskResult:
-    """Run ``task`` with a fresh agent and environment; save its trajectory in ``task_dir``."""
-    task_dir.mkdir(parents=True, exist_ok=True)
+    """Run ``task`` with a fresh agent and environment; save its trajectory in ``task_dir``.
+
+    Whatever ``task_dir`` held before (the remains of an interrupted attempt) is removed first."""
+    if task_dir.exists():
+        shutil.rmtree(task_dir)
+    task_dir.mkdir(parents=True)
     step_log = _StepLog(task_dir / "steps.jsonl")
-    env = Environment(env_config, on_step=step_log)
+    env = (
+        Environment(env_config, on_step=step_log)
+        if cancellation is None
+        else _CancellableEnvironment(env_config, cancellation, step_log)
+    )
+    if cancellation is not None:
+        cancellation.watch(env)
     wall_start = time.monotonic()
     status: TaskStatus = "completed"
     error: str | None = None
@@ -79,8 +150,14 @@ def run_episode(
     finally:
         trajectory = env.close()
         step_log.close()
+        if cancellation is not None:
+            cancellation.forget(env)
+    if cancellation is not None:
+        cancellation.check()  # a failure caused by the cancellation (a killed kernel) is no result
     if trajectory is None:  # failed before the episode began
         trajectory = Trajectory(task_id=task.task_id, query=task.query, agent=agent_spec, model=agent_options.model)
+    if epoch > 1:
+        trajectory.metadata["epoch"] = epoch
     if status != "completed":
         trajectory.stop_reason = trajectory.stop_reason or ("infra_error" if status == "infra_error" else "agent_error")
         trajectory.metadata["error"] = error
@@ -91,6 +168,8 @@ def run_episode(
     return TaskResult(
         task_id=task.task_id,
         task_set=task.task_set,
+        epoch=epoch,
+        seed=agent_options.seed,
         status=status,
         stop_reason=trajectory.stop_reason,
         metrics=metrics,

@@ -28,7 +28,7 @@ def rescore(path: Path, mode: ScoreMode = "corrected", tasks: list[Task] | None 
     if not run_dir.path.is_dir():
         raise RunDirError(f"no run directory at {path}")
     by_id = {t.task_id: t for t in (tasks if tasks is not None else run_dir.read_tasks())}
-    results = {r.task_id: r for r in run_dir.read_results()}
+    results = {r.key: r for r in run_dir.read_results()}
     for traj_path in sorted((run_dir.path / "tasks").glob("*/trajectory.json")):
         try:
             trajectory = Trajectory.load(traj_path)
@@ -40,9 +40,11 @@ def rescore(path: Path, mode: ScoreMode = "corrected", tasks: list[Task] | None 
             log.warning("%s: task %r is not among the tasks; left unscored", traj_path, trajectory.task_id)
             continue
         metrics, details = score_trajectory(trajectory, task, mode)
-        result = results.get(task.task_id) or TaskResult(
+        epoch = int(trajectory.metadata.get("epoch", 1))
+        result = results.get((task.task_id, epoch)) or TaskResult(
             task_id=task.task_id,
             task_set=task.task_set,
+            epoch=epoch,
             status="completed",
             stop_reason=trajectory.stop_reason,
             usage=trajectory.usage,
@@ -54,7 +56,7 @@ def rescore(path: Path, mode: ScoreMode = "corrected", tasks: list[Task] | None 
         result.metrics, result.details = metrics, details.model_dump()
         result.submission = submission_of(trajectory)
         result.trajectory = str(traj_path.relative_to(run_dir.path))
-        results[task.task_id] = result
+        results[result.key] = result
     ordered = list(results.values())
     run_dir.write_results(ordered)
     summary = summarize(ordered, mode)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections import Counter
+import math
+from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any, Literal
 
@@ -16,12 +17,14 @@ TaskStatus = Literal["completed", "agent_error", "infra_error"]
 
 
 class TaskResult(BaseModel):
-    """One line of ``results.jsonl``."""
+    """One line of ``results.jsonl``: one run (epoch) of one task."""
 
     model_config = ConfigDict(extra="ignore")
 
     task_id: str
     task_set: str
+    epoch: int = Field(1, ge=1, description="Which of the run's repetitions of the task this is")
+    seed: int | None = Field(None, description="The seed the agent ran with")
     status: TaskStatus
     stop_reason: StopReason | None = None
     metrics: Metrics = Field(default_factory=Metrics)
@@ -33,25 +36,48 @@ class TaskResult(BaseModel):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     error: str | None = None
+    attempts: int = Field(1, ge=1, description="Times the task was started: 1 + retries after infrastructure failures")
+    retry_errors: list[str] = Field(default_factory=list, description="The infrastructure failures that were retried")
     trajectory: str | None = Field(None, description="Path of trajectory.json, relative to the run directory")
     details: dict[str, Any] = Field(default_factory=dict, description="Scoring details (landmark steps, ...)")
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.task_id, self.epoch
+
+
+class MetricStats(BaseModel):
+    """A metric's mean over tasks, its standard error and a bootstrap 95% confidence interval.
+
+    A task run for several epochs counts once, with the mean of its epochs, so that the error
+    reflects the sample of tasks rather than the number of repetitions."""
+
+    mean: float | None
+    stderr: float | None = Field(description="Standard error of the mean over tasks; null under 2 tasks")
+    ci_low: float | None
+    ci_high: float | None
+    n: int = Field(description="Tasks that define the metric")
 
 
 class Summary(BaseModel):
     """``summary.json``: means over scored tasks, and counts of everything else."""
 
-    n_tasks: int
-    n_scored: int = Field(description="Tasks in the means: every task but infrastructure failures")
-    metrics: dict[str, float | None]
+    n_tasks: int = Field(description="Results: tasks times epochs")
+    n_scored: int = Field(description="Results in the means: all but infrastructure failures")
+    metrics: dict[str, float | None] = Field(description="Plain means over the scored results")
     status_counts: dict[str, int]
     stop_reasons: dict[str, int]
     usage: Usage
     execution_time: float
     mode: str = "corrected"
+    epochs: int = 1
+    infra_errors: int = Field(0, description="Results that failed on the infrastructure, retries included")
+    retries: int = Field(0, description="Task attempts repeated after an infrastructure failure")
+    stats: dict[str, MetricStats] = Field(default_factory=dict)
 
 
 def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
-    """Means of each metric over the tasks that define it, leaving out infrastructure failures."""
+    """Means of each metric over the results that define it, leaving out infrastructure failures."""
     scored = [r for r in results if r.status != "infra_error"]
     means: dict[str, float | None] = {}
     for name in METRICS:
@@ -60,13 +86,41 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
     usage = Usage()
     for r in results:
         usage.add(r.usage)
+    counts = Counter(r.status for r in results)
     return Summary(
         n_tasks=len(results),
         n_scored=len(scored),
         metrics=means,
-        status_counts=dict(Counter(r.status for r in results)),
+        status_counts=dict(counts),
         stop_reasons=dict(Counter(r.stop_reason or "unknown" for r in results)),
         usage=usage,
         execution_time=sum(r.execution_time for r in results),
         mode=mode,
+        epochs=max((r.epoch for r in results), default=1),
+        infra_errors=counts["infra_error"],
+        retries=sum(r.attempts - 1 for r in results),
+        stats={name: metric_stats(scored, name) for name in METRICS},
     )
+
+
+def task_means(results: list[TaskResult], metric: str) -> dict[str, float]:
+    """Each task's mean of ``metric`` over its epochs, for the tasks that define it."""
+    per_task: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        value = getattr(r.metrics, metric)
+        if value is not None:
+            per_task[r.task_id].append(value)
+    return {task_id: sum(values) / len(values) for task_id, values in per_task.items()}
+
+
+def metric_stats(results: list[TaskResult], metric: str) -> MetricStats:
+    from super_bench.report.stats import bootstrap_mean
+
+    values = list(task_means(results, metric).values())
+    estimate = bootstrap_mean(values)
+    stderr = None
+    if len(values) > 1:
+        mean = sum(values) / len(values)
+        variance = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+        stderr = math.sqrt(variance / len(values))
+    return MetricStats(mean=estimate.mean, stderr=stderr, ci_low=estimate.low, ci_high=estimate.high, n=estimate.n)

@@ -2,25 +2,40 @@
 
 from __future__ import annotations
 
-import platform
-import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig
+from super_bench.errors import RunDirError
 from super_bench.models import ModelOptions
-from super_bench.runner.episode import run_episode
+from super_bench.runner.dispatch import dispatch
+from super_bench.runner.executors import EXECUTORS, EpisodeSpec, WorkItem
+from super_bench.runner.manifest import build_manifest, check_same_run, identity
 from super_bench.runner.results import Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
-from super_bench.sandbox import check_backend, resolve_backend
+from super_bench.sandbox import check_backend
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.loaders import default_set, load_tasks
 from super_bench.tasks.model import Task
+
+
+class RayOptions(BaseModel):
+    """Where the ``ray`` executor runs, and what each task asks the cluster for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str | None = Field(
+        None,
+        description="Cluster to join (auto, HOST:6379 or ray://HOST:10001); default: $RAY_ADDRESS, else a local one",
+    )
+    cpus: float = Field(1, gt=0, description="CPUs each task asks for")
+    memory_gb: float | None = Field(None, gt=0, description="Memory each task asks for, in GiB")
+    gpus: float = Field(0, ge=0, description="GPUs each task asks for")
 
 
 class RunConfig(BaseModel):
@@ -42,6 +57,14 @@ class RunConfig(BaseModel):
     env: EnvConfig = Field(default_factory=EnvConfig)
     out: Path | None = Field(None, description="Run directory (default: runs/<time>-<set>-<agent>)")
     mode: ScoreMode = "corrected"
+    executor: str = Field("local", description="local (threads of this process) or ray")
+    workers: int | None = Field(
+        None, ge=1, description="Tasks at once (default: 1 locally; on Ray, as many as the cluster's CPUs fit)"
+    )
+    ray: RayOptions = Field(default_factory=RayOptions)
+    infra_retries: int = Field(2, ge=0, description="Retries of a task that failed on the infrastructure")
+    epochs: int = Field(1, ge=1, description="Runs of each task, with seeds seed, seed+1, ...")
+    redo: bool = Field(False, description="Replace the run in the run directory instead of resuming it")
 
     def resolved_set(self) -> str | None:
         return default_set(self.source, self.task_set)
@@ -58,6 +81,11 @@ class RunConfig(BaseModel):
             model=self.model, seed=self.seed, settings=self.agent_settings, model_options=self.model_options
         )
 
+    def seed_for(self, epoch: int) -> int | None:
+        """Epoch 1 runs with the seed as given; epoch k with seed + k - 1 (seed 0 when none is given),
+        so that each epoch samples anew instead of replaying the response cache."""
+        return self.seed if epoch == 1 else (self.seed or 0) + epoch - 1
+
     def default_out(self) -> Path:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         agent = self.agent.split(":", 1)[0]
@@ -72,10 +100,11 @@ class RunOutcome:
 
 
 class Reporter(Protocol):
-    """Told about a run's progress (the CLI's progress bar is one)."""
+    """Told about a run's progress (the CLI's live display is one). Called from the driving thread."""
 
-    def begin(self, total: int, done: int) -> None: ...
+    def begin(self, total: int, finished: list[TaskResult]) -> None: ...
     def task_started(self, task: Task) -> None: ...
+    def task_retried(self, result: TaskResult) -> None: ...
     def task_finished(self, result: TaskResult) -> None: ...
 
 
@@ -89,57 +118,68 @@ def run(
     """Run the configured agent on every task and return the results and their summary.
 
     Give a ``RunConfig``, or its fields as keywords: ``run(agent="gold", task_set="masked")``.
-    Tasks already finished in the run directory (from an interrupted run) are not run again.
+    Tasks already finished in the run directory (from an interrupted run) are not run again,
+    unless ``redo`` is set; a directory that holds a different run is refused.
     """
     if config is not None and settings:
         raise TypeError("give either a RunConfig or keyword settings, not both")
     config = config or RunConfig(**settings)
     options = config.agent_options()
-    # Fail on a bad agent, or a sandbox that cannot run here, now rather than once per task.
+    # Fail on a bad agent or executor name (or a missing extra), or a sandbox that cannot run here,
+    # now rather than once per task.
     create_agent(config.agent, options)
     check_backend(config.env.sandbox)
+    make_executor = EXECUTORS.get(config.executor)
     tasks = config.load() if tasks is None else tasks
     run_dir = RunDir(config.out or config.default_out())
     run_dir.create()
-    done = {r.task_id: r for r in run_dir.read_results() if r.status != "infra_error"}
-    run_dir.write_tasks(tasks)
-    run_dir.write_manifest(_manifest(config, tasks))
-    results = [done[t.task_id] for t in tasks if t.task_id in done]
-    if reporter is not None:
-        reporter.begin(len(tasks), len(results))
-    for task in tasks:
-        if task.task_id in done:
-            continue
+    with run_dir.lock():
+        previous = run_dir.read_manifest()
+        if config.redo:
+            run_dir.clear()
+            run_dir.create()
+            previous = {}
+        else:
+            check_same_run(run_dir.path, previous, identity(config))
+        finished = _keep_finished(run_dir, tasks, config.epochs)
+        _write_tasks(run_dir, tasks)
+        run_dir.write_manifest(build_manifest(config, run_dir, previous))
+        pending = [
+            WorkItem(task, epoch, config.seed_for(epoch))
+            for epoch in range(1, config.epochs + 1)
+            for task in tasks
+            if (task.task_id, epoch) not in finished
+        ]
+        results = list(finished.values())
         if reporter is not None:
-            reporter.task_started(task)
-        result = run_episode(
-            task,
-            config.agent,
-            options,
-            config.env,
-            run_dir.task_dir(task.task_id),
-            run_dir=run_dir.path,
-            mode=config.mode,
-        )
-        run_dir.append_result(result)
-        results.append(result)
-        if reporter is not None:
-            reporter.task_finished(result)
-    summary = summarize(results, config.mode)
-    run_dir.write_summary(summary)
+            reporter.begin(len(tasks) * config.epochs, results)
+        if pending:
+            spec = EpisodeSpec(config.agent, options, config.env, config.mode, run_dir.path)
+            with make_executor(spec, config) as executor:
+                results += dispatch(executor, pending, run_dir, config.infra_retries, reporter)
+        order = {task.task_id: i for i, task in enumerate(tasks)}
+        results.sort(key=lambda r: (order[r.task_id], r.epoch))
+        summary = summarize(results, config.mode)
+        run_dir.write_summary(summary)
     return RunOutcome(run_dir, results, summary)
 
 
-def _manifest(config: RunConfig, tasks: list[Task]) -> dict[str, Any]:
-    from super_bench import __version__
+def _keep_finished(run_dir: RunDir, tasks: list[Task], epochs: int) -> dict[tuple[str, int], TaskResult]:
+    """The finished results of this run's tasks and epochs. ``results.jsonl`` is rewritten without the
+    rows that will run again (infrastructure failures) and without a line a crash may have cut."""
+    wanted = {(task.task_id, epoch) for task in tasks for epoch in range(1, epochs + 1)}
+    kept = [r for r in run_dir.read_results() if not (r.status == "infra_error" and r.key in wanted)]
+    if run_dir.results_path.exists():
+        run_dir.write_results(kept)
+    return {r.key: r for r in kept if r.key in wanted}
 
-    return {
-        "super_bench_version": __version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "command": sys.argv,
-        "created_at": datetime.now().astimezone().isoformat(),
-        "n_tasks": len(tasks),
-        "sandbox": resolve_backend(config.env.sandbox.backend),
-        "config": config.model_dump(mode="json"),
-    }
+
+def _write_tasks(run_dir: RunDir, tasks: list[Task]) -> None:
+    """Record this run's tasks beside those of earlier runs into the same directory (a resume with
+    other task ids), so that every result can be re-scored."""
+    try:
+        records = {t.task_id: t for t in run_dir.read_tasks()}
+    except (RunDirError, ValidationError, ValueError):
+        records = {}
+    records.update((t.task_id, t) for t in tasks)
+    run_dir.write_tasks(list(records.values()))

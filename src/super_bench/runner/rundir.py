@@ -3,20 +3,26 @@
 ::
 
     RUN_DIR/
-      run.json                     manifest: what was run, how
+      run.json                     manifest: what was run, how, with which versions
       tasks.jsonl                  the task records, so the run can be re-scored offline
-      results.jsonl                one line per finished task, appended as tasks finish
-      summary.json                 means and counts
+      results.jsonl                one line per finished task (and epoch), appended as tasks finish
+      summary.json                 means, confidence intervals and counts
       tasks/<task_id>/trajectory.json, trajectory.ipynb
       tasks/<task_id>/steps.jsonl  only while the task runs: its steps so far
+      tasks/<task_id>@<k>/         epoch k (from 2 on) of a run with --epochs
+      .lock                        held by the process writing the run
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
 import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +34,9 @@ from super_bench.tasks.model import Task
 from super_bench.trajectory import atomic_write
 
 log = logging.getLogger(__name__)
+
+# What a run writes at the top of its directory; --redo removes exactly these.
+RUN_FILES = ("run.json", "tasks.jsonl", "results.jsonl", "summary.json", "view.html", "tasks")
 
 
 def task_dirname(task_id: str) -> str:
@@ -44,14 +53,55 @@ class RunDir:
     def results_path(self) -> Path:
         return self.path / "results.jsonl"
 
-    def task_dir(self, task_id: str) -> Path:
-        return self.path / "tasks" / task_dirname(task_id)
+    def task_dir(self, task_id: str, epoch: int = 1) -> Path:
+        return self.path / "tasks" / (task_dirname(task_id) + (f"@{epoch}" if epoch > 1 else ""))
 
     def create(self) -> None:
+        if (
+            self.path.is_dir()
+            and not any((self.path / name).exists() for name in RUN_FILES)
+            and any(not p.name.startswith(".") for p in self.path.iterdir())
+        ):
+            raise RunDirError(
+                f"{self.path} is not empty and holds no run (no run.json or results.jsonl); "
+                "give --out a new or empty directory"
+            )
         try:
             (self.path / "tasks").mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise RunDirError(f"cannot create the run directory {self.path}: {e}") from e
+
+    def clear(self) -> None:
+        """Remove what a run wrote (for a fresh start), and nothing else."""
+        for name in RUN_FILES:
+            path = self.path / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run directory for this process; another run on it fails at once. The operating
+        system releases the lock when the process ends, however it ends."""
+        with open(self.path / ".lock", "a+", encoding="utf-8") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                holder = f.read().strip() or "another process"
+                raise RunDirError(
+                    f"{self.path} is in use by another super-bench run ({holder}); wait for it to end, "
+                    "or give another --out"
+                ) from None
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()}\n")
+            f.flush()
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
     # -- tasks ---------------------------------------------------------------------------------
     def write_tasks(self, tasks: list[Task]) -> None:
@@ -73,10 +123,10 @@ class RunDir:
             os.fsync(f.fileno())
 
     def read_results(self) -> list[TaskResult]:
-        """Finished results, the last one per task winning; a torn last line is ignored."""
+        """Finished results, the last one per task and epoch winning; a torn last line is ignored."""
         if not self.results_path.is_file():
             return []
-        by_id: dict[str, TaskResult] = {}
+        by_key: dict[tuple[str, int], TaskResult] = {}
         for lineno, line in enumerate(self.results_path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
@@ -86,8 +136,8 @@ class RunDir:
                 # Typically a line cut short by a crash: the task counts as unfinished and reruns.
                 log.warning("%s:%d: unreadable result line skipped", self.results_path, lineno)
                 continue
-            by_id[result.task_id] = result
-        return list(by_id.values())
+            by_key[result.key] = result
+        return list(by_key.values())
 
     def write_results(self, results: list[TaskResult]) -> None:
         atomic_write(self.results_path, "".join(r.model_dump_json() + "\n" for r in results))

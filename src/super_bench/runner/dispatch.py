@@ -1,0 +1,93 @@
+"""The driver loop: keep an executor busy, write each result as it arrives, retry infrastructure failures.
+
+Results are appended to ``results.jsonl`` (and fsync'ed) by this one thread, as each task ends, so a
+crash at any moment loses at most the tasks in flight. An infrastructure failure (sandbox, kernel,
+model service, or the executor itself) is tried again, at the back of the queue, up to ``retries``
+times; an agent's failure is a result like any other.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import TYPE_CHECKING, Any
+
+from super_bench.errors import ConfigError
+from super_bench.runner.episode import Cancelled
+from super_bench.runner.executors import Executor, WorkItem
+from super_bench.runner.results import TaskResult
+from super_bench.runner.rundir import RunDir
+
+if TYPE_CHECKING:
+    from super_bench.runner.run import Reporter
+
+log = logging.getLogger(__name__)
+
+
+def dispatch(
+    executor: Executor, items: list[WorkItem], run_dir: RunDir, retries: int, reporter: Reporter | None = None
+) -> list[TaskResult]:
+    """Run ``items`` on ``executor``; returns the results written. On an exception (Ctrl-C, a
+    configuration error) the tasks in flight are cancelled, those that still finish are kept,
+    and the exception goes on."""
+    queue = deque(items)
+    running: dict[Future[Any], WorkItem] = {}
+    written: list[TaskResult] = []
+
+    def settle(future: Future[Any]) -> None:
+        item = running.pop(future)
+        try:
+            result = executor.result(future, item)
+        except Cancelled:
+            return
+        except ConfigError:
+            raise
+        except Exception as e:  # the harness failed this task (a Ray worker died, the disk filled up)
+            log.warning("task %s: the executor failed: %s", item.task.task_id, e, exc_info=True)
+            result = _failure(item, e)
+        if result.status == "infra_error" and item.attempt <= retries:
+            queue.append(item.retry(result.error or "infra_error"))
+            if reporter is not None:
+                reporter.task_retried(result)
+            return
+        result.attempts, result.retry_errors = item.attempt, list(item.retry_errors)
+        run_dir.append_result(result)
+        written.append(result)
+        if reporter is not None:
+            reporter.task_finished(result)
+
+    try:
+        while queue or running:
+            while queue and len(running) < executor.capacity:
+                item = queue.popleft()
+                if reporter is not None:
+                    reporter.task_started(item.task)
+                running[executor.submit(item)] = item
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                settle(future)
+    except BaseException:
+        executor.cancel()
+        queue.clear()
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                try:
+                    settle(future)
+                except ConfigError:
+                    pass  # already stopping
+        raise
+    return written
+
+
+def _failure(item: WorkItem, error: Exception) -> TaskResult:
+    return TaskResult(
+        task_id=item.task.task_id,
+        task_set=item.task.task_set,
+        epoch=item.epoch,
+        seed=item.seed,
+        status="infra_error",
+        stop_reason="infra_error",
+        error=f"{type(error).__name__}: {error}",
+    )

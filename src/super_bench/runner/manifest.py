@@ -1,0 +1,162 @@
+"""The run manifest (``run.json``): what was run, from which tasks, with which versions; and the
+check that a run being resumed is the same run.
+
+A run's identity is what decides its scores: the agent, model, seed and settings, the task
+source and set, the scoring mode and the per-task limits. Resuming into a directory whose
+manifest names another identity would mix two runs in one table, so it is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from super_bench.errors import RunDirError
+from super_bench.sandbox import resolve_backend
+from super_bench.tasks.loaders import TASK_FILE_SUFFIXES
+
+if TYPE_CHECKING:
+    from super_bench.runner.run import RunConfig
+    from super_bench.runner.rundir import RunDir
+
+# Printed by the task Python: its version and every distribution it can import, like `pip freeze`.
+_PACKAGES_PROBE = """
+import importlib.metadata as m, json, sys
+packages = {d.metadata["Name"]: d.version for d in m.distributions() if d.metadata["Name"]}
+print(json.dumps({"python": sys.version.split()[0], "executable": sys.executable,
+                  "packages": dict(sorted(packages.items(), key=lambda kv: kv[0].lower()))}))
+"""
+
+
+def _is_named_source(source: str) -> bool:
+    return source in ("demo", "hf") or source.startswith("hf:")
+
+
+def identity(config: RunConfig) -> dict[str, Any]:
+    """What makes two runs the same run, as JSON."""
+    env = config.env
+    source = config.source if _is_named_source(config.source) else str(Path(config.source).expanduser().resolve())
+    value = {
+        "agent": config.agent,
+        "model": config.model,
+        "seed": config.seed,
+        "agent_settings": config.agent_settings,
+        "source": source,
+        "task_set": config.resolved_set(),
+        "query": config.query,
+        "mode": config.mode,
+        "limits": {
+            "cell_timeout": env.cell_timeout,
+            "max_steps": env.max_steps,
+            "max_compute": env.max_compute,
+            "max_tokens": env.max_tokens,
+            "max_cost": env.max_cost,
+        },
+    }
+    normal: dict[str, Any] = json.loads(json.dumps(value, default=str))
+    return normal
+
+
+def check_same_run(path: Path, previous: dict[str, Any], current: dict[str, Any]) -> None:
+    """Refuse to resume into a run directory that describes a different run."""
+    before = previous.get("identity")
+    if not isinstance(before, dict):
+        return  # written before manifests had an identity, or not by the runner: nothing to compare
+    differences = [
+        f"{key} {before.get(key)!r} there, {value!r} now" for key, value in current.items() if before.get(key) != value
+    ]
+    if differences:
+        raise RunDirError(
+            f"{path} holds a different run ({'; '.join(differences)}); give another --out, "
+            "or pass --redo to replace that run"
+        )
+
+
+def build_manifest(config: RunConfig, run_dir: RunDir, previous: dict[str, Any]) -> dict[str, Any]:
+    from super_bench import __version__
+
+    now = datetime.now().astimezone().isoformat()
+    manifest: dict[str, Any] = {
+        "super_bench_version": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "command": sys.argv,
+        "created_at": previous.get("created_at") or now,
+        "identity": identity(config),
+        "tasks": _task_source(config, run_dir),
+        "sandbox": {"backend": resolve_backend(config.env.sandbox.backend), **_task_python(config)},
+        "executor": {"name": config.executor, "workers": config.workers, "epochs": config.epochs},
+        "config": config.model_dump(mode="json"),
+    }
+    if previous:
+        manifest["resumed_at"] = [*previous.get("resumed_at", []), now]
+    if config.executor == "ray":
+        manifest["executor"]["ray"] = config.ray.model_dump(mode="json")
+    return manifest
+
+
+def _task_source(config: RunConfig, run_dir: RunDir) -> dict[str, Any]:
+    """The source, set and revision of the tasks, and a digest of the records run (``sha256sum tasks.jsonl``)."""
+    records = (run_dir.path / "tasks.jsonl").read_bytes()
+    info: dict[str, Any] = {
+        "source": config.source if config.query is None else "query",
+        "set": config.resolved_set(),
+        "n_tasks": sum(1 for line in records.splitlines() if line.strip()),
+        "sha256": hashlib.sha256(records).hexdigest(),
+    }
+    if config.query is not None:
+        return info
+    if config.source == "demo":
+        from super_bench import __version__
+
+        info["revision"] = f"bundled with super-bench {__version__}"
+    elif config.source == "hf" or config.source.startswith("hf:"):
+        info["revision"] = _hub_revision(config.source[3:])
+    else:
+        info["source_sha256"] = _source_digest(Path(config.source).expanduser())
+    return info
+
+
+def _hub_revision(spec: str) -> str | None:
+    """The dataset's commit: the one asked for, else the Hub's current one (None when unknown)."""
+    from super_bench.tasks.hub import DEFAULT_REPO
+
+    repo, _, revision = (spec or DEFAULT_REPO).partition("@")
+    if revision or Path(repo).exists():
+        return revision or None
+    try:
+        from huggingface_hub import HfApi
+
+        sha = HfApi().dataset_info(repo, timeout=10).sha
+    except Exception:  # offline, or no such dataset: the tasks' digest still identifies them
+        return None
+    return str(sha) if sha else None
+
+
+def _source_digest(path: Path) -> str | None:
+    """sha256 of a task file, or of a directory's task files (by name and content)."""
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    if not path.is_dir():
+        return None
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(TASK_FILE_SUFFIXES)):
+        digest.update(f"{file.relative_to(path)}\0{hashlib.sha256(file.read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
+
+def _task_python(config: RunConfig) -> dict[str, Any]:
+    """The Python the task environments are layered over, and its packages."""
+    python = str(config.env.sandbox.task_python or sys.executable)
+    try:
+        proc = subprocess.run([python, "-c", _PACKAGES_PROBE], capture_output=True, text=True, timeout=60, check=True)
+        info: dict[str, Any] = json.loads(proc.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        return {"task_python": python, "error": f"cannot list its packages: {e}"}
+    return {"task_python": python, **info}
