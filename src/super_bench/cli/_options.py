@@ -111,3 +111,15 @@ def budget_options(function: F) -> F:
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def gold_run_options(function: F) -> F:
+    """--sandbox and --cell-timeout, for commands that check tasks with gold runs."""
+    function = click.option(
+        "--cell-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=300,
+        show_default=True,
+        help="Soft timeout of a cell in the gold runs, in seconds (gold cells are waited for).",
+    )(function)
+    return click.option("--sandbox", default="auto", show_default=True, help="auto, local, bwrap or docker.")(function)
