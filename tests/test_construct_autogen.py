@@ -192,7 +192,7 @@ def test_autogen_against_an_openai_compatible_server(repos: dict[str, Path], tmp
 
 
 def test_replies_that_are_not_tasks() -> None:
-    files = ["README.md", "src/train.py", "src/eval.py", "scripts/run.sh"]
+    files = ["README.md", "src/train.py", "src/eval.py", "scripts/run.sh", "a/util.py", "b/util.py"]
     assert (
         parse_reply('{"query": "Train it for one epoch please.", "entrypoint": "train.py"}', files).entrypoint
         == "src/train.py"
@@ -207,6 +207,10 @@ def test_replies_that_are_not_tasks() -> None:
         ("no json here", "not a JSON object"),
         ('{"entrypoint": "train.py"}', "query: Field required"),
         ('{"query": "Train it for one epoch please.", "entrypoint": "nope.py"}', "'nope.py' is not a file"),
+        (
+            '{"query": "Train it for one epoch please.", "entrypoint": "util.py"}',
+            r"names several files \(a/util.py, b/util.py\)",
+        ),
     ):
         with pytest.raises(ValueError, match=message):
             parse_reply(text, files)

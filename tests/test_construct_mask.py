@@ -180,3 +180,25 @@ def test_cells_are_sorted_into_blocks(cell: str, category: str) -> None:
     cells = analyse([Action.execute(cell), Action.execute("print(1)")])
     assert cells[0].category == category
     assert cells[1].category == "goal"  # the last cell reports the answer
+
+
+def test_python_that_does_work_is_part_of_the_goal_and_setup_stays_in_place() -> None:
+    from super_bench.actions import Action
+    from super_bench.construct.mask import splits
+
+    cells = analyse(
+        [
+            Action.execute("!git clone https://example.org/repo\n%cd repo"),
+            Action.execute("!pip install -r requirements.txt"),
+            Action.execute("%cd src"),
+            Action.execute("print(open('README.md').read())"),
+            Action.execute("from trainer import Trainer\nresult = Trainer(epochs=1).fit()"),
+            Action.execute("out = !python evaluate.py\nprint(out)"),
+            Action.execute("print(result, out)"),
+        ]
+    )
+    assert [c.category for c in cells] == ["setup", "dependencies", "setup", "other", "goal", "goal", "goal"]
+    assert "out" in cells[5].defines and cells[5].scripts == ["python evaluate.py"]
+    (dependencies, goal) = splits(cells)
+    assert dependencies.moved == [] and dependencies.pre == [0]  # `%cd src` is not run ahead of the install
+    assert goal.pre == [0, 1, 2, 3] and goal.rest == [4, 5, 6]

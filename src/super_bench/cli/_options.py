@@ -114,7 +114,14 @@ def budget_options(function: F) -> F:
 
 
 def gold_run_options(function: F) -> F:
-    """--sandbox and --cell-timeout, for commands that check tasks with gold runs."""
+    """--sandbox, --cell-timeout and --max-compute, for commands that check tasks with gold runs."""
+    function = click.option(
+        "--max-compute",
+        type=click.FloatRange(min=0, min_open=True),
+        default=1800,
+        show_default=True,
+        help="Seconds of execution a gold run may take.",
+    )(function)
     function = click.option(
         "--cell-timeout",
         type=click.FloatRange(min=0, min_open=True),

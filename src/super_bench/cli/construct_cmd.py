@@ -163,6 +163,7 @@ def mask_command(
     runs: Path | None,
     sandbox: str,
     cell_timeout: float,
+    max_compute: float,
 ) -> None:
     """Masked tasks from Expert tasks with a solution: one per block of the solution (dependencies,
     data, configuration, cpu, issue, goal), the cells before it (and the later independent ones)
@@ -173,11 +174,10 @@ def mask_command(
     from rich.table import Table
 
     from super_bench.cli._display import RunProgress, console
+    from super_bench.construct.gold import gold_env
     from super_bench.construct.mask import ModelGoalWriter, failed_task, mask_tasks
     from super_bench.construct.notebook import task_line
-    from super_bench.environment import EnvConfig
     from super_bench.models import create_model
-    from super_bench.sandbox import SandboxConfig
     from super_bench.tasks.loaders import default_set, load_tasks
 
     tasks = load_tasks(source, default_set(source, None), task_ids=as_list(task_ids))
@@ -185,7 +185,7 @@ def mask_command(
     if not experts:
         raise click.UsageError(f"no Expert tasks in {source}")
     writer = ModelGoalWriter(create_model(model)) if model else None
-    env = EnvConfig(cell_timeout=cell_timeout, sandbox=SandboxConfig(backend=sandbox))
+    env = gold_env(sandbox=sandbox, cell_timeout=cell_timeout, max_compute=max_compute)
     with tempfile.TemporaryDirectory(prefix="super-bench-mask-") as tmp, RunProgress() as progress:
         report = mask_tasks(experts, runs or Path(tmp), writer=writer, env=env, reporter=progress)
     table = Table(title=f"Masked tasks from {len(experts)} Expert task(s)", title_justify="left")

@@ -32,6 +32,7 @@ def doctor_command(
     out: Path | None,
     sandbox: str,
     cell_timeout: float,
+    max_compute: float,
     as_json: bool,
 ) -> None:
     """Run the tasks' gold solutions and report the ones that no longer reproduce their gold answer,
@@ -43,16 +44,14 @@ def doctor_command(
     from rich.table import Table
 
     from super_bench.cli._display import RunProgress, console
-    from super_bench.construct.gold import check_gold
-    from super_bench.environment import EnvConfig
-    from super_bench.sandbox import SandboxConfig
+    from super_bench.construct.gold import check_gold, gold_env
     from super_bench.tasks.loaders import default_set, load_tasks
 
     tasks = load_tasks(source, default_set(source, task_set), task_ids=as_list(task_ids), limit=limit)
     if not tasks:
         raise click.UsageError("no tasks selected")
     out = out or Path("runs") / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-doctor"
-    env = EnvConfig(cell_timeout=cell_timeout, sandbox=SandboxConfig(backend=sandbox))
+    env = gold_env(sandbox=sandbox, cell_timeout=cell_timeout, max_compute=max_compute)
     with RunProgress() as progress:
         checks = check_gold(tasks, out, env=env, reporter=progress)
     if as_json:

@@ -26,7 +26,7 @@ from super_bench.construct.repos import Repository, exclusion, open_repository
 from super_bench.errors import ModelError, TaskSourceError
 from super_bench.models import ChatModel, Message, ModelRequest
 from super_bench.tasks.model import Task
-from super_bench.tasks.repos import find_file
+from super_bench.tasks.repos import find_files
 from super_bench.trajectory import Usage
 
 log = logging.getLogger(__name__)
@@ -82,11 +82,13 @@ def parse_reply(text: str, files: list[str]) -> TaskReply:
         problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
         raise ValueError(f"the JSON object is not a task ({problems})") from e
     script = next((w for w in reply.entrypoint.split() if w.endswith((".py", ".sh"))), reply.entrypoint.strip())
-    path = find_file(files, script)
-    if path is None:
+    paths = find_files(files, script)
+    if len(paths) > 1:
+        raise ValueError(f"the entrypoint {script!r} names several files ({', '.join(paths[:5])}): give its path")
+    if not paths:
         runnable = ", ".join(f for f in files if f.endswith(".py"))[:800]
         raise ValueError(f"the entrypoint {script!r} is not a file of the repository (its Python files: {runnable})")
-    return reply.model_copy(update={"entrypoint": path})
+    return reply.model_copy(update={"entrypoint": paths[0]})
 
 
 def _prompt(repo: Repository, made: list[Task]) -> str:
@@ -108,19 +110,20 @@ def _prompt(repo: Repository, made: list[Task]) -> str:
 def ask_task(model: ChatModel, repo: Repository, made: list[Task], retries: int, usage: Usage) -> TaskReply:
     """The model's task for ``repo``; ValueError when it gave no valid one after ``retries`` corrections."""
     messages: list[Message] = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": _prompt(repo, made)}]
-    for attempt in range(retries + 1):
+    corrections = 0
+    while True:
         response = model.complete(ModelRequest(messages=messages, max_tokens=1000, temperature=0.2))
         usage.add(response.usage)
         try:
             return parse_reply(response.text, repo.files)
         except ValueError as e:
-            if attempt == retries:
+            if corrections == retries:
                 raise
+            corrections += 1
             messages += [
                 {"role": "assistant", "content": response.text},
                 {"role": "user", "content": f"That is not usable: {e}. {_FORMAT}"},
             ]
-    raise AssertionError("unreachable")
 
 
 def duplicate_of(task: Task, others: list[Task]) -> Task | None:

@@ -15,6 +15,7 @@ before the block, so that the Masked task asks only for the block and what depen
 from __future__ import annotations
 
 import ast
+import builtins
 import posixpath
 import re
 import shlex
@@ -56,6 +57,8 @@ _SETUP_GIT = {"clone", "checkout", "fetch", "pull", "switch", "reset", "submodul
 _WRITE_MODE = re.compile(r"""open\(\s*f?r?["']([^"']+)["']\s*,\s*(?:mode\s*=\s*)?["'][wax]""")
 _SAVER = re.compile(r"""\.(?:to_csv|to_json|to_parquet|savetxt|save|write_text)\(\s*f?r?["']([^"']+)["']""")
 _REDIRECT = re.compile(r">>?\s*([^\s;&|>]+)")
+_CAPTURE = re.compile(r"^(\s*[\w.,\[\] ]+=)\s*[!%].*$")
+_LOOKING = {"print", "display", "pprint", "help"}
 _DATA_CALLS = re.compile(r"load_dataset|hf_hub_download|snapshot_download|urlretrieve|requests\.get|gdown\.", re.I)
 
 
@@ -72,6 +75,7 @@ class CellInfo:
     installs: set[str] = field(default_factory=set)  # packages it installs ("*": unknown ones)
     imports: set[str] = field(default_factory=set)  # top-level modules it imports
     scripts: list[str] = field(default_factory=list)  # the shell commands that run a script
+    computes: bool = False  # it runs Python that does more than show things
 
 
 def analyse(solution: list[Action]) -> list[CellInfo]:
@@ -148,8 +152,8 @@ def _execute_category(content: str, words: list[list[str]], info: CellInfo) -> s
         if all(_CONFIG_FILE.search(t) for t in info.writes) or re.search(r"configparser|yaml\.|config", content):
             return "configuration"
         return "data"
-    if any(p not in _READ_ONLY for p in programs):
-        return "goal"  # some other program: part of running the experiment
+    if info.computes or any(p not in _READ_ONLY for p in programs):
+        return "goal"  # Python or another program that does the work: part of running the experiment
     return "other"
 
 
@@ -160,10 +164,13 @@ def _python_facts(content: str, info: CellInfo) -> None:
     if magic:
         info.writes.add(magic.group(1))
         return
+    # IPython syntax as Python: `x = !cmd` assigns x; `!cmd` and `%magic` lines are not Python.
+    lines = [_CAPTURE.sub(r"\1 None", line) for line in content.splitlines()]
     try:
-        tree = ast.parse("\n".join(line for line in content.splitlines() if not line.lstrip().startswith(("!", "%"))))
+        tree = ast.parse("\n".join(line for line in lines if not line.lstrip().startswith(("!", "%"))))
     except SyntaxError:
         return
+    info.computes = any(_does_work(statement) for statement in tree.body)
     loaded: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -176,7 +183,17 @@ def _python_facts(content: str, info: CellInfo) -> None:
                 info.imports.add(module.split(".")[0])
         elif isinstance(node, ast.FunctionDef | ast.ClassDef):
             info.defines.add(node.name)
-    info.uses = loaded - info.defines - set(dir(__builtins__))
+    info.uses = loaded - info.defines - set(dir(builtins))
+
+
+def _does_work(statement: ast.stmt) -> bool:
+    """Anything but imports, bare expressions and calls that only show something (``print(...)``)."""
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        return False
+    if not isinstance(statement, ast.Expr):
+        return True
+    call = statement.value
+    return isinstance(call, ast.Call) and not (isinstance(call.func, ast.Name) and call.func.id in _LOOKING)
 
 
 def _simple(command: str) -> list[list[str]]:

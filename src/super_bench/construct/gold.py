@@ -14,6 +14,7 @@ from typing import Any
 from super_bench.environment import EnvConfig
 from super_bench.runner.results import TaskResult
 from super_bench.runner.run import Reporter, RunConfig, run
+from super_bench.sandbox import SandboxConfig
 from super_bench.scoring.answer import score_answer
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, Trajectory
@@ -37,6 +38,13 @@ class GoldCheck:
         return self.status == "reproduces"
 
 
+def gold_env(*, sandbox: str = "auto", cell_timeout: float = 300, max_compute: float | None = 1800) -> EnvConfig:
+    """The environment of gold runs: no limit on steps, since a solution has the cells it has."""
+    return EnvConfig(
+        cell_timeout=cell_timeout, max_compute=max_compute, max_steps=None, sandbox=SandboxConfig(backend=sandbox)
+    )
+
+
 def check_gold(
     tasks: list[Task],
     out: Path,
@@ -48,7 +56,7 @@ def check_gold(
     runnable = [t for t in tasks if t.solution]
     checks = {t.task_id: GoldCheck(t.task_id, "no solution") for t in tasks if not t.solution}
     if runnable:
-        outcome = run(RunConfig(agent="gold", out=out, env=env or EnvConfig()), tasks=runnable, reporter=reporter)
+        outcome = run(RunConfig(agent="gold", out=out, env=env or gold_env()), tasks=runnable, reporter=reporter)
         results = {r.task_id: r for r in outcome.results}
         for task in runnable:
             result = results[task.task_id]

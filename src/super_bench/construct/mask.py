@@ -76,7 +76,8 @@ def splits(cells: list[CellInfo], *, move_independent: bool = True) -> list[Spli
         for cell in cells[first + 1 :]:
             if cell.index in block:
                 continue
-            if move_independent and cell.category not in ("goal", "other") and not depends(cell, staying):
+            # Goal cells depend on everything; setup cells and looking around depend on where they run.
+            if move_independent and cell.category not in ("goal", "setup", "other") and not depends(cell, staying):
                 moved.append(cell.index)
             else:
                 staying.append(cell)

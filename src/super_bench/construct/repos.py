@@ -14,7 +14,7 @@ import logging
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,7 +92,7 @@ def open_repository(source: str, workdir: Path) -> Repository:
     """A local path as it is, or a URL cloned into ``workdir``."""
     if is_remote(source):
         path = workdir / re.sub(r"[^\w.-]+", "-", source)[-80:]
-        git("clone", "--quiet", source, str(path))
+        git("clone", "--quiet", "--depth", "1", source, str(path))
         url = source
     else:
         path = Path(source).expanduser().resolve()
@@ -132,9 +132,10 @@ def _files(path: Path, *, tracked: bool) -> list[str]:
     )
 
 
-def _texts(repo: Repository, suffixes: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+def _texts(repo: Repository, wanted: Callable[[str], bool]) -> Iterator[tuple[str, str]]:
+    """(name, text) of the repository's files that ``wanted`` accepts, up to ``MAX_FILE_BYTES`` each."""
     for name in repo.files:
-        if name.endswith(suffixes):
+        if wanted(name):
             file = repo.path / name
             try:
                 if file.stat().st_size <= MAX_FILE_BYTES:
@@ -144,7 +145,7 @@ def _texts(repo: Repository, suffixes: tuple[str, ...]) -> Iterator[tuple[str, s
 
 
 def _runnable(repo: Repository) -> list[str]:
-    scripts = [name for name, text in _texts(repo, (".py",)) if _MAIN.search(text)]
+    scripts = [name for name, text in _texts(repo, _is_python) if _MAIN.search(text)]
     mentioned = [m.group(1).removeprefix("./") for m in _README_RUNS.finditer(repo.readme_text)]
     return list(dict.fromkeys([m for m in mentioned if m in repo.files] + scripts))
 
@@ -165,8 +166,8 @@ def exclusion(repo: Repository, *, check_urls: bool = True) -> str | None:
         return "no README at the repository's root"
     if not repo.scripts:
         return "no runnable Python entrypoint (no script with a __main__ block or a command-line parser)"
-    code = list(_texts(repo, (".py",)))
-    requirements = [(n, t) for n, t in _texts(repo, (".txt", ".cfg", ".toml", ".yml", ".yaml")) if _is_requirements(n)]
+    code = list(_texts(repo, _is_python))
+    requirements = list(_texts(repo, _is_requirements))
     readme = [(repo.readme, repo.readme_text)]
     gpu = _first(_GPU, code) or _first(_GPU_REQUIREMENT, requirements) or _first(_GPU_README, readme)
     if gpu and not _first(_CPU, code):
@@ -183,6 +184,10 @@ def exclusion(repo: Repository, *, check_urls: bool = True) -> str | None:
             if problem:
                 return f"unreachable data: {url} ({problem})"
     return None
+
+
+def _is_python(name: str) -> bool:
+    return name.endswith(".py")
 
 
 def _is_requirements(name: str) -> bool:

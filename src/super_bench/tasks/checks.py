@@ -22,7 +22,7 @@ from pathlib import Path
 from super_bench.errors import TaskSourceError
 from super_bench.tasks.model import MASKED_CATEGORIES, Task
 from super_bench.tasks.regex_check import DEFAULT_TIMEOUT, slow_patterns
-from super_bench.tasks.repos import RepoCache, available_offline, find_file, list_files, resolve_commit
+from super_bench.tasks.repos import RepoCache, available_offline, find_files, list_files, resolve_commit
 
 Located = tuple[str, Task]  # (origin, task): "tasks.jsonl:3"
 
@@ -113,7 +113,7 @@ def _check_commit(origin: str, task: Task, repo: Path, report: CheckReport) -> N
     if not task.entrypoint:
         return
     files = list_files(repo, commit)
-    if find_file(files, task.entrypoint) is None:
+    if not find_files(files, task.entrypoint):
         names = {posixpath.basename(f): f for f in files}
         close = [names[n] for n in difflib.get_close_matches(posixpath.basename(task.entrypoint), list(names), n=3)]
         hint = f" (did you mean {', '.join(close)}?)" if close else ""

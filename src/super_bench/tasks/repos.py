@@ -72,14 +72,11 @@ def list_files(repo: Path, commit: str) -> list[str]:
     return git("ls-tree", "-r", "--name-only", "-z", commit, cwd=repo).strip("\0").split("\0")
 
 
-def find_file(files: list[str], path: str) -> str | None:
-    """The repository file that ``path`` names: the path itself, or the one file whose path ends with it
-    (``train.py`` names ``src/train.py`` when there is no other ``train.py``)."""
+def find_files(files: list[str], path: str) -> list[str]:
+    """The repository files that ``path`` names: the path itself, else every file whose path ends with it
+    (``train.py`` names ``src/train.py``), as the entrypoint metric matches scripts."""
     wanted = posixpath.normpath(path.strip().removeprefix("./"))
-    if wanted in files:
-        return wanted
-    matches = [f for f in files if f.endswith("/" + wanted)]
-    return matches[0] if len(matches) == 1 else None
+    return [wanted] if wanted in files else [f for f in files if f.endswith("/" + wanted)]
 
 
 class RepoCache:
