@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.test_cli import cli
 
-from super_bench import load_tasks
+from super_bench import demo, load_tasks
 from super_bench.construct.blocks import analyse
 from super_bench.construct.mask import ModelGoalWriter, mask_tasks
 from super_bench.environment import EnvConfig
@@ -17,6 +17,8 @@ from super_bench.errors import ModelError
 from super_bench.models import ModelRequest
 from super_bench.models.mock import MockModel
 from super_bench.runner.rundir import RunDir
+
+DEMO_TASKS = Path(demo.__file__).parent / "tasks"
 
 
 def test_masked_tasks_from_every_demo_expert_task_are_solved_by_the_gold_agent(tmp_path: Path) -> None:
@@ -68,8 +70,7 @@ def test_masked_tasks_from_every_demo_expert_task_are_solved_by_the_gold_agent(t
 
 
 def _tinyreg() -> dict[str, object]:
-    path = Path(__import__("super_bench.demo", fromlist=["x"]).__file__).parent / "tasks" / "expert.jsonl"
-    row: dict[str, object] = json.loads(path.read_text().splitlines()[0])
+    row: dict[str, object] = json.loads((DEMO_TASKS / "expert.jsonl").read_text().splitlines()[0])
     assert row["task_id"] == "tinyreg"
     return row
 

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import REFERENCE_TRAJECTORIES
 from tests.test_cli import cli
 
-from super_bench import load_tasks, run
+from super_bench import demo, load_tasks, run
 from super_bench.construct.landmarks import generalise, milestone, suggest_landmarks
 from super_bench.construct.notebook import notebook_task
 from super_bench.errors import TaskError
@@ -197,7 +197,7 @@ def test_a_notebook_without_a_printed_answer_is_refused(solved: Path, tmp_path: 
 
 # -- doctor ---------------------------------------------------------------------------------------
 def test_doctor_reports_task_rot_with_the_diff(tmp_path: Path) -> None:
-    (good,) = [json.loads(line) for line in Path(_demo_file("expert")).read_text().splitlines()][:1]
+    good = json.loads((Path(demo.__file__).parent / "tasks" / "expert.jsonl").read_text().splitlines()[0])
     rotten = {
         **good,
         "task_id": "rotten",
@@ -220,9 +220,3 @@ def test_doctor_reports_task_rot_with_the_diff(tmp_path: Path) -> None:
     records = {r["task_id"]: r for r in map(json.loads, again.stdout.splitlines())}
     assert {k: r["status"] for k, r in records.items()} == {"tinyreg": "reproduces", "rotten": "rot", "broken": "rot"}
     assert records["broken"]["problems"][0] == 'answer: gold {"test_mse": 7.4031}, nothing was submitted'
-
-
-def _demo_file(task_set: str) -> Path:
-    import super_bench.demo
-
-    return Path(super_bench.demo.__file__).parent / "tasks" / f"{task_set}.jsonl"

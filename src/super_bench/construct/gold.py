@@ -20,7 +20,7 @@ from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, Trajectory
 
 OUTPUT_TAIL = 1500  # characters of a failing cell's output in a report
-_FAILED = ("error", "kernel_died", "interrupted", "timeout")
+_FAILED = ("error", "kernel_died", "interrupted", "timeout", "invalid")  # "invalid": an edit that could not be made
 
 
 @dataclass
@@ -95,20 +95,21 @@ def answer_diff(gold: Any, submitted: Any) -> list[str]:
     """One line per part of the answer that does not match: ``f1: gold 0.75, obtained 0.61``."""
     if submitted is None:
         return [f"answer: gold {json.dumps(gold)}, nothing was submitted"]
+    parts: list[str] = []
     if isinstance(gold, dict) and isinstance(submitted, dict):
-        return [
+        parts = [
             f"answer[{key!r}]: gold {json.dumps(value)}, obtained "
             + (json.dumps(submitted[key]) if key in submitted else "nothing (missing key)")
             for key, value in gold.items()
             if score_answer(submitted.get(key), value) < 1.0
         ]
-    if isinstance(gold, list) and isinstance(submitted, list) and len(gold) == len(submitted):
-        return [
+    elif isinstance(gold, list) and isinstance(submitted, list) and len(gold) == len(submitted):
+        parts = [
             f"answer[{i}]: gold {json.dumps(g)}, obtained {json.dumps(s)}"
             for i, (g, s) in enumerate(zip(gold, submitted))
             if score_answer(s, g) < 1.0
         ]
-    return [f"answer: gold {json.dumps(gold)}, obtained {json.dumps(submitted)}"]
+    return parts or [f"answer: gold {json.dumps(gold)}, obtained {json.dumps(submitted)}"]
 
 
 def _failed(step: Step) -> bool:

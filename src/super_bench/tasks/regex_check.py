@@ -25,7 +25,10 @@ from typing import Any
 from super_bench.errors import TaskError
 
 DEFAULT_TIMEOUT = 2.0
-_PUMP_COUNTS = (32, 2000)  # enough repetitions for exponential, then polynomial, blowups
+# A repeated part is pumped this many times (enough for an exponential blowup), and to this many
+# characters (enough for a polynomial one).
+_PUMP_TIMES = 32
+_PUMP_CHARS = 2000
 _LOG_SIZE = 100_000
 _STARTUP_TIMEOUT = 60.0
 # Lines of the kind research code prints, for the large-output test.
@@ -132,8 +135,7 @@ def adversarial_inputs(pattern: str) -> list[str]:
         for pump in dict.fromkeys(_pumps([item])):
             if not pump:
                 continue
-            for count in _PUMP_COUNTS:
-                body = pump * max(count // len(pump), 1) if count > 100 else pump * count
+            for body in (pump * _PUMP_TIMES, pump * max(_PUMP_CHARS // len(pump), 1)):
                 for tail in ("\x00", "!"):
                     inputs[prefix + body + tail] = None
     return list(inputs)
