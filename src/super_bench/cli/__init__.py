@@ -25,6 +25,8 @@ _COMMANDS = {
     "compare": "super_bench.cli.report_cmd:compare_command",
     "leaderboard": "super_bench.cli.report_cmd:leaderboard_command",
     "plot": "super_bench.cli.report_cmd:plot_command",
+    "construct": "super_bench.cli.construct_cmd:construct_group",
+    "doctor": "super_bench.cli.doctor_cmd:doctor_command",
 }
 
 

@@ -196,3 +196,22 @@ def sandbox_options(function: F) -> F:
     for option in reversed(_SANDBOX_OPTIONS):
         wrapped = option(wrapped)
     return wrapped
+
+
+def gold_run_options(function: F) -> F:
+    """The sandbox's options, --cell-timeout and --max-compute, for commands that check tasks with gold runs."""
+    function = click.option(
+        "--max-compute",
+        type=click.FloatRange(min=0, min_open=True),
+        default=1800,
+        show_default=True,
+        help="Seconds of execution a gold run may take.",
+    )(function)
+    function = click.option(
+        "--cell-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=300,
+        show_default=True,
+        help="Soft timeout of a cell in the gold runs, in seconds (gold cells are waited for).",
+    )(function)
+    return sandbox_options(function)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -63,14 +64,44 @@ def show_command(task_id: str, source: str, task_set: str | None) -> None:
 
 @tasks_group.command("validate")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-def validate_command(path: Path) -> None:
-    """Check a task file or directory; lists every problem, exit status 1 if any."""
-    from super_bench.tasks.loaders import check_rows, path_rows
+@click.option(
+    "--offline",
+    "--no-network",
+    is_flag=True,
+    help="Check only repositories that need no network (local paths and the demo suite's).",
+)
+@click.option("--no-repos", is_flag=True, help="Do not clone repositories to check commits and entrypoints.")
+@click.option(
+    "--regex-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=2.0,
+    show_default=True,
+    help="Seconds a landmark may take on adversarial input before it counts as catastrophic.",
+)
+def validate_command(path: Path, offline: bool, no_repos: bool, regex_timeout: float) -> None:
+    """Check a task file or directory; lists every problem, exit status 1 if any.
 
-    tasks, problems = check_rows(path_rows(path, None))
+    Besides each row's fields: landmarks that match an empty output or can hang the scorer, masked
+    ids without a known category, tasks with nothing to grade, and, in each task's repository, the
+    commit and the entrypoint.
+    """
+    from super_bench.tasks.checks import check_tasks
+    from super_bench.tasks.loaders import locate_rows, path_rows
+
+    located, problems = locate_rows(path_rows(path, None))
+    report = check_tasks(located, regex_timeout=regex_timeout, repositories=not no_repos, offline=offline)
+    problems = sorted(problems + report.problems, key=_row_order)
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
     if problems:
         for problem in problems:
             click.secho(problem, fg="red", err=True)
-        click.echo(f"{len(problems)} problem(s); {len(tasks)} valid task(s)", err=True)
+        click.echo(f"{len(problems)} problem(s) in {path}", err=True)
         sys.exit(1)
-    click.echo(f"{len(tasks)} task(s) valid")
+    click.echo(f"{len(located)} task(s) valid")
+
+
+def _row_order(problem: str) -> tuple[str, int]:
+    """Problems sorted by file and row (``f.jsonl:12``, ``f.json[3]``, ``f.parquet row 4``)."""
+    match = re.match(r"(.*?)(?::|\[| row )(\d+)", problem)
+    return (match.group(1), int(match.group(2))) if match else (problem, 0)

@@ -111,7 +111,13 @@ def find_task(task_id: str, source: str | Path = "demo", task_set: str | None = 
 
 def check_rows(rows: Iterable[RawRow]) -> tuple[list[Task], list[str]]:
     """The valid tasks, and every problem of the others (duplicate ids included)."""
-    tasks: list[Task] = []
+    located, problems = locate_rows(rows)
+    return [task for _, task in located], problems
+
+
+def locate_rows(rows: Iterable[RawRow]) -> tuple[list[tuple[str, Task]], list[str]]:
+    """Like ``check_rows``, with each valid task's origin (``file.jsonl:12``) for later checks."""
+    located: list[tuple[str, Task]] = []
     problems: list[str] = []
     seen: dict[str, str] = {}
     for row in rows:
@@ -124,8 +130,8 @@ def check_rows(rows: Iterable[RawRow]) -> tuple[list[Task], list[str]]:
             problems.extend(row_problems)
             continue
         seen[task.task_id] = row.origin
-        tasks.append(task)
-    return tasks, problems
+        located.append((row.origin, task))
+    return located, problems
 
 
 def validate_rows(rows: Iterable[RawRow], *, skip_invalid: bool = False) -> list[Task]:

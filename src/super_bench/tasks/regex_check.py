@@ -1,0 +1,238 @@
+"""Landmark regexes that cannot hang the scorer.
+
+Landmarks are searched in whole outputs (megabytes of pip logs and progress bars, newlines turned
+into spaces), with Python's backtracking ``re``. A pattern with nested quantifiers, such as
+``(\\w+\\s?)+x``, takes exponential time on a line of letters without the ``x``; one that begins
+with ``.*`` takes quadratic time on any large output without a match. Each pattern is run on
+inputs built to provoke that: every repeated part of the pattern pumped many times and followed
+by a character that breaks the match, and a 100,000-character log with the pattern's matches
+removed. Python's ``re`` cannot be interrupted, so the patterns run in a child process that is
+killed when one of them exceeds the time limit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import queue
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from super_bench.errors import TaskError
+
+DEFAULT_TIMEOUT = 2.0
+# A repeated part is pumped this many times (enough for an exponential blowup), and to this many
+# characters (enough for a polynomial one).
+_PUMP_TIMES = 32
+_PUMP_CHARS = 2000
+_LOG_SIZE = 100_000
+_STARTUP_TIMEOUT = 60.0
+# Lines of the kind research code prints, for the large-output test.
+_LOG_LINES = (
+    "Collecting numpy>=1.24 (from -r requirements.txt (line 2))",
+    "  Downloading numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.whl (18.3 MB)",
+    "     |████████████████████████████████| 18.3 MB 42.1 MB/s eta 0:00:01",
+    "Successfully installed numpy-1.26.4 tqdm-4.66.2",
+    "Loading dataset from data/train.jsonl: 12000 examples",
+    "Epoch 3/10:  45%|████▌     | 450/1000 [00:12<00:15, 36.21it/s, loss=0.4312]",
+    "epoch 3 step 450 loss 0.43121 lr 2.0e-05 grad_norm 1.2203",
+    "{'eval_loss': 0.5123, 'eval_accuracy': 0.8125, 'eval_runtime': 3.21, 'epoch': 3.0}",
+    "Saving model checkpoint to output/checkpoint-450",
+    "WARNING:root:Token indices sequence length is longer than the specified maximum (612 > 512)",
+    'Traceback (most recent call last):   File "train.py", line 88, in <module>',
+    "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB",
+    "    0.7123  0.6543  0.8812  -0.0012  1e-08  3.14159",
+)
+
+
+def _parser() -> Any:
+    return importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
+
+
+def _class_char(items: Sequence[tuple[Any, Any]]) -> str:
+    """A character the ``[...]`` class made of ``items`` matches."""
+    named = {"CATEGORY_DIGIT": "0", "CATEGORY_SPACE": " ", "CATEGORY_WORD": "a"}
+    negated = named | {"CATEGORY_NOT_DIGIT": "a", "CATEGORY_NOT_SPACE": "a", "CATEGORY_NOT_WORD": " "}
+    if items and str(items[0][0]) == "NEGATE":
+        excluded = set()
+        for op, av in items[1:]:
+            if str(op) == "LITERAL":
+                excluded.add(chr(av))
+            elif str(op) == "RANGE":
+                excluded.update(chr(c) for c in range(av[0], min(av[1], av[0] + 256) + 1))
+            elif str(op) == "CATEGORY":
+                excluded.add(named.get(str(av), ""))
+        return next(c for c in "a0 x-#Z" if c not in excluded)
+    for op, av in items:
+        if str(op) == "LITERAL":
+            return chr(av)
+        if str(op) == "RANGE":
+            return chr(av[0])
+        if str(op) == "CATEGORY" and str(av) in negated:
+            return negated[str(av)]
+    return "a"
+
+
+def _sample(items: Any) -> str:
+    """A short string the parsed pattern ``items`` matches (best effort: look-arounds are ignored)."""
+    parts = []
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            parts.append(chr(av))
+        elif name == "NOT_LITERAL":
+            parts.append("a" if chr(av) != "a" else "b")
+        elif name == "ANY":
+            parts.append("a")
+        elif name == "IN":
+            parts.append(_class_char(av))
+        elif name == "SUBPATTERN":
+            parts.append(_sample(av[-1]))
+        elif name == "ATOMIC_GROUP":
+            parts.append(_sample(av))
+        elif name == "BRANCH":
+            parts.append(_sample(av[1][0]))
+        elif name.endswith("_REPEAT"):
+            parts.append(_sample(av[2]) * min(av[0], 50))
+    return "".join(parts)
+
+
+def _pumps(items: Any) -> Iterator[str]:
+    """One iteration of every repeated part of the pattern (and of each alternative inside one)."""
+    for op, av in items:
+        name = str(op)
+        if name.endswith("_REPEAT"):
+            _, most, body = av
+            if most > 10:
+                yield _sample(body)
+                for inner_op, inner in body:
+                    if str(inner_op) == "SUBPATTERN":
+                        for sub_op, sub in inner[-1]:
+                            if str(sub_op) == "BRANCH":
+                                yield from (_sample(alternative) for alternative in sub[1])
+            yield from _pumps(body)
+        elif name == "SUBPATTERN":
+            yield from _pumps(av[-1])
+        elif name == "ATOMIC_GROUP":
+            yield from _pumps(av)
+        elif name == "BRANCH":
+            for alternative in av[1]:
+                yield from _pumps(alternative)
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            yield from _pumps(av[1])
+
+
+def adversarial_inputs(pattern: str) -> list[str]:
+    """Inputs that make a backtracking pattern as slow as it can be."""
+    parsed = list(_parser().parse(pattern))
+    inputs: dict[str, None] = {}
+    for i, item in enumerate(parsed):
+        prefix = _sample(parsed[:i])
+        for pump in dict.fromkeys(_pumps([item])):
+            if not pump:
+                continue
+            for body in (pump * _PUMP_TIMES, pump * max(_PUMP_CHARS // len(pump), 1)):
+                for tail in ("\x00", "!"):
+                    inputs[prefix + body + tail] = None
+    return list(inputs)
+
+
+def realistic_log(pattern: re.Pattern[str]) -> str:
+    """About 100,000 characters of log output without a match of ``pattern``, newlines as spaces (as
+    landmarks are searched), so that the search has to fail on a large output."""
+    lines = " ".join(pattern.sub("", line) for line in _LOG_LINES)
+    text = (lines + " ") * (_LOG_SIZE // (len(lines) + 1) + 1)
+    for _ in range(3):  # joining the lines may have made new matches
+        stripped = pattern.sub("", text)
+        if stripped == text:
+            break
+        text = stripped
+    return text
+
+
+def _serve() -> None:
+    """The child process: reads ``[pattern, ...]`` on stdin, prints each index once it is done."""
+    patterns = json.load(sys.stdin)
+    print("ready", flush=True)
+    for i, pattern in enumerate(patterns):
+        compiled = re.compile(pattern)
+        for text in [*adversarial_inputs(pattern), realistic_log(compiled)]:
+            compiled.search(text)
+        print(i, flush=True)
+
+
+def slow_patterns(patterns: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> dict[int, str]:
+    """The patterns (by index) that take longer than ``timeout`` seconds on adversarial input, with why.
+
+    Every pattern must compile. One child process checks them in turn; when one runs too long it is
+    killed and a new one goes on with the next pattern.
+    """
+    slow: dict[int, str] = {}
+    start = 0
+    while start < len(patterns):
+        done = _check_from(patterns, start, timeout)
+        if done == len(patterns):
+            break
+        slow[done] = (
+            f"takes more than {timeout:g} s on adversarial input (catastrophic backtracking: nested or adjacent "
+            "repetitions that can match the same text, or a leading .*); simplify it"
+        )
+        start = done + 1
+    return slow
+
+
+def _check_from(patterns: Sequence[str], start: int, timeout: float) -> int:
+    """Checks ``patterns[start:]`` in a child process; returns the index of the first one that ran out
+    of time, or ``len(patterns)`` when all finished."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from super_bench.tasks.regex_check import _serve; _serve()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line.strip())
+        lines.put("")  # end of output
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(list(patterns[start:])))
+        process.stdin.close()
+        if _next_line(lines, _STARTUP_TIMEOUT) != "ready":
+            raise TaskError(f"the landmark checker did not start: {_stderr(process)}")
+        for index in range(start, len(patterns)):
+            line = _next_line(lines, timeout)
+            if line is None:
+                return index
+            if not line:
+                raise TaskError(f"the landmark checker failed: {_stderr(process)}")
+        return len(patterns)
+    finally:
+        process.kill()
+        process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _stderr(process: subprocess.Popen[str]) -> str:
+    process.kill()
+    process.wait()
+    return process.stderr.read().strip()[-2000:] if process.stderr else ""
+
+
+def _next_line(lines: queue.Queue[str], timeout: float) -> str | None:
+    try:
+        return lines.get(timeout=timeout)
+    except queue.Empty:
+        return None
