@@ -18,7 +18,7 @@ from super_bench.runner.rescore import rescore
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.run import RunOutcome
 from super_bench.runner.rundir import RunDir
-from super_bench.scoring import Metrics, ScoreMode, submission_of
+from super_bench.scoring import Metrics, ScoreMode
 from super_bench.tasks.model import MASKED_CATEGORIES, Task
 from super_bench.trajectory import Trajectory
 
@@ -152,22 +152,7 @@ def import_trajectories(
 
 
 def _result(trajectory: Trajectory, task_set: str, metrics: Metrics, path: str) -> TaskResult:
-    started, finished = trajectory.started_at, trajectory.finished_at or trajectory.started_at
-    return TaskResult(
-        task_id=trajectory.task_id,
-        task_set=task_set,
-        status="completed",
-        stop_reason=trajectory.stop_reason,
-        metrics=metrics,
-        submission=submission_of(trajectory),
-        usage=trajectory.usage,
-        n_steps=len(trajectory.agent_steps),
-        execution_time=trajectory.execution_time,
-        wall_time=(finished - started).total_seconds(),
-        started_at=started,
-        finished_at=finished,
-        trajectory=path,
-    )
+    return TaskResult.from_trajectory(trajectory, task_set, metrics=metrics, trajectory=path)
 
 
 def _manifest(source: Path, task_set: str, model: str | None, agents: set[str], n_tasks: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
 from super_bench.errors import ConfigError, EnvironmentClosedError, KernelError, ModelUnavailableError, SandboxError
 from super_bench.runner.results import TaskResult, TaskStatus
-from super_bench.scoring import ScoreMode, score_trajectory, submission_of
+from super_bench.scoring import ScoreMode, score_trajectory
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, Trajectory, step_line
 
@@ -165,21 +165,15 @@ def run_episode(
     path = trajectory.save(task_dir)
     (task_dir / "steps.jsonl").unlink(missing_ok=True)
     metrics, details = score_trajectory(trajectory, task, mode)
-    return TaskResult(
+    return TaskResult.from_trajectory(
+        trajectory,
+        task.task_set,
         task_id=task.task_id,
-        task_set=task.task_set,
         epoch=epoch,
         seed=agent_options.seed,
         status=status,
-        stop_reason=trajectory.stop_reason,
         metrics=metrics,
-        submission=submission_of(trajectory),
-        usage=trajectory.usage,
-        n_steps=len(trajectory.agent_steps),
-        execution_time=trajectory.execution_time,
         wall_time=time.monotonic() - wall_start,
-        started_at=trajectory.started_at,
-        finished_at=trajectory.finished_at,
         error=error,
         trajectory=str(path.relative_to(run_dir)) if run_dir else str(path),
         details=details.model_dump(),

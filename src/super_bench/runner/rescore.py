@@ -41,21 +41,13 @@ def rescore(path: Path, mode: ScoreMode = "corrected", tasks: list[Task] | None 
             continue
         metrics, details = score_trajectory(trajectory, task, mode)
         epoch = int(trajectory.metadata.get("epoch", 1))
-        result = results.get((task.task_id, epoch)) or TaskResult(
-            task_id=task.task_id,
-            task_set=task.task_set,
-            epoch=epoch,
-            status="completed",
-            stop_reason=trajectory.stop_reason,
-            usage=trajectory.usage,
-            n_steps=len(trajectory.agent_steps),
-            execution_time=trajectory.execution_time,
-            started_at=trajectory.started_at,
-            finished_at=trajectory.finished_at,
-        )
+        relative = str(traj_path.relative_to(run_dir.path))
+        found = results.get((task.task_id, epoch))
+        if found is None:
+            result = TaskResult.from_trajectory(trajectory, task.task_set, epoch=epoch, trajectory=relative)
+        else:
+            result = found.model_copy(update={"submission": submission_of(trajectory), "trajectory": relative})
         result.metrics, result.details = metrics, details.model_dump()
-        result.submission = submission_of(trajectory)
-        result.trajectory = str(traj_path.relative_to(run_dir.path))
         results[result.key] = result
     ordered = list(results.values())
     run_dir.write_results(ordered)

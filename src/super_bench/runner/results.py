@@ -10,8 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench._names import METRICS
-from super_bench.scoring import Metrics
-from super_bench.trajectory import StopReason, Usage
+from super_bench.scoring import Metrics, submission_of
+from super_bench.trajectory import StopReason, Trajectory, Usage
 
 TaskStatus = Literal["completed", "agent_error", "infra_error"]
 
@@ -44,6 +44,27 @@ class TaskResult(BaseModel):
     @property
     def key(self) -> tuple[str, int]:
         return self.task_id, self.epoch
+
+    @classmethod
+    def from_trajectory(cls, trajectory: Trajectory, task_set: str, /, **fields: Any) -> TaskResult:
+        """A result whose figures (stop reason, usage, steps, times, submission) come from the trajectory;
+        ``fields`` adds or overrides the rest (status, metrics, paths, ...)."""
+        started, finished = trajectory.started_at, trajectory.finished_at or trajectory.started_at
+        values: dict[str, Any] = {
+            "task_id": trajectory.task_id,
+            "task_set": task_set,
+            "status": "completed",
+            "stop_reason": trajectory.stop_reason,
+            "submission": submission_of(trajectory),
+            "usage": trajectory.usage,
+            "n_steps": len(trajectory.agent_steps),
+            "execution_time": trajectory.execution_time,
+            "wall_time": (finished - started).total_seconds(),
+            "started_at": started,
+            "finished_at": finished,
+        }
+        values.update(fields)
+        return cls(**values)
 
 
 class MetricStats(BaseModel):
