@@ -79,6 +79,10 @@ class Environment:
         self._task: Task | None = None
         self._trajectory: Trajectory | None = None
         self._cell_started: datetime | None = None
+        # Running totals of the agent's steps, so that the budget check after each step does not
+        # walk the whole trajectory (which would make an episode quadratic in its length).
+        self._agent_steps = 0
+        self._execution_time = 0.0
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -115,6 +119,7 @@ class Environment:
         self._shutdown()
         self._task = task
         self._trajectory = Trajectory(task_id=task.task_id, query=task.query, agent=agent, model=model)
+        self._agent_steps, self._execution_time = 0, 0.0
         sandbox = self._sandbox_factory(self.config.sandbox, task.task_id)
         self._sandbox = sandbox
         sandbox.start()
@@ -217,6 +222,9 @@ class Environment:
             end_time=utcnow(),
         )
         trajectory.steps.append(step)
+        if not pre_executed:
+            self._agent_steps += 1
+            self._execution_time += step.duration
         if self._on_step is not None:
             self._on_step(step)
         return step
@@ -227,9 +235,9 @@ class Environment:
         trajectory = self.trajectory
         if trajectory.stop_reason is not None:
             return True
-        if self.config.max_steps is not None and len(trajectory.agent_steps) >= self.config.max_steps:
+        if self.config.max_steps is not None and self._agent_steps >= self.config.max_steps:
             trajectory.stop_reason = "max_steps"
-        elif self.config.max_compute is not None and trajectory.execution_time >= self.config.max_compute:
+        elif self.config.max_compute is not None and self._execution_time >= self.config.max_compute:
             trajectory.stop_reason = "max_compute"
         elif self.sandbox.expired:
             trajectory.stop_reason = "max_wall_time"

@@ -1,0 +1,118 @@
+"""Cold start: one cell from the command line to its result, against a raw kernel doing the same.
+
+Ours: ``super-bench run --query ... --agent replay:FILE`` with one cell, ``print(6 * 7)``, in a fresh
+process: imports, sandbox, task environment, kernel, the cell, the trajectory, its score, the run
+directory and the table. The reference, also a fresh process: ``jupyter_client``'s
+``KernelManager`` (as ``start_new_kernel`` uses it), the same cell through ``execute_interactive``, and the kernel's shutdown;
+for ``bwrap`` the raw kernel runs in a minimal bubblewrap container (read-only root, its own PID
+and IPC namespaces, unix-socket transport), started by ``jupyter_client`` from a kernel spec.
+Python's own start-up is measured too, since both sides pay it.
+
+    python benchmarks/bench_cold_start.py [--backends local bwrap docker] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from common import Row, available_backends, median, ratio_row, seconds, super_bench, table, timed
+
+TARGETS = {"local": 1.5, "bwrap": 2.0, "docker": 2.0}
+
+# What start_new_kernel does, with the kernel spec and transport as arguments.
+RAW = """
+import sys
+from jupyter_client.manager import KernelManager
+settings = {"kernel_name": sys.argv[1], "transport": "ipc", "ip": sys.argv[2]} if len(sys.argv) > 1 else {}
+km = KernelManager(**settings)
+km.start_kernel()
+kc = km.client()
+kc.start_channels()
+kc.wait_for_ready(timeout=60)
+kc.execute_interactive("print(6 * 7)")
+kc.stop_channels()
+km.shutdown_kernel(now=True)
+"""
+
+
+def bwrap_kernel_spec(root: Path) -> dict[str, str]:
+    """A kernel spec that starts ipykernel in a bare bubblewrap container; returns the environment
+    that makes ``jupyter_client`` find it."""
+    spec = root / "kernels" / "bwrap-raw"
+    spec.mkdir(parents=True)
+    bwrap = shutil.which("bwrap") or "bwrap"
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    argv += ["--bind", str(root / "ipc"), str(root / "ipc"), "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
+    # Inside its PID namespace the kernel's parent is PID 1, which ipykernel would take for its
+    # parent having exited, unless it is told that PID 1 is its parent.
+    argv += ["--setenv", "JPY_PARENT_PID", "1"]
+    argv += ["--", sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "bwrap raw", "language": "python"}))
+    (root / "ipc").mkdir()
+    return {**os.environ, "JUPYTER_PATH": str(root)}
+
+
+def measure(backend: str, repeats: int) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
+        root = Path(tmp)
+        actions = root / "one-cell.json"
+        actions.write_text(json.dumps([{"type": "execute", "content": "print(6 * 7)"}]))
+        raw_command = [sys.executable, "-c", RAW]
+        raw_env = None
+        if backend == "bwrap":
+            raw_env = bwrap_kernel_spec(root)
+            raw_command += ["bwrap-raw", str(root / "ipc" / "kernel")]
+        ours, raw, python = [], [], []
+        for i in range(repeats):
+            out = root / f"run{i}"
+            command = [*super_bench(), "run", "--query", "Print 6 * 7.", "--agent", f"replay:{actions}"]
+            wall, _ = timed([*command, "--sandbox", backend, "--out", str(out)])
+            if "42" not in (out / "tasks" / "query" / "trajectory.json").read_text():
+                raise RuntimeError(f"{out}: the cell's output is missing")
+            ours.append(wall)
+            wall, stdout = timed(raw_command, env=raw_env)
+            if "42" not in stdout:
+                raise RuntimeError(f"the raw kernel printed {stdout!r}")
+            raw.append(wall)
+            python.append(timed([sys.executable, "-c", "pass"])[0])
+    mine, reference, floor = median(ours), median(raw), median(python)
+    row = ratio_row(
+        "cold start",
+        backend,
+        mine,
+        reference,
+        TARGETS[backend],
+        ours_text=f"{seconds(mine)} (super-bench run, one cell)",
+        reference_text=f"{seconds(reference)} (raw kernel{' in bwrap' if backend == 'bwrap' else ''} + one cell)",
+    )
+    row.ours += f"; {seconds(mine - reference)} more than the raw kernel; Python's start-up {seconds(floor)}"
+    return [row]
+
+
+def rows(backends: Sequence[str], repeats: int) -> list[Row]:
+    found: list[Row] = []
+    for backend, problem in available_backends(backends).items():
+        if problem is not None:
+            found.append(Row("cold start", backend, f"not measured: {problem}"))
+            continue
+        found += measure(backend, repeats)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backends", nargs="+", default=["local", "bwrap", "docker"])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    print(table(rows(args.backends, args.repeats)))
+
+
+if __name__ == "__main__":
+    main()

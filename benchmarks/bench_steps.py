@@ -1,0 +1,155 @@
+"""The cost of one step: a trivial cell through the whole harness against a raw round trip.
+
+Ours: ``super-bench run --agent replay:FILE`` with 10, 100 and 400 steps of ``x = 1`` (a fresh
+process each time: sandbox, kernel, environment, output cleaning, steps.jsonl, budget checks, the
+runner, the trajectory and its score); the marginal cost of a step is the slope of the run's wall
+time over its number of steps. The reference: ``execute_interactive`` of the same cell, through a
+bare ``jupyter_client`` client, on a kernel that the same sandbox backend launched.
+
+Flat in the number of steps: the slopes between 10 and 100 and between 100 and 400 steps agree,
+and inside the longest run the time from one step's start to the next is the same at its end as
+at its beginning.
+
+    python benchmarks/bench_steps.py [--backends local bwrap docker] [--steps 10 100 400] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from common import Row, available_backends, median, ratio_row, super_bench, table, timed
+
+CELL = "x = 1"
+TARGETS = {"local": 1.3, "bwrap": 1.5, "docker": 1.5}
+# The end of the longest run may take at most this much longer per step than its beginning.
+FLAT = 1.1
+
+
+def raw_round_trip(backend: str, root: Path, n: int = 400) -> float:
+    """Mean seconds of ``execute_interactive(CELL)`` on a kernel the backend launched."""
+    from jupyter_client.blocking.client import BlockingKernelClient
+    from jupyter_client.connect import write_connection_file
+
+    from super_bench.sandbox import SandboxConfig, create_sandbox
+
+    sandbox = create_sandbox(SandboxConfig(backend=backend, root=root), "raw")
+    sandbox.start()
+    try:
+        transport, ip = sandbox.kernel_endpoint()
+        connection = sandbox.runtime_dir / "raw-kernel.json"
+        write_connection_file(str(connection), transport=transport, ip=ip, key=secrets.token_hex(16).encode())
+        sandbox.launch_kernel(connection, [])
+        client = BlockingKernelClient(connection_file=str(connection))
+        client.load_connection_file()
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=60)
+            for _ in range(20):
+                client.execute_interactive(CELL, output_hook=lambda msg: None)
+            start = time.perf_counter()
+            for _ in range(n):
+                client.execute_interactive(CELL, output_hook=lambda msg: None)
+            return (time.perf_counter() - start) / n
+        finally:
+            client.stop_channels()
+    finally:
+        sandbox.stop()
+
+
+def harness_run(backend: str, steps: int, root: Path) -> tuple[float, list[float]]:
+    """The wall time of ``super-bench run`` with ``steps`` trivial cells, and the seconds from each
+    step's start to the next one's."""
+    from super_bench.trajectory import Trajectory
+
+    actions = root / f"actions-{steps}.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": CELL}] * steps))
+    out = root / f"run-{backend}-{steps}-{secrets.token_hex(3)}"
+    command = [*super_bench(), "run", "--query", "Run a trivial cell, many times.", "--agent", f"replay:{actions}"]
+    command += ["--sandbox", backend, "--max-steps", str(steps), "--out", str(out)]
+    wall, _ = timed(command)
+    trajectory = Trajectory.load(out / "tasks" / "query")
+    if len(trajectory.steps) != steps or any(s.outcome != "ok" for s in trajectory.steps):
+        raise RuntimeError(f"{out}: expected {steps} good steps")
+    starts = [s.start_time for s in trajectory.steps]
+    return wall, [(b - a).total_seconds() for a, b in zip(starts, starts[1:])]
+
+
+def slope(points: Sequence[tuple[int, float]]) -> float:
+    """Least-squares seconds per step."""
+    return statistics.linear_regression([float(n) for n, _ in points], [t for _, t in points]).slope
+
+
+def measure(backend: str, counts: Sequence[int], repeats: int) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="bench-steps-") as tmp:
+        root = Path(tmp)
+        raw = median([raw_round_trip(backend, root) for _ in range(repeats)])
+        walls: dict[int, list[float]] = {n: [] for n in counts}
+        early, late = [], []
+        for _ in range(repeats):
+            for n in counts:  # interleaved, so that a slow spell of the machine hits every count alike
+                wall, intervals = harness_run(backend, n, root)
+                walls[n].append(wall)
+                if n == max(counts):
+                    tenth = max(1, len(intervals) // 10)
+                    early.append(median(intervals[1 : 1 + tenth]))
+                    late.append(median(intervals[-tenth:]))
+    points = [(n, w) for n, ws in walls.items() for w in ws]
+    per_step = slope(points)
+    medians = {n: median(ws) for n, ws in walls.items()}
+    ordered = sorted(counts)
+    segments = [
+        f"{a}-{b}: {(medians[b] - medians[a]) / (b - a) * 1000:.1f}" for a, b in zip(ordered, ordered[1:])
+    ]
+    first, last = median(early), median(late)
+    runs = ", ".join(f"{n}: {medians[n]:.2f} s" for n in ordered)
+    return [
+        ratio_row(
+            "step cost",
+            backend,
+            per_step,
+            raw,
+            TARGETS[backend],
+            ours_text=f"{per_step * 1000:.2f} ms per step (slope; whole runs {runs})",
+            reference_text=f"{raw * 1000:.2f} ms (raw execute_interactive)",
+        ),
+        Row(
+            "step cost, flat",
+            backend,
+            f"ms per step between step counts {'; '.join(segments)}; "
+            f"step to step in the {max(counts)}-step run: first tenth {first * 1000:.2f}, last tenth {last * 1000:.2f}",
+            "its own first tenth",
+            last / first,
+            f"<= {FLAT:g}x",
+            last / first <= FLAT,
+        ),
+    ]
+
+
+def rows(backends: Sequence[str], counts: Sequence[int], repeats: int) -> list[Row]:
+    found: list[Row] = []
+    for backend, problem in available_backends(backends).items():
+        if problem is not None:
+            found.append(Row("step cost", backend, f"not measured: {problem}"))
+            continue
+        found += measure(backend, counts, repeats)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backends", nargs="+", default=["local", "bwrap", "docker"])
+    parser.add_argument("--steps", nargs="+", type=int, default=[10, 100, 400])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(table(rows(args.backends, args.steps, args.repeats)))
+
+
+if __name__ == "__main__":
+    main()
