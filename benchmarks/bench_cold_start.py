@@ -2,10 +2,11 @@
 
 Ours: ``super-bench run --query ... --agent replay:FILE`` with one cell, ``print(6 * 7)``, in a fresh
 process: imports, sandbox, task environment, kernel, the cell, the trajectory, its score, the run
-directory and the table. The reference, also a fresh process: ``jupyter_client``'s
-``KernelManager`` (as ``start_new_kernel`` uses it), the same cell through ``execute_interactive``, and the kernel's shutdown;
-for ``bwrap`` the raw kernel runs in a minimal bubblewrap container (read-only root, its own PID
-and IPC namespaces, unix-socket transport), started by ``jupyter_client`` from a kernel spec.
+directory and the table. The reference, also a fresh process: ``jupyter_client``'s ``KernelManager``
+(as ``start_new_kernel`` uses it), the same cell through ``execute_interactive``, and the kernel's
+shutdown; for ``bwrap`` the raw kernel runs in a minimal bubblewrap container (read-only root, a
+private ``/tmp``, its own PID and IPC namespaces, unix-socket transport), started by
+``jupyter_client`` from a kernel spec.
 Python's own start-up is measured too, since both sides pay it.
 
     python benchmarks/bench_cold_start.py [--backends local bwrap docker] [--repeats 5]
@@ -30,7 +31,10 @@ TARGETS = {"local": 1.5, "bwrap": 2.0, "docker": 2.0}
 RAW = """
 import sys
 from jupyter_client.manager import KernelManager
-settings = {"kernel_name": sys.argv[1], "transport": "ipc", "ip": sys.argv[2]} if len(sys.argv) > 1 else {}
+settings = {}
+if len(sys.argv) > 1:  # a kernel spec, and the path of its sockets and connection file
+    name, sockets = sys.argv[1:3]
+    settings = {"kernel_name": name, "transport": "ipc", "ip": sockets, "connection_file": sockets + ".json"}
 km = KernelManager(**settings)
 km.start_kernel()
 kc = km.client()

@@ -3,9 +3,10 @@
 Runs every task of the demo suite (Expert, Masked and Auto) with the local executor at 1 and 2 workers
 (threads), then, for comparison, 2 worker processes (a process pool calling the same episode function)
 and, where Ray is installed, the Ray executor on a local 2-CPU instance. Reports the wall time, the
-speedup over 1 worker, and the CPU time of the harness process itself (its threads; the kernels are
-separate processes), which shows whether threads are enough. The machine's load average is printed
-too: other work on it slows every variant.
+speedup over 1 worker (the ratio; higher is better here), and the CPU time of the harness process
+itself (its threads; the kernels are separate processes), which shows whether threads are enough.
+Each repeat's times and the machine's load average go to stderr as they come: other work on the
+machine slows every variant.
 
     python benchmarks/bench_runner.py [--sets expert masked auto] [--repeats 1] [--no-processes] [--no-ray]
 """
@@ -16,10 +17,14 @@ import argparse
 import os
 import resource
 import statistics
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+from common import Row, table
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run
 from super_bench.agents import AgentOptions
@@ -27,6 +32,10 @@ from super_bench.runner.episode import run_episode
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
 from super_bench.tasks.model import Task
+
+ONE, TWO = "1 worker (thread)", "2 workers (threads)"
+TARGET = 1.6  # 2 workers over 1
+Measure = Callable[[Path, str], tuple[float, float, list[TaskResult]]]
 
 
 def self_cpu() -> float:
@@ -57,21 +66,14 @@ def with_processes(tasks: list[Task], root: Path, name: str, workers: int) -> tu
     return time.perf_counter() - start, float("nan"), results  # the episodes' CPU is in the pool's processes
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", nargs="+", default=["expert", "masked", "auto"])
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--no-processes", action="store_true")
-    parser.add_argument("--no-ray", action="store_true")
-    args = parser.parse_args()
-    tasks = [t for task_set in args.sets for t in load_tasks("demo", task_set)]
-    variants: dict[str, object] = {
-        "1 worker (thread)": lambda root, name: with_runner(tasks, root, name, workers=1),
-        "2 workers (threads)": lambda root, name: with_runner(tasks, root, name, workers=2),
+def variants(tasks: list[Task], processes: bool, with_ray: bool) -> dict[str, Measure]:
+    found: dict[str, Measure] = {
+        ONE: lambda root, name: with_runner(tasks, root, name, workers=1),
+        TWO: lambda root, name: with_runner(tasks, root, name, workers=2),
     }
-    if not args.no_processes:
-        variants["2 worker processes"] = lambda root, name: with_processes(tasks, root, name, 2)
-    if not args.no_ray:
+    if processes:
+        found["2 worker processes"] = lambda root, name: with_processes(tasks, root, name, 2)
+    if with_ray:
         try:
             import ray
         except ImportError:
@@ -85,28 +87,64 @@ def main() -> None:
                 finally:
                     ray.shutdown()
 
-            variants["Ray, local 2-CPU instance"] = on_ray
+            found["Ray, local 2-CPU instance"] = on_ray
+    return found
 
-    print(f"{len(tasks)} tasks ({', '.join(args.sets)}), gold agent, {args.repeats} repeat(s), {os.cpu_count()} CPUs")
-    walls: dict[str, list[float]] = {name: [] for name in variants}
-    cpus: dict[str, list[float]] = {name: [] for name in variants}
-    for repeat in range(args.repeats):
-        for i, (name, measure) in enumerate(variants.items()):
+
+def measure(tasks: list[Task], chosen: dict[str, Measure], repeats: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Each variant's wall times and harness CPU times, the variants interleaved in each repeat."""
+    times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in chosen}
+    for repeat in range(repeats):
+        for i, (name, run_variant) in enumerate(chosen.items()):
             with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
-                wall, cpu, results = measure(Path(tmp), f"run{i}")  # type: ignore[operator]
+                wall, cpu, results = run_variant(Path(tmp), f"run{i}")
             solved = sum(r.status == "completed" for r in results)
-            load = os.getloadavg()[0]
+            if solved != len(tasks):
+                raise RuntimeError(f"{name}: only {solved} of {len(tasks)} tasks completed")
             print(
                 f"  [{repeat + 1}] {name}: {wall:.1f} s wall, harness CPU {cpu:.1f} s, "
-                f"{solved}/{len(tasks)} completed, load average {load:.1f}"
+                f"load average {os.getloadavg()[0]:.1f}",
+                file=sys.stderr,
             )
-            walls[name].append(wall)
-            cpus[name].append(cpu)
-    base = statistics.median(walls["1 worker (thread)"])
-    print(f"\n{'variant':28} {'wall (s)':>9} {'speedup':>8} {'harness CPU (s)':>16}")
-    for name in variants:
-        wall = statistics.median(walls[name])
-        print(f"{name:28} {wall:9.1f} {base / wall:8.2f} {statistics.median(cpus[name]):16.1f}")
+            times[name][0].append(wall)
+            times[name][1].append(cpu)
+    return times
+
+
+def rows(sets: list[str], repeats: int = 1, processes: bool = True, with_ray: bool = True) -> list[Row]:
+    tasks = [t for task_set in sets for t in load_tasks("demo", task_set)]
+    times = measure(tasks, variants(tasks, processes, with_ray), repeats)
+    base = statistics.median(times[ONE][0])
+    where = f"{len(tasks)} demo tasks, gold agent"
+    found = [Row("scaling", f"{where}, {ONE}", f"{base:.1f} s, harness CPU {statistics.median(times[ONE][1]):.1f} s")]
+    for name, (walls, cpus) in times.items():
+        if name == ONE:
+            continue
+        wall = statistics.median(walls)
+        cpu = "" if name != TWO else f", harness CPU {statistics.median(cpus):.1f} s"
+        target, met = (f">= {TARGET:g}x faster", base / wall >= TARGET) if name == TWO else ("", None)
+        found.append(
+            Row(
+                "scaling",
+                f"{where}, {name}",
+                f"{wall:.1f} s{cpu}",
+                f"{base:.1f} s (1 worker)",
+                base / wall,
+                target,
+                met,
+            )
+        )
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", nargs="+", default=["expert", "masked", "auto"])
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--no-processes", action="store_true")
+    parser.add_argument("--no-ray", action="store_true")
+    args = parser.parse_args()
+    print(table(rows(args.sets, args.repeats, not args.no_processes, not args.no_ray)))
 
 
 if __name__ == "__main__":

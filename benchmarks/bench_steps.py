@@ -16,6 +16,7 @@ at its beginning.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import secrets
 import statistics
@@ -78,7 +79,7 @@ def harness_run(backend: str, steps: int, root: Path) -> tuple[float, list[float
     if len(trajectory.steps) != steps or any(s.outcome != "ok" for s in trajectory.steps):
         raise RuntimeError(f"{out}: expected {steps} good steps")
     starts = [s.start_time for s in trajectory.steps]
-    return wall, [(b - a).total_seconds() for a, b in zip(starts, starts[1:])]
+    return wall, [(b - a).total_seconds() for a, b in itertools.pairwise(starts)]
 
 
 def slope(points: Sequence[tuple[int, float]]) -> float:
@@ -104,9 +105,7 @@ def measure(backend: str, counts: Sequence[int], repeats: int) -> list[Row]:
     per_step = slope(points)
     medians = {n: median(ws) for n, ws in walls.items()}
     ordered = sorted(counts)
-    segments = [
-        f"{a}-{b}: {(medians[b] - medians[a]) / (b - a) * 1000:.1f}" for a, b in zip(ordered, ordered[1:])
-    ]
+    segments = [f"{a}-{b}: {(medians[b] - medians[a]) / (b - a) * 1000:.1f}" for a, b in itertools.pairwise(ordered)]
     first, last = median(early), median(late)
     runs = ", ".join(f"{n}: {medians[n]:.2f} s" for n in ordered)
     return [

@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import sys
 import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+from common import Row, seconds, table
 
 from super_bench.actions import Action
 from super_bench.runner.results import TaskResult, summarize
@@ -72,8 +75,15 @@ def make_run(root: Path, n_tasks: int, megabytes: float, seed: int = 0) -> Path:
         trajectory = Trajectory(task_id=task_id, query=f"Train {task_id}.", steps=steps, started_at=start)
         trajectory.submitted, trajectory.submission = True, {"acc": round(rng.random(), 2)}
         path = trajectory.save(run_dir.task_dir(task_id), notebook=False)
-        tasks.append(Task(task_id=task_id, query=trajectory.query, task_set="masked", answer={"acc": 0.5},
-                          landmarks=[r"Epoch \d+ finished", "never printed"]))
+        tasks.append(
+            Task(
+                task_id=task_id,
+                query=trajectory.query,
+                task_set="masked",
+                answer={"acc": 0.5},
+                landmarks=[r"Epoch \d+ finished", "never printed"],
+            )
+        )
         results.append(
             TaskResult(
                 task_id=task_id,
@@ -94,62 +104,69 @@ def make_run(root: Path, n_tasks: int, megabytes: float, seed: int = 0) -> Path:
     return root
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", type=int, default=800)
-    parser.add_argument("--megabytes", type=float, default=100.0)
-    parser.add_argument("--keep", type=Path, help="Keep the run and page in this directory.")
-    args = parser.parse_args()
+def rows(n_tasks: int = 800, megabytes: float = 100.0, keep: Path | None = None) -> list[Row]:
     from super_bench.report.viewer import build_view
 
-    root = args.keep or Path(tempfile.mkdtemp(prefix="bench-viewer-"))
+    root = keep or Path(tempfile.mkdtemp(prefix="bench-viewer-"))
+    where = f"{n_tasks} tasks"
     try:
-        t0 = time.perf_counter()
-        run = make_run(root / "run", args.tasks, args.megabytes)
+        run = make_run(root / "run", n_tasks, megabytes)
         size = sum(p.stat().st_size for p in (run / "tasks").rglob("trajectory.json"))
-        print(f"run: {args.tasks} tasks, {size / 1e6:.0f} MB of trajectory.json, made in {time.perf_counter() - t0:.1f} s")
-        t0 = time.perf_counter()
+        where += f", {size / 1e6:.0f} MB of trajectories"
+        start = time.perf_counter()
         page = build_view(run, root / "view.html")
-        print(f"view: built in {time.perf_counter() - t0:.1f} s, {page.stat().st_size / 1e6:.1f} MB")
-        browse(page)
+        built = time.perf_counter() - start
+        found = [Row("viewer", where, f"page built in {seconds(built)}, {page.stat().st_size / 1e6:.1f} MB")]
+        found += [Row("viewer", f"{where}, browser", f"{what}: {seconds(took)}") for what, took in browse(page)]
+        return found
     finally:
-        if args.keep is None:
+        if keep is None:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def browse(page: Path) -> None:
+def browse(page: Path) -> list[tuple[str, float]]:
+    """The time of each thing a user does first in the page, in headless Chromium."""
     chromium = shutil.which("chromium")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         chromium = None
     if chromium is None:
-        print("browser: skipped (needs chromium and playwright)")
-        return
+        print("browser: skipped (needs chromium and playwright)", file=sys.stderr)
+        return []
+    found = []
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=flags)
         tab = browser.new_page()
-        t0 = time.perf_counter()
+        start = time.perf_counter()
         tab.goto(page.resolve().as_uri())
         tab.wait_for_selector("#tasks tbody tr")
-        print(f"browser: table of {tab.locator('#tasks tbody tr').count()} tasks shown {time.perf_counter() - t0:.2f} s after opening")
-        t0 = time.perf_counter()
+        found.append((f"table of {tab.locator('#tasks tbody tr').count()} tasks shown", time.perf_counter() - start))
+        start = time.perf_counter()
         tab.click("#tasks th[data-col=steps]")
         tab.wait_for_selector("#tasks th[data-col=steps][aria-sort=descending]")
-        print(f"browser: sorted by steps in {time.perf_counter() - t0:.2f} s")
-        t0 = time.perf_counter()
+        found.append(("sorted by steps", time.perf_counter() - start))
+        start = time.perf_counter()
         tab.fill("#filters input[type=search]", "repo1")
-        print(f"browser: filtered ({tab.locator('#count').inner_text()}) in {time.perf_counter() - t0:.2f} s")
+        found.append((f"filtered ({tab.locator('#count').inner_text()})", time.perf_counter() - start))
         tab.fill("#filters input[type=search]", "")
-        longest = tab.locator("#tasks tbody tr").first.get_attribute("data-task")
-        t0 = time.perf_counter()
+        start = time.perf_counter()
         tab.locator("#tasks tbody tr").first.click()
         tab.wait_for_selector("#task-view .step")
         steps = tab.locator("#task-view .step").count()
-        marks = tab.locator("mark.lm").count()
-        print(f"browser: opened {longest} ({steps} steps, {marks} landmark match) in {time.perf_counter() - t0:.2f} s")
+        found.append((f"the longest task opened ({steps} steps)", time.perf_counter() - start))
         browser.close()
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", type=int, default=800)
+    parser.add_argument("--megabytes", type=float, default=100.0)
+    parser.add_argument("--keep", type=Path, help="Keep the run and page in this directory.")
+    args = parser.parse_args()
+    print(table(rows(args.tasks, args.megabytes, args.keep)))
 
 
 if __name__ == "__main__":

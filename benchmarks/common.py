@@ -62,7 +62,9 @@ def machine() -> list[str]:
     from super_bench import __version__
 
     bwrap = shutil.which("bwrap")
-    bwrap_version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip() if bwrap else "none"
+    bwrap_version = (
+        subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip() if bwrap else "none"
+    )
     return [
         f"CPU: {cpu}, {os.cpu_count()} cores; memory: {memory}",
         f"system: {platform.platform()}; {bwrap_version}",

@@ -24,6 +24,19 @@ def test_cleaning_a_huge_single_line_without_newlines() -> None:
     assert clean_output(raw) == "step 199999\nEpoch 3 finished\n"
 
 
+def test_cleaning_in_blocks_gives_what_one_pass_gives() -> None:
+    from super_bench.kernel.output import _BLOCK, _clean
+
+    bar = "".join(f"\r\x1b[32m{i:3d}%|{'#' * (i // 10)}\x1b[0m|" for i in range(0, 101, 5))
+    lines = [bar if i % 3 else f"plain line {i}\x07" for i in range(60_000)]
+    raw = "\n".join(lines) + "\nlast line without newline \r done"
+    assert len(raw) > 3 * _BLOCK
+    cleaned = clean_output(raw)
+    assert cleaned == _clean(raw)
+    assert cleaned.count("\n") == raw.count("\n")
+    assert cleaned.endswith("\n done")
+
+
 def test_cap_keeps_head_and_tail_with_a_marker() -> None:
     text = "H" * 50 + "M" * 1000 + "T" * 100
     capped = cap_text(text, 200)

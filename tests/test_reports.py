@@ -75,6 +75,7 @@ def test_bootstrap_mean_interval() -> None:
     assert bootstrap_mean(values) == estimate  # seeded: the same run always gets the same interval
     assert bootstrap_mean([]).mean is None
     assert bootstrap_mean([0.5] * 5).low == bootstrap_mean([0.5] * 5).high == 0.5
+    assert bootstrap_mean([0.7]).model_dump() == {"mean": 0.7, "low": 0.7, "high": 0.7, "n": 1, "level": 0.95}
 
 
 def test_paired_bootstrap_sees_what_unpaired_means_hide() -> None:

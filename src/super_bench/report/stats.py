@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 from pydantic import BaseModel
 
 DEFAULT_RESAMPLES = 2000
@@ -30,9 +29,14 @@ def bootstrap_mean(
     """The mean and its percentile bootstrap interval, resampling tasks with replacement.
 
     Seeded, so the same run always reports the same interval."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
+    if len(values) == 0:
         return Estimate(mean=None, low=None, high=None, n=0, level=level)
+    if len(values) == 1:  # every resample is the one value; and a one-task run need not import numpy
+        only = float(values[0])
+        return Estimate(mean=only, low=only, high=only, n=1, level=level)
+    import numpy as np
+
+    data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
     means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
     tail = (1 - level) / 2 * 100
@@ -46,6 +50,5 @@ def paired_bootstrap(
     """The mean of ``b - a`` over paired tasks, resampling the pairs (so task difficulty cancels out)."""
     if len(a) != len(b):
         raise ValueError(f"paired samples differ in length: {len(a)} and {len(b)}")
-    return bootstrap_mean(
-        np.asarray(b, dtype=float) - np.asarray(a, dtype=float), level=level, resamples=resamples, seed=seed
-    )
+    differences = [float(y) - float(x) for x, y in zip(a, b, strict=True)]
+    return bootstrap_mean(differences, level=level, resamples=resamples, seed=seed)

@@ -90,7 +90,7 @@ def build_manifest(config: RunConfig, run_dir: RunDir, previous: dict[str, Any])
         "created_at": previous.get("created_at") or now,
         "identity": identity(config),
         "tasks": _task_source(config, run_dir),
-        "sandbox": {"backend": resolve_backend(config.env.sandbox.backend), **_task_python(config)},
+        "sandbox": {"backend": resolve_backend(config.env.sandbox.backend)},
         "executor": {"name": config.executor, "workers": config.workers, "epochs": config.epochs},
         "config": config.model_dump(mode="json"),
     }
@@ -151,8 +151,13 @@ def _source_digest(path: Path) -> str | None:
     return digest.hexdigest()
 
 
+def add_task_python(manifest: dict[str, Any], config: RunConfig, run_dir: RunDir) -> None:
+    """Record the Python the task environments are layered over, and its packages, in the manifest."""
+    manifest["sandbox"].update(_task_python(config))
+    run_dir.write_manifest(manifest)
+
+
 def _task_python(config: RunConfig) -> dict[str, Any]:
-    """The Python the task environments are layered over, and its packages."""
     python = str(config.env.sandbox.task_python or sys.executable)
     try:
         proc = subprocess.run([python, "-c", _PACKAGES_PROBE], capture_output=True, text=True, timeout=60, check=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -15,7 +16,7 @@ from super_bench.errors import RunDirError
 from super_bench.models import ModelOptions
 from super_bench.runner.dispatch import dispatch
 from super_bench.runner.executors import EXECUTORS, EpisodeSpec, WorkItem
-from super_bench.runner.manifest import build_manifest, check_same_run, identity
+from super_bench.runner.manifest import add_task_python, build_manifest, check_same_run, identity
 from super_bench.runner.results import Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.sandbox import check_backend
@@ -143,7 +144,12 @@ def run(
             check_same_run(run_dir.path, previous, identity(config))
         finished = _keep_finished(run_dir, tasks, config.epochs)
         _write_tasks(run_dir, tasks)
-        run_dir.write_manifest(build_manifest(config, run_dir, previous))
+        manifest = build_manifest(config, run_dir, previous)
+        run_dir.write_manifest(manifest)
+        # Listing the task Python's packages takes a subprocess of some 200 ms: it runs while the
+        # first tasks start, and the manifest gets them when it is done.
+        background = ThreadPoolExecutor(1, thread_name_prefix="manifest")
+        packages = background.submit(add_task_python, manifest, config, run_dir)
         pending = [
             WorkItem(task, epoch, config.seed_for(epoch))
             for epoch in range(1, config.epochs + 1)
@@ -157,6 +163,8 @@ def run(
             spec = EpisodeSpec(config.agent, options, config.env, config.mode, run_dir.path)
             with make_executor(spec, config) as executor:
                 results += dispatch(executor, pending, run_dir, config.infra_retries, reporter)
+        background.shutdown()
+        packages.result()
         order = {task.task_id: i for i, task in enumerate(tasks)}
         results.sort(key=lambda r: (order[r.task_id], r.epoch))
         summary = summarize(results, config.mode)

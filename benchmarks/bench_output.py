@@ -1,0 +1,195 @@
+"""Huge output: a cell that prints 1, 10 and 100 MB of progress bars, then a line a landmark matches.
+
+Ours: ``super-bench run`` of a one-task file (its landmark: the final line) with a replay agent
+that runs the cell and submits, in a fresh process whose peak resident memory is read at its exit.
+The reference: the same cell through a bare ``jupyter_client`` client's ``execute_interactive``,
+its output gathered in a list; the ratio is the cell's step over it. The landmark must be graded
+found, so the end of the output reached the grader. Linear: the cell's seconds per MB at 100 MB
+over those at 10 MB.
+
+Cleaning: ``clean_output`` (the model's copy of the output: ANSI codes removed, every carriage-
+return redraw collapsed) on the same text, against a naive cleaner made of two regular
+expressions, in MB/s, at each size.
+
+    python benchmarks/bench_output.py [--sizes 1 10 100] [--sandbox local]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from common import Row, median, seconds, table
+
+from super_bench.trajectory import Trajectory
+
+MB = 1_000_000
+LANDMARK = r"training finished: accuracy 0\.9\d+"
+TARGET_SECONDS = 30.0
+TARGET_MEMORY = 800  # MB
+# Run the CLI in this process and report its peak resident memory (ru_maxrss, KiB on Linux) at exit.
+PEAK = (
+    "import atexit, resource, sys\n"
+    "peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "atexit.register(lambda: print('peak-rss-kib', peak(), file=sys.stderr))\n"
+    "from super_bench.cli import main\n"
+    "sys.argv[0] = 'super-bench'\n"
+    "main()\n"
+)
+
+_NAIVE_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_NAIVE_REDRAW = re.compile(r"[^\n]*\r(?!\n)")
+
+
+def naive_clean(text: str) -> str:
+    """What a first attempt looks like: one regex for colours, one for overdrawn text."""
+    return _NAIVE_REDRAW.sub("", _NAIVE_ANSI.sub("", text))
+
+
+def cell_for(megabytes: float) -> tuple[str, str]:
+    """The cell that writes about ``megabytes`` MB, and the text it writes."""
+    bar = "\x1b[32m" + "#" * 40 + "\x1b[0m"
+    line = "".join(f"\repoch [{bar}] {i:3d}/50 loss 0.{i:04d}" for i in range(50)) + "\n"
+    lines = max(1, int(megabytes * MB / len(line)))
+    code = (
+        "import sys\n"
+        f"line = {line!r}\n"
+        f"for _ in range({lines}):\n"
+        "    sys.stdout.write(line)\n"
+        "print('training finished: accuracy 0.9137')\n"
+    )
+    return code, line * lines + "training finished: accuracy 0.9137\n"
+
+
+def harness_run(megabytes: float, sandbox: str, root: Path) -> tuple[float, float, float, dict[str, object]]:
+    """Wall seconds of the run, seconds of the cell's step (from its start to the next step's, so
+    with its cleaning and recording), peak MB of the harness, and the task's result."""
+    code, _ = cell_for(megabytes)
+    task = {"task_id": "huge-output", "query": "Train and report the accuracy.", "landmarks": [LANDMARK]}
+    task["answer"] = {"accuracy": 0.9137}
+    root.mkdir(parents=True, exist_ok=True)
+    tasks = root / f"task-{megabytes}.jsonl"
+    tasks.write_text(json.dumps(task) + "\n")
+    actions = root / f"actions-{megabytes}.json"
+    actions.write_text(
+        json.dumps([{"type": "execute", "content": code}, {"type": "submit", "content": {"accuracy": 0.9137}}])
+    )
+    out = root / f"run-{megabytes}"
+    command = [sys.executable, "-c", PEAK, "run", "--source", str(tasks), "--agent", f"replay:{actions}"]
+    command += ["--sandbox", sandbox, "--out", str(out)]
+    start = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"super-bench run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    peak_kib = int(proc.stderr.rsplit("peak-rss-kib", 1)[1].split()[0])
+    result = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    steps = Trajectory.load(out / "tasks" / "huge-output").steps
+    return wall, (steps[1].start_time - steps[0].start_time).total_seconds(), peak_kib / 1024, result
+
+
+def raw_cell(code: str) -> float:
+    """Seconds of ``execute_interactive(code)`` on a bare local kernel, its output gathered in a list."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel()
+    try:
+        chunks: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream":
+                chunks.append(msg["content"]["text"])
+
+        start = time.perf_counter()
+        client.execute_interactive(code, output_hook=hook, timeout=300)
+        return time.perf_counter() - start
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def cleaning_speed(text: str, clean: object, repeats: int = 3) -> float:
+    """MB per second."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        clean(text)  # type: ignore[operator]
+        times.append(time.perf_counter() - start)
+    return len(text) / MB / median(times)
+
+
+def rows(sizes: list[float], sandbox: str, repeats: int = 3) -> list[Row]:
+    from super_bench.kernel import clean_output
+
+    found: list[Row] = []
+    cells: dict[float, float] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-output-") as tmp:
+        for size in sizes:
+            runs = [harness_run(size, sandbox, Path(tmp) / str(i)) for i in range(repeats)]
+            wall, cell, peak = (median([r[i] for r in runs]) for i in range(3))  # type: ignore[misc]
+            cells[size] = cell
+            raw = median([raw_cell(cell_for(size)[0]) for _ in range(repeats)])
+            graded = all((r[3].get("metrics") or {}).get("landmarks") == 1.0 for r in runs)  # type: ignore[union-attr]
+            ours = f"{seconds(wall)} (the cell's step {seconds(cell)}), harness peak {peak:.0f} MB, "
+            ours += f"landmark {'found' if graded else 'NOT found'}"
+            case = f"{size:g} MB cell ({sandbox})"
+            reference = f"{seconds(raw)} (the cell through raw execute_interactive)"
+            if size == max(sizes):
+                met = wall < TARGET_SECONDS and peak < TARGET_MEMORY and graded
+                target = f"< {TARGET_SECONDS:.0f} s, < {TARGET_MEMORY} MB, graded"
+                found.append(Row("huge output", case, ours, reference, cell / raw, target, met))
+            else:
+                found.append(Row("huge output", case, ours, reference, cell / raw))
+    # Linear: the cell's seconds per MB at the largest size over those at the middle one.
+    ordered = sorted(cells)
+    if len(ordered) >= 2:
+        mid, big = ordered[-2], ordered[-1]
+        low, high = cells[mid] / mid, cells[big] / big
+        found.append(
+            Row(
+                "huge output, linear",
+                f"{big:g} MB vs {mid:g} MB",
+                f"the cell's step: {high * 1000:.1f} ms per MB at {big:g} MB, {low * 1000:.1f} at {mid:g} MB",
+                "",
+                high / low,
+                "<= 1.5x",
+                high / low <= 1.5,
+            )
+        )
+    for size in sizes:
+        _, text = cell_for(size)
+        ours_speed, naive_speed = cleaning_speed(text, clean_output), cleaning_speed(text, naive_clean)
+        if clean_output(text) != naive_clean(text):
+            raise RuntimeError("the naive cleaner disagrees with clean_output on this text")
+        found.append(
+            Row(
+                "cleaning",
+                f"{size:g} MB",
+                f"{ours_speed:.0f} MB/s",
+                f"{naive_speed:.0f} MB/s (naive regex)",
+                naive_speed / ours_speed,
+                "",
+                None,
+            )
+        )
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", nargs="+", type=float, default=[1, 10, 100])
+    parser.add_argument("--sandbox", default="local")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(table(rows(args.sizes, args.sandbox, args.repeats)))
+
+
+if __name__ == "__main__":
+    main()
