@@ -31,11 +31,8 @@ TARGETS = {"local": 1.5, "bwrap": 2.0, "docker": 2.0}
 RAW = """
 import sys
 from jupyter_client.manager import KernelManager
-settings = {}
-if len(sys.argv) > 1:  # a kernel spec, and the path of its sockets and connection file
-    name, sockets = sys.argv[1:3]
-    settings = {"kernel_name": name, "transport": "ipc", "ip": sockets, "connection_file": sockets + ".json"}
-km = KernelManager(**settings)
+name, sockets = sys.argv[1:3]  # a kernel spec, and the path of its sockets and connection file
+km = KernelManager(kernel_name=name, transport="ipc", ip=sockets, connection_file=sockets + ".json")
 km.start_kernel()
 kc = km.client()
 kc.start_channels()
@@ -68,11 +65,14 @@ def measure(backend: str, repeats: int) -> list[Row]:
         root = Path(tmp)
         actions = root / "one-cell.json"
         actions.write_text(json.dumps([{"type": "execute", "content": "print(6 * 7)"}]))
-        raw_command = [sys.executable, "-c", RAW]
+        # Unix sockets, as the sandboxes use (jupyter_client's default is TCP).
+        raw_command = [sys.executable, "-c", RAW, "python3", str(root / "ipc" / "kernel")]
         raw_env = None
         if backend == "bwrap":
             raw_env = bwrap_kernel_spec(root)
-            raw_command += ["bwrap-raw", str(root / "ipc" / "kernel")]
+            raw_command[3] = "bwrap-raw"
+        else:
+            (root / "ipc").mkdir()
         ours, raw, python = [], [], []
         for i in range(repeats):
             out = root / f"run{i}"

@@ -95,12 +95,17 @@ def harness_run(megabytes: float, sandbox: str, root: Path) -> tuple[float, floa
     return wall, (steps[1].start_time - steps[0].start_time).total_seconds(), peak_kib / 1024, result
 
 
-def raw_cell(code: str) -> float:
+def raw_cell(code: str, root: Path) -> float:
     """Seconds of ``execute_interactive(code)`` on a bare local kernel, its output gathered in a list."""
-    from jupyter_client.manager import start_new_kernel
+    from jupyter_client.manager import KernelManager
 
-    manager, client = start_new_kernel()
+    sockets = str(root / "raw-kernel")  # Unix sockets, as the sandboxes use
+    manager = KernelManager(kernel_name="python3", transport="ipc", ip=sockets, connection_file=sockets + ".json")
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
     try:
+        client.wait_for_ready(timeout=60)
         chunks: list[str] = []
 
         def hook(msg: dict[str, Any]) -> None:
@@ -135,7 +140,7 @@ def rows(sizes: list[float], sandbox: str, repeats: int = 3) -> list[Row]:
             runs = [harness_run(size, sandbox, Path(tmp) / str(i)) for i in range(repeats)]
             wall, cell, peak = (median([r[i] for r in runs]) for i in range(3))  # type: ignore[misc]
             cells[size] = cell
-            raw = median([raw_cell(cell_for(size)[0]) for _ in range(repeats)])
+            raw = median([raw_cell(cell_for(size)[0], Path(tmp)) for _ in range(repeats)])
             graded = all((r[3].get("metrics") or {}).get("landmarks") == 1.0 for r in runs)  # type: ignore[union-attr]
             ours = f"{seconds(wall)} (the cell's step {seconds(cell)}), harness peak {peak:.0f} MB, "
             ours += f"landmark {'found' if graded else 'NOT found'}"

@@ -7,13 +7,19 @@ results.jsonl and summary.json), in this process, and ``super-bench score`` from
 line. The reference: reading and parsing every ``trajectory.json`` with ``json.loads``, the least
 any re-scorer must do.
 
-    python benchmarks/bench_scoring.py [--tasks 2000] [--megabytes 40]
+Beside it, the published figures: the paper's own trajectories (ReAct-SUPER on GPT-4o, Expert set;
+a folder of ``<task>/history.ipynb`` given by ``--paper`` or ``$SUPER_BENCH_REFERENCE_TRAJECTORIES``)
+imported with ``super-bench import-trajectories``: how fast, and whether the scores they carry come
+out within the paper's range (output match 14-17%, landmarks 34-46%).
+
+    python benchmarks/bench_scoring.py [--tasks 2000] [--megabytes 40] [--paper DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +28,9 @@ from bench_viewer import make_run
 from common import Row, median, seconds, super_bench, table, timed
 
 TARGET = 1000  # trajectories per second
+_reference = os.environ.get("SUPER_BENCH_REFERENCE_TRAJECTORIES")
+PAPER = Path(_reference) / "react-super_expert" if _reference else None
+PUBLISHED = {"output_match": (0.14, 0.17), "landmarks": (0.34, 0.46)}  # GPT-4o, ReAct-SUPER, Expert
 
 
 def parse_all(run: Path) -> int:
@@ -74,13 +83,45 @@ def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
     ]
 
 
+def paper_rows(folder: Path | None) -> list[Row]:
+    """Import the paper's trajectories; their scores against the published range."""
+    from super_bench.report.importer import find_notebooks, import_trajectories
+
+    if folder is None or not folder.is_dir():
+        return [Row("published figures", "the paper's trajectories", "not measured: give --paper DIR")]
+    with tempfile.TemporaryDirectory(prefix="bench-paper-") as tmp:
+        start = time.perf_counter()
+        outcome = import_trajectories(folder, Path(tmp) / "run")
+        took = time.perf_counter() - start
+    count = len(find_notebooks(folder))
+    means = {name: outcome.run.summary.metrics.get(name) for name in PUBLISHED}
+    scores = ", ".join(f"{name} {value:.1%}" for name, value in means.items() if value is not None)
+    published = ", ".join(f"{name} {low:.0%}-{high:.0%}" for name, (low, high) in PUBLISHED.items())
+    # The paper gives whole percents, so half a point either side is the same figure.
+    within = all(
+        v is not None and low - 0.005 <= v <= high + 0.005 for v, (low, high) in zip(means.values(), PUBLISHED.values())
+    )
+    return [
+        Row(
+            "published figures",
+            f"the paper's {count} trajectories, imported",
+            f"{scores}; {count / took:.0f} notebooks/s ({seconds(took)})",
+            f"the paper: {published}",
+            None,
+            "within the paper's range",
+            within,
+        )
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=2000)
     parser.add_argument("--megabytes", type=float, default=40.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--paper", type=Path, default=PAPER, help="The paper's trajectories (a run folder).")
     args = parser.parse_args()
-    print(table(rows(args.tasks, args.megabytes, args.repeats)))
+    print(table(rows(args.tasks, args.megabytes, args.repeats) + paper_rows(args.paper)))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,10 @@ def benchmarks(quick: bool) -> dict[str, Callable[[], list[Row]]]:
         "scaling": lambda: bench_runner.rows(
             ["expert"] if quick else ["expert", "masked", "auto"], 1, processes=False, with_ray=not quick
         ),
-        "scoring": lambda: bench_scoring.rows(1000 if quick else 2000, 20 if quick else 40, repeats),
+        "scoring": lambda: (
+            bench_scoring.rows(1000 if quick else 2000, 20 if quick else 40, repeats)
+            + bench_scoring.paper_rows(bench_scoring.PAPER)
+        ),
         "viewer": lambda: bench_viewer.rows(200 if quick else 800, 25 if quick else 100),
     }
 

@@ -96,7 +96,7 @@ class NotebookKernel:
             while time.monotonic() < reply_by:
                 self._check_started()
                 try:
-                    reply = client.get_shell_msg(timeout=self.poll_interval / 2)
+                    reply = client.shell_channel.get_msg(timeout=self.poll_interval / 2)
                 except Empty:
                     continue
                 if reply["parent_header"].get("msg_id") != msg_id:
@@ -104,7 +104,7 @@ class NotebookKernel:
                 # The reply proves the shell socket works; a status message proves IOPub is
                 # subscribed, without which the first cell's output could be lost.
                 try:
-                    client.get_iopub_msg(timeout=0.5)
+                    client.iopub_channel.get_msg(timeout=0.5)
                     return
                 except Empty:
                     break
@@ -207,7 +207,7 @@ class NotebookKernel:
             if remaining <= 0:
                 return CellResult(cell.buffer.take(), "running", interrupted=cell.interrupted)
             try:
-                msg = client.get_iopub_msg(timeout=min(self.poll_interval, remaining))
+                msg = client.iopub_channel.get_msg(timeout=min(self.poll_interval, remaining))
             except Empty:
                 if not self.alive:
                     self._cell = None
@@ -251,7 +251,7 @@ class NotebookKernel:
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline:
             try:
-                reply = client.get_shell_msg(timeout=0.5)
+                reply = client.shell_channel.get_msg(timeout=0.5)
             except Empty:
                 if not self.alive:
                     break

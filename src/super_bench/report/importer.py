@@ -15,8 +15,7 @@ from typing import Any
 from super_bench._names import TASK_SETS
 from super_bench.errors import RunDirError, SuperBenchError, TrajectoryImportError
 from super_bench.runner.rescore import rescore
-from super_bench.runner.results import TaskResult, summarize
-from super_bench.runner.run import RunOutcome
+from super_bench.runner.results import RunOutcome, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import Metrics, ScoreMode
 from super_bench.tasks.model import MASKED_CATEGORIES, Task

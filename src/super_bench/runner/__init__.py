@@ -1,7 +1,6 @@
-"""Running agents over task sets and keeping the run directory."""
+"""Running agents over task sets and keeping the run directory.
 
-from super_bench.runner.results import Summary, TaskResult, summarize
-from super_bench.runner.run import RunConfig, RunOutcome, run
-from super_bench.runner.rundir import RunDir
-
-__all__ = ["RunConfig", "RunDir", "RunOutcome", "Summary", "TaskResult", "run", "summarize"]
+The modules are imported by name (``super_bench.runner.run``, ``.rescore``, ``.results``), so that
+re-scoring or reading a run does not load the kernel and sandbox machinery a run needs; the public
+entry points are ``super_bench.run`` and ``super_bench.rescore``.
+"""

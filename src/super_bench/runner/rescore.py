@@ -8,8 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from super_bench.errors import RunDirError
-from super_bench.runner.results import TaskResult, summarize
-from super_bench.runner.run import RunOutcome
+from super_bench.runner.results import RunOutcome, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import ScoreMode, score_trajectory, submission_of
 from super_bench.tasks.model import Task

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench._names import METRICS
 from super_bench.scoring import Metrics, submission_of
 from super_bench.trajectory import StopReason, Trajectory, Usage
+
+if TYPE_CHECKING:
+    from super_bench.runner.rundir import RunDir
 
 TaskStatus = Literal["completed", "agent_error", "infra_error"]
 
@@ -95,6 +99,15 @@ class Summary(BaseModel):
     infra_errors: int = Field(0, description="Results that failed on the infrastructure, retries included")
     retries: int = Field(0, description="Task attempts repeated after an infrastructure failure")
     stats: dict[str, MetricStats] = Field(default_factory=dict)
+
+
+@dataclass
+class RunOutcome:
+    """What a run or a re-scoring returns: where it is, its results and their summary."""
+
+    run_dir: RunDir
+    results: list[TaskResult]
+    summary: Summary
 
 
 def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,7 +16,7 @@ from super_bench.models import ModelOptions
 from super_bench.runner.dispatch import dispatch
 from super_bench.runner.executors import EXECUTORS, EpisodeSpec, WorkItem
 from super_bench.runner.manifest import add_task_python, build_manifest, check_same_run, identity
-from super_bench.runner.results import Summary, TaskResult, summarize
+from super_bench.runner.results import RunOutcome, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.sandbox import check_backend
 from super_bench.scoring import ScoreMode
@@ -91,13 +90,6 @@ class RunConfig(BaseModel):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         agent = self.agent.split(":", 1)[0]
         return Path("runs") / f"{stamp}-{self.resolved_set() or 'tasks'}-{agent}"
-
-
-@dataclass
-class RunOutcome:
-    run_dir: RunDir
-    results: list[TaskResult]
-    summary: Summary
 
 
 class Reporter(Protocol):
