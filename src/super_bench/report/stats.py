@@ -38,7 +38,12 @@ def bootstrap_mean(
 
     data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    # Resampling n tasks with replacement draws each distinct value a multinomial number of times,
+    # so drawing those counts is the same bootstrap. Scores take few distinct values (0 and 1, a
+    # few landmark fractions): resamples x distinct values instead of resamples x tasks.
+    levels, counts = np.unique(data, return_counts=True)
+    draws = rng.multinomial(data.size, counts / data.size, size=resamples)
+    means = draws @ levels / data.size
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return Estimate(mean=float(data.mean()), low=float(low), high=float(high), n=int(data.size), level=level)

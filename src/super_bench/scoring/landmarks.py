@@ -15,15 +15,16 @@ from super_bench.trajectory import Step
 
 def landmark_steps(landmarks: Sequence[str], steps: Sequence[Step]) -> list[int | None]:
     """For each landmark, the index of the first step whose output matches it (None if none)."""
-    patterns = [re.compile(p) for p in landmarks]
-    found: list[int | None] = [None] * len(patterns)
+    found: list[int | None] = [None] * len(landmarks)
+    pending = {i: re.compile(p) for i, p in enumerate(landmarks)}
     for step in steps:
-        if all(f is not None for f in found):
+        if not pending:
             break
         text = step.raw_output.replace("\n", " ")
-        for i, pattern in enumerate(patterns):
-            if found[i] is None and pattern.search(text):
+        for i, pattern in list(pending.items()):
+            if pattern.search(text):
                 found[i] = step.index
+                del pending[i]
     return found
 
 
