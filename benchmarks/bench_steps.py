@@ -6,9 +6,10 @@ runner, the trajectory and its score); the marginal cost of a step is the slope 
 time over its number of steps. The reference: ``execute_interactive`` of the same cell, through a
 bare ``jupyter_client`` client, on a kernel that the same sandbox backend launched.
 
-Flat in the number of steps: the slopes between 10 and 100 and between 100 and 400 steps agree,
-and inside the longest run the time from one step's start to the next is the same at its end as
-at its beginning.
+Flat in the number of steps: inside the longest run, the time from one step's start to the next,
+fitted by least squares against the step's index (so that no single slow spell of the machine
+decides), is the same at the run's end as at its beginning: the median over the repeats of the
+fitted end over the fitted beginning. The slopes between the run lengths are shown beside it.
 
     python benchmarks/bench_steps.py [--backends local bwrap docker] [--steps 10 100 400] [--repeats 3]
 """
@@ -82,6 +83,12 @@ def harness_run(backend: str, steps: int, root: Path) -> tuple[float, list[float
     return wall, [(b - a).total_seconds() for a, b in itertools.pairwise(starts)]
 
 
+def fitted_ends(intervals: Sequence[float]) -> tuple[float, float]:
+    """The least-squares line through the intervals, at the first step and at the last."""
+    fit = statistics.linear_regression([float(i) for i in range(len(intervals))], list(intervals))
+    return fit.intercept, fit.intercept + fit.slope * (len(intervals) - 1)
+
+
 def slope(points: Sequence[tuple[int, float]]) -> float:
     """Least-squares seconds per step."""
     return statistics.linear_regression([float(n) for n, _ in points], [t for _, t in points]).slope
@@ -92,21 +99,19 @@ def measure(backend: str, counts: Sequence[int], repeats: int) -> list[Row]:
         root = Path(tmp)
         raw = median([raw_round_trip(backend, root) for _ in range(repeats)])
         walls: dict[int, list[float]] = {n: [] for n in counts}
-        early, late = [], []
+        growth: list[tuple[float, float]] = []
         for _ in range(repeats):
             for n in counts:  # interleaved, so that a slow spell of the machine hits every count alike
                 wall, intervals = harness_run(backend, n, root)
                 walls[n].append(wall)
                 if n == max(counts):
-                    tenth = max(1, len(intervals) // 10)
-                    early.append(median(intervals[1 : 1 + tenth]))
-                    late.append(median(intervals[-tenth:]))
+                    growth.append(fitted_ends(intervals[1:]))  # the first step also warms the kernel up
     points = [(n, w) for n, ws in walls.items() for w in ws]
     per_step = slope(points)
     medians = {n: median(ws) for n, ws in walls.items()}
     ordered = sorted(counts)
     segments = [f"{a}-{b}: {(medians[b] - medians[a]) / (b - a) * 1000:.1f}" for a, b in itertools.pairwise(ordered)]
-    first, last = median(early), median(late)
+    first, last = sorted(growth, key=lambda ends: ends[1] / ends[0])[len(growth) // 2]  # the median repeat
     runs = ", ".join(f"{n}: {medians[n]:.2f} s" for n in ordered)
     return [
         ratio_row(
@@ -122,8 +127,9 @@ def measure(backend: str, counts: Sequence[int], repeats: int) -> list[Row]:
             "step cost, flat",
             backend,
             f"ms per step between step counts {'; '.join(segments)}; "
-            f"step to step in the {max(counts)}-step run: first tenth {first * 1000:.2f}, last tenth {last * 1000:.2f}",
-            "its own first tenth",
+            f"step to step in the {max(counts)}-step run, fitted: {first * 1000:.2f} at its start, "
+            f"{last * 1000:.2f} at its end",
+            "its own start",
             last / first,
             f"<= {FLAT:g}x",
             last / first <= FLAT,
