@@ -1,7 +1,7 @@
 """Run every benchmark and print one table: each measurement beside its reference, and its target.
 
-    python benchmarks/run_all.py                 # everything, about 15 minutes on 2 cores
-    python benchmarks/run_all.py --quick         # fewer repeats and smaller inputs, about 5 minutes
+    python benchmarks/run_all.py                 # everything, about 6 minutes on 2 cores
+    python benchmarks/run_all.py --quick         # fewer repeats and smaller inputs, about 2 minutes
     python benchmarks/run_all.py --only steps cold-start
 
 Run it on an otherwise idle machine: the step, cold-start and scaling figures are ratios of two

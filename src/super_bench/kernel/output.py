@@ -40,7 +40,7 @@ def _clean(text: str) -> str:
     if "\r" in text:
         # Per line, the text after the last carriage return overdraws everything before it;
         # a trailing one (as in "\r\n") only moves the cursor. Done before the ANSI pass, which then
-        # only reads what is left: progress bars shrink a hundredfold here, and no escape sequence
+        # only reads what is left: progress bars shrink many times over here, and no escape sequence
         # holds a carriage return or a newline.
         text = "\n".join(
             [line if "\r" not in line else line.rstrip("\r").rpartition("\r")[2] for line in text.split("\n")]
