@@ -31,6 +31,7 @@ from super_bench.trajectory import Usage
 
 log = logging.getLogger(__name__)
 
+# What the agent is told has been done, and what is left to it, per category of block.
 _DONE = {
     "setup": "the repository is cloned and checked out (the current directory is its root)",
     "dependencies": "the dependencies are installed",
@@ -39,7 +40,7 @@ _DONE = {
     "cpu": "the code is adapted to run on the CPU",
     "issue": "the code changes that the task needs are made",
 }
-_TODO = {
+_LEFT = {
     "dependencies": "install the dependencies that the code needs",
     "data": "prepare the data as the task asks",
     "configuration": "set up the configuration that the task asks for",
@@ -94,8 +95,8 @@ def template_goal(cells: list[CellInfo], split: Split) -> str:
     if ran:
         done.append(f"{_join(ran)} {'has' if len(ran) == 1 else 'have'} been run")
     later = [cells[i].category for i in split.rest if i not in split.block]
-    todo = [_TODO[split.category]] + [_TODO[c] for c in dict.fromkeys(later) if c in _TODO and c != "goal"]
-    text = "; then ".join(todo)
+    left = [_LEFT[split.category]] + [_LEFT[c] for c in dict.fromkeys(later) if c in _LEFT and c != "goal"]
+    text = "; then ".join(left)
     if split.category != "goal":
         scripts = [f"`{s}`" for i in split.rest if cells[i].category == "goal" for s in cells[i].scripts]
         text += (
@@ -160,7 +161,7 @@ def _prompt(expert: Task, cells: list[CellInfo], split: Split, draft: str) -> st
         f"The full task:\n<task>\n{expert.query}\n</task>\n\n"
         f"Cells already run in the agent's notebook:\n{show(split.pre)}\n\n"
         f"Cells the agent must now write and run itself (it does not see them):\n{show(split.rest)}\n\n"
-        f"The part the sub-problem is about: {split.category} ({_TODO[split.category]}).\n\n"
+        f"The part the sub-problem is about: {split.category} ({_LEFT[split.category]}).\n\n"
         "Write the paragraph that is appended to the task to tell the agent what has been done and what is "
         f"left. Here is a draft:\n{draft}\n\n"
         "Say what is left without giving away how to do it: no code from the hidden cells. Reply with the "
