@@ -258,10 +258,8 @@ def test_a_bad_task_python_fails_every_attempt_as_infrastructure(tmp_path: Path)
     assert (result.status, result.attempts) == ("infra_error", 2)
     assert "task Python" in (result.error or "") and "task Python" in result.retry_errors[0]
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert (
-        manifest["sandbox"]["task_python"] == str(bad_python)
-        and "cannot list its packages" in manifest["sandbox"]["error"]
-    )
+    error = manifest["task_environment"]["error"]
+    assert f"cannot use {bad_python} as the task Python: it exited with status 1" in error
 
 
 SUBMIT = "Thought: Done.\nAction: submit\n<content>\n1\n</content>"
@@ -352,7 +350,8 @@ def test_statistics_average_epochs_per_task_then_bootstrap_over_tasks() -> None:
 
 
 # -- the manifest and the live display ------------------------------------------------------------
-def test_the_manifest_records_versions_sources_and_settings(tmp_path: Path) -> None:
+def test_the_manifest_records_versions_sources_and_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(tmp_path / "never-built"))
     source = tmp_path / "tasks.jsonl"
     source.write_text("".join(t.model_dump_json() + "\n" for t in load_tasks("demo", task_ids=["tinyreg"])))
     settings = config(tmp_path, source=str(source), seed=3)
@@ -365,8 +364,11 @@ def test_the_manifest_records_versions_sources_and_settings(tmp_path: Path) -> N
     from super_bench.sandbox import resolve_backend
 
     assert manifest["sandbox"]["backend"] == resolve_backend("auto")  # auto, resolved
-    assert "ipykernel" in manifest["sandbox"]["packages"]
-    assert manifest["sandbox"]["packages"]["pydantic"]
+    environment = manifest["task_environment"]
+    assert environment["kind"] == "default" and "sandbox build" in environment["summary"]
+    assert environment["packages"]["numpy"] and "pydantic" not in environment["packages"]
+    assert "torch" in environment["missing"] and environment["paper_python"] == "3.10"
+    assert environment["kernel_packages"]["ipykernel"]
     tasks = manifest["tasks"]
     assert tasks["sha256"] == hashlib.sha256((tmp_path / "run" / "tasks.jsonl").read_bytes()).hexdigest()
     assert tasks["source_sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()

@@ -27,8 +27,9 @@ def sandbox_group() -> None:
 @click.option(
     "--python",
     "python",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Interpreter the base environment is made from; a Python 3.10 gives SUPER's own. [default: this one]",
+    metavar="PYTHON",
+    help="Interpreter the base environment is made from: a path or a command on PATH (python3.10). "
+    "[default: a Python 3.10, as SUPER's, where one is installed, else the closest version]",
 )
 @click.option(
     "--requirements",
@@ -46,19 +47,21 @@ def sandbox_group() -> None:
 @click.option("--tag", help="Image tag. [default: super-bench-task:<version>]")
 def build_command(
     backend: str,
-    python: Path | None,
+    python: str | None,
     requirements: Path | None,
     pip_args: tuple[str, ...],
     engine: str | None,
     tag: str | None,
 ) -> None:
-    """Build what tasks run in, once: the Docker image, or the base virtual environment.
+    """Build SUPER's task environment, once: the Docker image, or the base virtual environment.
 
     Every later run uses it: the docker sandbox runs its containers from the image; local and
     bwrap sandboxes layer each task's environment over the base (unless --task-python is given).
-    What agents install goes into their task's layer, never into the base.
+    What agents install goes into their task's layer, never into the base. Entries of the package
+    list that cannot be had here are reported and left out; runs record how the environment
+    differs from the paper's.
     """
-    from super_bench.sandbox.pyenv import COLAB_REQUIREMENTS, build_base_env
+    from super_bench.sandbox.superenv import COLAB_REQUIREMENTS, build_base_env
 
     requirements = requirements or COLAB_REQUIREMENTS
     if backend == "docker":
@@ -71,8 +74,12 @@ def build_command(
         return
     if engine is not None or tag is not None:
         raise click.UsageError("--engine and --tag apply to --backend docker")
-    interpreter = build_base_env(python, requirements, pip_args)
-    console.print(f"Built the base environment [bold]{interpreter.parent.parent}[/]; task environments now use it.")
+    record = build_base_env(python, requirements, pip_args, echo=console.print)
+    console.print(f"Built SUPER's task environment (Python {record.version}); task environments now use it.")
+    for entry, why in record.skipped.items():
+        console.print(f"[yellow]Left out[/] {entry}: {why}")
+    for note in record.notes:
+        console.print(f"[yellow]Note:[/] {note}")
 
 
 @sandbox_group.command("check")
@@ -92,3 +99,9 @@ def check_command() -> None:
             table.add_row(name, "[red]no[/]", str(e))
     console.print(table)
     console.print(f"--sandbox auto uses: [bold]{resolve_backend('auto')}[/]")
+    from super_bench.sandbox.memory import describe, memory_mechanism
+
+    console.print(f"--memory-limit is enforced by: {describe(memory_mechanism())}")
+    from super_bench.sandbox.taskinfo import describe_task_environment
+
+    console.print(f"Task environment: {describe_task_environment(config).summary}")

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import ast
 import json
-import secrets
 import time
 from dataclasses import dataclass
 from queue import Empty
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.connect import write_connection_file
 
 from super_bench.errors import KernelError
 from super_bench.kernel.output import OutputBuffer
@@ -76,12 +74,14 @@ class NotebookKernel:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        transport, ip = self.sandbox.kernel_endpoint()
-        conn_file = self.sandbox.runtime_dir / f"kernel-{secrets.token_hex(4)}.json"
-        write_connection_file(str(conn_file), transport=transport, ip=ip, key=secrets.token_hex(16).encode())
-        self._process = self.sandbox.launch_kernel(conn_file, [f"--IPKernelApp.exec_lines={json.dumps(_EXEC_LINES)}"])
-        client = BlockingKernelClient(connection_file=str(conn_file))
-        client.load_connection_file()
+        args = [f"--IPKernelApp.exec_lines={json.dumps(_EXEC_LINES)}"]
+        try:
+            launch = self.sandbox.launch_kernel(args, self.startup_timeout)
+        except KernelError as e:
+            self._fail_start(str(e))
+        self._process = launch.process
+        client = BlockingKernelClient()
+        client.load_connection_info(launch.connection)  # type: ignore[arg-type]  # a TypedDict of the same keys
         client.start_channels()
         self._client = client
         self._wait_ready()
@@ -115,8 +115,8 @@ class NotebookKernel:
         if status is not None:
             self._fail_start(f"the kernel exited during start-up with status {status}")
 
-    def _fail_start(self, reason: str) -> None:
-        log = self._process.log_tail() if self._process else ""
+    def _fail_start(self, reason: str) -> NoReturn:
+        log = self.sandbox.kernel_log_tail()
         self.shutdown()
         detail = f"\nkernel log:\n{log.strip()}" if log.strip() else ""
         raise KernelError(f"{reason}{detail}")
@@ -157,7 +157,7 @@ class NotebookKernel:
         return self._cell is not None
 
     def log_tail(self) -> str:
-        return self._process.log_tail() if self._process else ""
+        return self.sandbox.kernel_log_tail()
 
     def _require_client(self) -> BlockingKernelClient:
         if self._client is None:

@@ -11,27 +11,18 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from super_bench.errors import RunDirError
+from super_bench.errors import RunDirError, SuperBenchError
 from super_bench.sandbox import resolve_backend
 from super_bench.tasks.loaders import TASK_FILE_SUFFIXES
 
 if TYPE_CHECKING:
     from super_bench.runner.run import RunConfig
     from super_bench.runner.rundir import RunDir
-
-# Printed by the task Python: its version and every distribution it can import, like `pip freeze`.
-_PACKAGES_PROBE = """
-import importlib.metadata as m, json, sys
-packages = {d.metadata["Name"]: d.version for d in m.distributions() if d.metadata["Name"]}
-print(json.dumps({"python": sys.version.split()[0], "executable": sys.executable,
-                  "packages": dict(sorted(packages.items(), key=lambda kv: kv[0].lower()))}))
-"""
 
 
 def _is_named_source(source: str) -> bool:
@@ -151,17 +142,44 @@ def _source_digest(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def add_task_python(manifest: dict[str, Any], config: RunConfig, run_dir: RunDir) -> None:
-    """Record the Python the task environments are layered over, and its packages, in the manifest."""
-    manifest["sandbox"].update(_task_python(config))
+def add_task_environment(manifest: dict[str, Any], config: RunConfig, run_dir: RunDir) -> None:
+    """Record the task environment (and how it differs from the paper's), its packages and the memory
+    limit's mechanism in the manifest."""
+    manifest["task_environment"] = _task_environment(config)
+    manifest["sandbox"]["memory_enforcement"] = _memory_enforcement(config)
     run_dir.write_manifest(manifest)
 
 
-def _task_python(config: RunConfig) -> dict[str, Any]:
-    python = str(config.env.sandbox.task_python or sys.executable)
+def _task_environment(config: RunConfig) -> dict[str, Any]:
+    sandbox = config.env.sandbox
+    if resolve_backend(sandbox.backend) == "docker":
+        from super_bench.sandbox.docker import DEFAULT_IMAGE
+
+        image = sandbox.image or DEFAULT_IMAGE
+        return {"kind": "docker", "image": image, "summary": f"the image {image} (SUPER's package list, Python 3.10)"}
+    from super_bench.sandbox.pyenv import packages_of
+    from super_bench.sandbox.superenv import task_base
+    from super_bench.sandbox.taskinfo import describe_task_environment
+
     try:
-        proc = subprocess.run([python, "-c", _PACKAGES_PROBE], capture_output=True, text=True, timeout=60, check=True)
-        info: dict[str, Any] = json.loads(proc.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError) as e:
-        return {"task_python": python, "error": f"cannot list its packages: {e}"}
-    return {"task_python": python, **info}
+        info = describe_task_environment(sandbox).model_dump()
+        base = task_base(sandbox.task_python)
+        info["packages"] = packages_of(base.site_dirs)
+        info["kernel_packages"] = packages_of([str(base.kernel_dir / "packages")])
+    except SuperBenchError as e:
+        return {"error": str(e)}
+    return info
+
+
+def _memory_enforcement(config: RunConfig) -> str | None:
+    from super_bench.sandbox.memory import memory_mechanism
+
+    sandbox = config.env.sandbox
+    if sandbox.memory_limit is None:
+        return None
+    if resolve_backend(sandbox.backend) == "docker":
+        return "docker --memory (the container's cgroup)"
+    try:
+        return memory_mechanism(sandbox.memory_enforcement)
+    except SuperBenchError as e:
+        return f"unavailable: {e}"

@@ -99,6 +99,9 @@ class Summary(BaseModel):
     infra_errors: int = Field(0, description="Results that failed on the infrastructure, retries included")
     retries: int = Field(0, description="Task attempts repeated after an infrastructure failure")
     stats: dict[str, MetricStats] = Field(default_factory=dict)
+    task_environment: str | None = Field(
+        None, description="The task environment the run used, and how it differs from the paper's"
+    )
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -15,13 +16,16 @@ from super_bench.errors import RunDirError
 from super_bench.models import ModelOptions
 from super_bench.runner.dispatch import dispatch
 from super_bench.runner.executors import EXECUTORS, EpisodeSpec, WorkItem
-from super_bench.runner.manifest import add_task_python, build_manifest, check_same_run, identity
+from super_bench.runner.manifest import add_task_environment, build_manifest, check_same_run, identity
 from super_bench.runner.results import RunOutcome, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
-from super_bench.sandbox import check_backend
+from super_bench.sandbox import SandboxConfig, check_backend, resolve_backend
+from super_bench.sandbox.scratch import clear_scratch, scratch_dir
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.loaders import default_set, load_tasks
 from super_bench.tasks.model import Task
+
+log = logging.getLogger(__name__)
 
 
 class RayOptions(BaseModel):
@@ -122,11 +126,18 @@ def run(
     # now rather than once per task.
     create_agent(config.agent, options)
     check_backend(config.env.sandbox)
+    _announce_task_environment(config.env.sandbox)
     make_executor = EXECUTORS.get(config.executor)
     tasks = config.load() if tasks is None else tasks
     run_dir = RunDir(config.out or config.default_out())
     run_dir.create()
+    # The run's sandboxes live in a scratch directory of its own, which nobody else uses while it holds the lock.
+    sandbox = config.env.sandbox
+    scratch = scratch_dir(run_dir.path, sandbox.root)
+    env = config.env.model_copy(update={"sandbox": sandbox.model_copy(update={"root": scratch})})
     with run_dir.lock():
+        for leftover in [] if sandbox.keep else clear_scratch(scratch):
+            log.info("removed %s, left behind by an earlier attempt at this run", leftover)
         previous = run_dir.read_manifest()
         if config.redo:
             run_dir.clear()
@@ -138,10 +149,10 @@ def run(
         _write_tasks(run_dir, tasks)
         manifest = build_manifest(config, run_dir, previous)
         run_dir.write_manifest(manifest)
-        # Listing the task Python's packages takes a subprocess of some 200 ms: it runs while the
-        # first tasks start, and the manifest gets them when it is done.
+        # Describing the task environment may build the default one (once): it runs while the first
+        # tasks start, and the manifest gets it when it is done.
         background = ThreadPoolExecutor(1, thread_name_prefix="manifest")
-        packages = background.submit(add_task_python, manifest, config, run_dir)
+        packages = background.submit(add_task_environment, manifest, config, run_dir)
         pending = [
             WorkItem(task, epoch, config.seed_for(epoch))
             for epoch in range(1, config.epochs + 1)
@@ -151,17 +162,39 @@ def run(
         results = list(finished.values())
         if reporter is not None:
             reporter.begin(len(tasks) * config.epochs, results)
-        if pending:
-            spec = EpisodeSpec(config.agent, options, config.env, config.mode, run_dir.path)
-            with make_executor(spec, config) as executor:
-                results += dispatch(executor, pending, run_dir, config.infra_retries, reporter)
+        try:
+            if pending:
+                spec = EpisodeSpec(config.agent, options, env, config.mode, run_dir.path)
+                with make_executor(spec, config) as executor:
+                    results += dispatch(executor, pending, run_dir, config.infra_retries, reporter)
+        finally:
+            _remove_if_empty(scratch)
         background.shutdown()
         packages.result()
         order = {task.task_id: i for i, task in enumerate(tasks)}
         results.sort(key=lambda r: (order[r.task_id], r.epoch))
         summary = summarize(results, config.mode)
+        summary.task_environment = manifest.get("task_environment", {}).get("summary")
         run_dir.write_summary(summary)
     return RunOutcome(run_dir, results, summary)
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:
+        pass  # a kept task directory (--keep-workdirs), or never made
+
+
+def _announce_task_environment(sandbox: SandboxConfig) -> None:
+    """Say so when tasks will not run in SUPER's environment because it was never built."""
+    if resolve_backend(sandbox.backend) == "docker" or sandbox.task_python is not None:
+        return
+    from super_bench.sandbox.taskinfo import describe_task_environment
+
+    info = describe_task_environment(sandbox)
+    if info.kind == "default":
+        log.warning("the task environment is %s", info.summary)
 
 
 def _keep_finished(run_dir: RunDir, tasks: list[Task], epochs: int) -> dict[tuple[str, int], TaskResult]:

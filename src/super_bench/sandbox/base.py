@@ -14,13 +14,15 @@ import signal
 import subprocess
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox import supervisor
 
 # Environment variables that look like credentials never reach agent code.
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
@@ -88,7 +90,12 @@ class SandboxConfig(BaseModel):
     )
     network: bool = Field(True, description="Agent code may use the network (bwrap and docker can cut it)")
     memory_limit: int | None = Field(
-        None, gt=0, description="Bytes of memory each process may allocate (bwrap, local; docker: the container)"
+        None, gt=0, description="Bytes of memory the task may use, shared memory included (see memory_enforcement)"
+    )
+    memory_enforcement: Literal["auto", "cgroup", "address-space"] = Field(
+        "auto",
+        description="How the memory limit is enforced (local, bwrap): a cgroup of the task's own (auto, where one "
+        "can be made) or an address-space limit per process",
     )
     max_processes: int | None = Field(
         1024, gt=0, description="Processes and threads the task may run at once (bwrap, docker)"
@@ -131,22 +138,22 @@ class KernelProcess(ABC):
     def kill(self) -> None:
         """Kill the kernel and every process it started; never raises."""
 
-    def log_tail(self, chars: int = 2000) -> str:
-        """The end of what the kernel process wrote to its own stdout/stderr."""
-        return ""
-
 
 class PopenKernelProcess(KernelProcess):
     """A kernel running as a host child process in its own session (process group).
 
     ``wrapped``: the child is a wrapper (bwrap, timeout, ``docker exec``) that reports a kernel
     killed by signal N as exit status 128 + N; ``poll`` turns that back into -N, as for a bare child.
+    ``on_kill`` runs once the process is gone (the harness drops its links to the kernel's sockets).
     """
 
-    def __init__(self, popen: subprocess.Popen[bytes], log_path: Path, *, wrapped: bool = False) -> None:
+    def __init__(
+        self, popen: subprocess.Popen[bytes], *, wrapped: bool = False, on_kill: Callable[[], None] | None = None
+    ) -> None:
         self.popen = popen
-        self.log_path = log_path
         self.wrapped = wrapped
+        self._on_kill = on_kill
+        supervisor.register("pgid", popen.pid)
 
     def poll(self) -> int | None:
         status = self.popen.poll()
@@ -163,15 +170,17 @@ class PopenKernelProcess(KernelProcess):
             self.popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.popen.kill()
+        supervisor.unregister("pgid", self.popen.pid)
+        if self._on_kill is not None:
+            on_kill, self._on_kill = self._on_kill, None
+            on_kill()
 
-    def log_tail(self, chars: int = 2000) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - chars))
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+
+class KernelLaunch(NamedTuple):
+    """A started kernel: its process, and the connection info for the harness's client."""
+
+    process: KernelProcess
+    connection: dict[str, Any]
 
 
 class Sandbox(ABC):
@@ -196,7 +205,7 @@ class Sandbox(ABC):
     @property
     @abstractmethod
     def runtime_dir(self) -> Path:
-        """Host directory for kernel connection files; visible at the same path inside the sandbox."""
+        """Host directory of the kernels' files (see ``runtime``); removed by ``stop``."""
 
     @abstractmethod
     def start(self) -> None:
@@ -207,12 +216,17 @@ class Sandbox(ABC):
         """Kill everything the task started and remove its directories (unless ``keep``); idempotent."""
 
     @abstractmethod
-    def kernel_endpoint(self) -> tuple[str, str]:
-        """(transport, ip) for the kernel's connection file: ``("ipc", path_prefix)`` or ``("tcp", host)``."""
+    def launch_kernel(self, extra_args: list[str], timeout: float) -> KernelLaunch:
+        """Start a kernel inside the sandbox (``extra_args`` for ipykernel) and wait until it has opened its
+        sockets; raises ``KernelError`` if it exits first or ``timeout`` seconds pass."""
 
     @abstractmethod
-    def launch_kernel(self, connection_file: Path, extra_args: list[str]) -> KernelProcess:
-        """Start ``ipykernel`` with this connection file inside the sandbox."""
+    def kernel_log_tail(self, chars: int = 2000) -> str:
+        """The end of what the sandbox's kernels wrote to their output."""
+
+    def out_of_memory(self) -> bool:
+        """Whether the task's memory limit made the kernel of the system kill a process since the last call."""
+        return False
 
     @abstractmethod
     def run(self, command: list[str], timeout: float = 600) -> CommandResult:
@@ -269,17 +283,20 @@ def scrubbed_environ(environ: dict[str, str] | os._Environ[str] | None = None) -
     }
 
 
-def rlimit_prefix(config: SandboxConfig, *, processes: bool) -> list[str]:
+def rlimit_prefix(config: SandboxConfig, *, processes: bool, address_space: bool = False) -> list[str]:
     """A ``prlimit`` command prefix that applies the configured per-process limits.
 
     Memory is RLIMIT_DATA (what a process may allocate: an allocation past it fails, so Python
-    raises MemoryError, while address space merely reserved, as thread arenas and CUDA do, is
-    not counted); file size is RLIMIT_FSIZE; processes is RLIMIT_NPROC, which counts every
-    process and thread of the user, so it is only meaningful inside a user namespace of its own.
+    raises MemoryError rather than being killed), and with ``address_space`` also RLIMIT_AS, which
+    counts shared mappings too (where no cgroup bounds the task as a whole); file size is
+    RLIMIT_FSIZE; processes is RLIMIT_NPROC, which counts every process and thread of the user, so
+    it is only meaningful inside a user namespace of its own.
     """
     limits = []
     if config.memory_limit is not None:
         limits.append(f"--data={config.memory_limit}")
+        if address_space:
+            limits.append(f"--as={config.memory_limit}")
     if config.max_file_size is not None:
         limits.append(f"--fsize={config.max_file_size}")
     if processes and config.max_processes is not None:

@@ -1,43 +1,52 @@
 """The ``bwrap`` sandbox: each kernel in a bubblewrap container, on the host's own system.
 
-What agent code sees inside:
-- the host's system, read-only: every top-level directory except those hidden below;
-- empty ``/home``, ``/mnt``, ``/media``, ``/run`` and ``/var/tmp``, and nothing of the user's home,
-  the system temporary directory, the harness's working directory, the other tasks' directories
-  or the bundled demo tasks (what a task's Python needs of these is put back, read-only);
+What agent code sees inside is an allowlist, read-only, over an empty root:
+- the system: ``/usr``, ``/bin``, ``/sbin``, ``/lib*``, ``/etc`` and ``/sys``;
+- the task's interpreter (its prefix and standard library, without its own site-packages unless
+  the task's base is made of them), the base's package directories, the kernel's own packages,
+  the git bundles and mirrors tasks clone from;
 - its own task directory, read-write, laid out as on Colab: the work directory at ``/content``,
-  HOME at ``/root``, ``/tmp``, and its Python environment at ``/venv``;
+  HOME at ``/root``, ``/tmp``, and its Python environment at ``/venv``; the kernel's sockets
+  directory at ``/run/super-bench``;
 - its own PID, IPC, UTS and cgroup namespaces, a user namespace or an unprivileged user id of its
   own, and with the network off its own network namespace (loopback only: the host's loopback
   services are out of reach).
+Nothing else of the host: no home or work directories, no project checkouts, no caches, no
+installed task files, none of the harness's packages (where an allowed directory holds any of
+these, they are covered by an empty directory).
 
 A kernel is the only child of PID 1 in its PID namespace: when it dies or is killed, everything it
-started dies with it, daemons included. Limits come from ``prlimit`` inside (per process: memory,
-file size; processes, counted for the sandbox's own user) and ``timeout`` outside (wall time).
+started dies with it, daemons included; bubblewrap dies with the harness. Limits: memory through a
+cgroup of the task's own where one can be made (else ``RLIMIT_AS``), ``prlimit`` inside for file
+size and processes (counted for the sandbox's own user), and ``timeout`` inside for wall time.
 """
 
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import ClassVar
 
 from super_bench import demo
 from super_bench.errors import SandboxError
-from super_bench.sandbox.base import KernelProcess, SandboxConfig, file_io, rlimit_prefix
+from super_bench.sandbox.base import SandboxConfig, file_io
 from super_bench.sandbox.local import LocalSandbox
 
-# Top-level directories agent code never sees: users' files, daemons' sockets, mounted disks.
-_HIDDEN_TOP = ("home", "root", "run", "mnt", "media")
-# Made afresh inside rather than bound from the host.
-_OWN_TOP = ("proc", "dev", "tmp", "lost+found")
+# The host's system, shown read-only (a top-level symlink, as on merged-/usr systems, stays a symlink).
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
 # Where the task directory's parts appear inside.
 _LAYOUT = {"content": "/content", "home": "/root", "tmp": "/tmp", "python": "/venv"}
+# Where the kernels' sockets directory appears inside.
+SOCKETS_INSIDE = "/run/super-bench"
+# Where the directories the harness shares read-only appear inside: the kernel's packages, the base's.
+SHARED_INSIDE = "/opt/super-bench"
 # Run as root, agent code gets a user id of its own from this range: root is exempt from the
 # process limit (and should not be the agent's user), and a shared id would share the limit.
 _UID_BASE, _UID_SPAN = 2_100_000_000, 40_000_000
@@ -100,6 +109,7 @@ def _can_size_tmpfs() -> bool:
 class BwrapSandbox(LocalSandbox):
     name = "bwrap"
     wrapped_kernel: ClassVar[bool] = True
+    sockets_inside: ClassVar[str | None] = SOCKETS_INSIDE
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
@@ -110,14 +120,30 @@ class BwrapSandbox(LocalSandbox):
     def inside(self, host: Path) -> str:
         return _LAYOUT[host.name] if host.parent == self.root and host.name in _LAYOUT else str(host)
 
+    def shown_at(self, host: str) -> str:
+        return self._shared().get(host, host)
+
+    def _shared(self) -> dict[str, str]:
+        """The directories the harness shares read-only, by host path, and where agent code sees them."""
+        shared = {str(self.base.kernel_dir): f"{SHARED_INSIDE}/kernel"}
+        for i, site_dir in enumerate(self.base.site_dirs):
+            shared.setdefault(site_dir, f"{SHARED_INSIDE}/packages/{i}")
+        return shared
+
+    def __init__(self, config: SandboxConfig, label: str = "task") -> None:
+        super().__init__(config, label)
+        self._uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
+        self._bwrap_args: list[str] = []
+
+    def _agent_uid(self) -> int | None:
+        return self._uid if os.geteuid() == 0 else None
+
     def start(self) -> None:
         if self._root is not None:
             return
         super().start()
-        self._uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
         if os.geteuid() == 0:
-            for path in (self.root, self.runtime_dir):
-                _chown_tree(path, self._uid)
+            _chown_tree(self.root, self._uid)
         self._bwrap_args = self._container_args()
 
     # -- the container -------------------------------------------------------------------------
@@ -125,60 +151,94 @@ class BwrapSandbox(LocalSandbox):
         """bwrap's command line: mounts in order (a later mount covers what it lands on), then settings."""
         config = self.config
         args = [shutil.which("bwrap") or "bwrap", *_namespaces(config.network), "--die-with-parent", "--new-session"]
-        for entry in sorted(os.scandir("/"), key=lambda e: e.name):
-            if entry.name in _HIDDEN_TOP or entry.name in _OWN_TOP:
-                continue
-            kind, source = ("--symlink", os.readlink(entry.path)) if entry.is_symlink() else ("--ro-bind", entry.path)
-            args += [kind, source, entry.path]
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777"]
+        args += ["--proc", "/proc", "--dev", "/dev", *_gpu_devices(), "--perms", "1777"]
         if config.memory_limit is not None and _can_size_tmpfs():
             args += ["--size", str(config.memory_limit)]
         args += ["--tmpfs", "/dev/shm"]
         # One mount per path, made parents first: a mount covers what lies under it, and what is
         # mounted under it afterwards shows through.
-        mounts: dict[str, tuple[str, ...]] = {
-            inside: ("--bind", str(self.root / part)) for part, inside in _LAYOUT.items()
-        }
-        mounts[str(self.runtime_dir)] = ("--bind", str(self.runtime_dir))
+        mounts: dict[str, tuple[str, ...]] = {}
+        for path in _SYSTEM:
+            if os.path.islink(path):  # merged /usr: /bin -> usr/bin stays a link
+                mounts[path] = ("--symlink", os.readlink(path))
+            elif os.path.isdir(path):
+                mounts[path] = ("--ro-bind", path)
+        mounts.update({inside: ("--bind", str(self.root / part)) for part, inside in _LAYOUT.items()})
+        mounts[SOCKETS_INSIDE] = ("--bind", str(self.runtime_dir / "sockets"))
+        for host, inside in self._shared().items():
+            mounts[inside] = ("--ro-bind", host)
         for path in self._read_only_paths():
             mounts.setdefault(path, ("--ro-bind", path))
         for path in sorted(self._hidden_paths()):
-            # Hidden where the host's files would show, not under what is hidden already or the task's own.
-            if path not in mounts and _op(_nearest(path, mounts), mounts) in ("", "--ro-bind"):
+            # Covered where an allowed directory would show it, not under the task's own.
+            if path not in mounts and _op(_nearest(path, mounts), mounts) == "--ro-bind":
                 mounts[path] = ("--tmpfs",)
         made: set[str] = set()
         for path, op in sorted(mounts.items()):
-            args += [*_parent_dirs(path, mounts, made), *op, path]
+            args += [*self._parent_dirs(path, mounts, made), *op, path]
         return [*args, "--remount-ro", "/", "--chdir", self.workdir]
 
+    def _parent_dirs(self, path: str, mounts: dict[str, tuple[str, ...]], made: set[str]) -> list[str]:
+        """Make the parents of a mount point that do not exist in the mount they fall in: on the empty
+        root or a tmpfs with ``--dir`` (bwrap would make them readable by root alone); in a task directory
+        on the host, as agent code's own, so that it can still write beside them."""
+        anchor = _nearest(path, mounts)
+        op = _op(anchor, mounts)
+        if anchor and op not in ("--tmpfs", "--bind"):
+            return []  # a host directory, or a host directory bound where it is: the parents exist
+        chain, parent = [], os.path.dirname(path)
+        while parent not in (anchor, "/"):
+            chain.append(parent)
+            parent = os.path.dirname(parent)
+        args: list[str] = []
+        for directory in reversed(chain):
+            if directory in made:
+                continue
+            made.add(directory)
+            if op == "--bind":
+                host = Path(mounts[anchor][1] + directory[len(anchor) :])
+                host.mkdir(exist_ok=True)
+                if os.geteuid() == 0:
+                    os.chown(host, self._uid, self._uid)
+            else:
+                args += ["--perms", "0755", "--dir", directory]
+        return args
+
     def _hidden_paths(self) -> set[str]:
-        """Host paths agent code must not see: homes, temporary directories, other tasks, the harness's
-        working directory (runs, task files), and the bundled demo tasks (they hold their answers)."""
-        top = [f"/{name}" for name in _HIDDEN_TOP]
-        candidates = [*top, "/var/tmp", Path.home(), tempfile.gettempdir(), self.config.root, Path.cwd(), demo.TASKS]
+        """Host paths agent code must not see even where an allowed directory holds them: homes,
+        temporary and working directories, the harness's own installation and the bundled tasks (they
+        hold their answers), and the site-packages of the interpreter that the base does not use."""
+        harness = Path(__file__).resolve().parents[1]
+        candidates = [
+            Path.home(),
+            tempfile.gettempdir(),
+            self.config.root,
+            Path.cwd(),
+            demo.TASKS,
+            harness,
+            sys.prefix if sys.prefix != sys.base_prefix else None,
+            *self.base.hidden,
+        ]
         return {os.path.realpath(p) for p in candidates if p and os.path.isdir(p)} - {"/"}
 
     def _read_only_paths(self) -> list[str]:
-        """Host paths put back, read-only, over the hidden ones: the Pythons, the git bundles, DNS."""
-        assert self._base is not None
-        paths = [*self._base.paths, str(demo.BUNDLES), *self.config.git_url_rewrites.values()]
+        """Host paths shown read-only where they are: the interpreter, the git bundles, DNS."""
+        paths = [*self.base.paths, str(demo.BUNDLES)]
+        paths += self.config.git_url_rewrites.values()
         if self.config.network:
             paths.append(os.path.realpath("/etc/resolv.conf"))
         return [p for p in {os.path.realpath(p) for p in paths} if os.path.exists(p)]
 
     def _wrap(self, argv: list[str]) -> list[str]:
+        # The deadline runs inside, so that bubblewrap is the harness's own child and dies with it.
         left = self._time_left()
         deadline = [] if left is None else ["timeout", "--signal=KILL", f"{left:.2f}"]
-        limits = rlimit_prefix(self.config, processes=True)
-        return [*deadline, *self._bwrap_args, "--", *_drop_root(self._uid), *limits, *argv]
+        limits = self._limits(processes=True)
+        inside = [*_drop_root(self._uid), *deadline, *limits, *argv]
+        return self._in_cgroup([*self._bwrap_args, "--", *inside])
 
     def _spawn_options(self) -> dict[str, str]:
         return {"cwd": "/"}
-
-    def launch_kernel(self, connection_file: Path, extra_args: list[str]) -> KernelProcess:
-        if os.geteuid() == 0:
-            os.chown(connection_file, self._uid, self._uid)
-        return super().launch_kernel(connection_file, extra_args)
 
     def stop(self) -> None:
         if self._root is not None and self.config.keep and os.geteuid() == 0:
@@ -197,6 +257,11 @@ class BwrapSandbox(LocalSandbox):
         return subprocess.run(self._wrap(command), input=data, capture_output=True, env=self._env, timeout=120, cwd="/")
 
 
+def _gpu_devices() -> list[str]:
+    """The host's NVIDIA devices, for tasks that train on a GPU (bwrap's own /dev has none)."""
+    return [arg for dev in sorted(glob.glob("/dev/nvidia*")) for arg in ("--dev-bind", dev, dev)]
+
+
 def _nearest(path: str, mounts: dict[str, tuple[str, ...]]) -> str:
     """The closest proper ancestor of ``path`` that has a mount of its own ("" for none)."""
     parent = os.path.dirname(path)
@@ -207,24 +272,6 @@ def _nearest(path: str, mounts: dict[str, tuple[str, ...]]) -> str:
 
 def _op(path: str, mounts: dict[str, tuple[str, ...]]) -> str:
     return mounts[path][0] if path else ""
-
-
-def _parent_dirs(path: str, mounts: dict[str, tuple[str, ...]], made: set[str]) -> list[str]:
-    """``--dir`` options for the parents of ``path`` that do not exist in the mount they fall in (a
-    tmpfs, a task directory): bwrap would make them readable by root alone."""
-    anchor = _nearest(path, mounts)
-    if _op(anchor, mounts) not in ("--tmpfs", "--bind"):
-        return []  # a host directory, or a host directory bound where it is: the parents exist
-    args: list[str] = []
-    parent, chain = os.path.dirname(path), []
-    while parent != anchor:
-        chain.append(parent)
-        parent = os.path.dirname(parent)
-    for directory in reversed(chain):
-        if directory not in made:
-            made.add(directory)
-            args += ["--perms", "0755", "--dir", directory]
-    return args
 
 
 def _chown_tree(root: Path, uid: int) -> None:

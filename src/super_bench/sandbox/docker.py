@@ -19,12 +19,15 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from super_bench import __version__, demo
-from super_bench.errors import SandboxError
+from super_bench.errors import KernelError, SandboxError
+from super_bench.sandbox import supervisor
 from super_bench.sandbox.base import (
     CommandResult,
+    KernelLaunch,
     KernelProcess,
     PopenKernelProcess,
     Sandbox,
@@ -32,11 +35,19 @@ from super_bench.sandbox.base import (
     file_io,
     git_rewrite_env,
 )
-from super_bench.sandbox.local import MARKER, make_task_dirs, remove_tree
-from super_bench.sandbox.pyenv import COLAB_REQUIREMENTS
+from super_bench.sandbox.kernelenv import BOOT_SCRIPT
+from super_bench.sandbox.local import MARKER, make_task_dir
+from super_bench.sandbox.reaper import remove_container, remove_tree
+from super_bench.sandbox.runtime import KernelRuntime
+from super_bench.sandbox.scratch import runtime_tag
+from super_bench.sandbox.superenv import COLAB_REQUIREMENTS
 
 DEFAULT_IMAGE = f"super-bench-task:{__version__}"
 DOCKERFILE = Path(__file__).resolve().parent / "data" / "Dockerfile"
+# Where the image keeps the kernel's own packages and its boot script (see kernel_boot.py).
+IMAGE_KERNEL_BOOT = "/opt/super-bench/kernel/kernel_boot.py"
+# Where the kernels' sockets directory appears in the container.
+SOCKETS_INSIDE = "/run/super-bench"
 
 # Starts the kernel in a process group of its own (so that interrupts and kills reach what it
 # runs too) and leaves its PID where the harness can kill that group.
@@ -92,6 +103,7 @@ def build_image(engine: str | None = None, tag: str = DEFAULT_IMAGE, requirement
     with tempfile.TemporaryDirectory(prefix="super-bench-image-") as context:
         shutil.copy(DOCKERFILE, Path(context) / "Dockerfile")
         shutil.copy(requirements, Path(context) / "task-requirements.txt")
+        shutil.copy(BOOT_SCRIPT, Path(context) / "kernel_boot.py")
         if subprocess.run([exe, "build", "-t", tag, context]).returncode != 0:
             raise SandboxError(f"building the image {tag} failed (the engine's output is above)")
     return tag
@@ -105,7 +117,7 @@ class DockerSandbox(Sandbox):
         self.id = uuid.uuid4().hex[:12]
         self.container = f"super-bench-{self.label}-{self.id}"
         self._root: Path | None = None
-        self._runtime: Path | None = None
+        self._runtime: KernelRuntime | None = None
         self._engine = ""
         self._host_owns_files = True
         self._kernels: list[KernelProcess] = []
@@ -128,14 +140,20 @@ class DockerSandbox(Sandbox):
     def runtime_dir(self) -> Path:
         if self._runtime is None:
             raise SandboxError("the sandbox is not started")
-        return self._runtime
+        return self._runtime.root
 
     def start(self) -> None:
         if self._root is not None:
             return
         self.check(self.config)
         self._engine = find_engine(self.config.engine)
-        self._root, self._runtime = make_task_dirs(self.config, self.label)
+        # The watchdog learns of each thing before it exists, so a harness killed at any moment leaves nothing.
+        supervisor.register("container", [self._engine, self.container])
+        self._root = make_task_dir(self.config, self.label)
+        if not self.config.keep:
+            supervisor.register("dir", str(self._root))
+        self._runtime = KernelRuntime.create(runtime_tag(self.config.root))
+        supervisor.register("dir", str(self._runtime.root))
         proc = subprocess.run(self._run_command(), capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise SandboxError(f"cannot start the container: {proc.stderr.strip() or proc.stdout.strip()}")
@@ -151,7 +169,7 @@ class DockerSandbox(Sandbox):
     def _run_command(self) -> list[str]:
         config, root = self.config, self.root
         mounts = {f"{root}/content": "/content", f"{root}/home": "/root", f"{root}/tmp": "/tmp"}
-        mounts[str(self.runtime_dir)] = str(self.runtime_dir)
+        mounts[str(self.runtime_dir / "sockets")] = SOCKETS_INSIDE
         read_only = {str(demo.BUNDLES), *config.git_url_rewrites.values()}
         env = {
             "HOME": "/root",
@@ -199,26 +217,37 @@ class DockerSandbox(Sandbox):
         return subprocess.run(args, input=data, capture_output=True, timeout=timeout)
 
     # -- kernel --------------------------------------------------------------------------------
-    def kernel_endpoint(self) -> tuple[str, str]:
-        return "ipc", str(self.runtime_dir / "k")
-
-    def launch_kernel(self, connection_file: Path, extra_args: list[str]) -> KernelProcess:
+    def launch_kernel(self, extra_args: list[str], timeout: float) -> KernelLaunch:
         self._time_left()  # refuses once the wall-time limit has passed
-        pidfile = self.runtime_dir / f"{connection_file.stem}.pid"
+        runtime = self._runtime
+        if runtime is None:
+            raise SandboxError("the sandbox is not started")
+        files = runtime.new_kernel(SOCKETS_INSIDE)
+        pidfile = f"{SOCKETS_INSIDE}/{files.name}.pid"
         # umask 0 lets a harness that is not the container's root connect to the kernel's sockets.
         umask = "-" if self._host_owns_files else "0"
-        kernel = ["python3", "-m", "ipykernel_launcher", "-f", str(connection_file), *extra_args]
-        argv = [self._engine, "exec", "-w", "/content", self.container, "python3", "-c", _LAUNCH, str(pidfile), umask]
-        argv += kernel
-        log_path = self.runtime_dir / "kernel.log"
-        with open(log_path, "ab") as log:
-            popen = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        stop = [self._engine, "exec", self.container, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(str(pidfile))})"]
-        process = _ContainerKernel(popen, log_path, stop)
+        kernel = ["python3", "-S", IMAGE_KERNEL_BOOT, "-f", files.connection_file, *extra_args]
+        argv = [self._engine, "exec", "-w", "/content", self.container, "python3", "-c", _LAUNCH, pidfile, umask]
+        popen = supervisor.spawn(
+            [*argv, *kernel],
+            stdin=subprocess.DEVNULL,
+            stdout=files.log_fd,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        # The pid file is the agent's to change: the kill it names runs inside the container, never here.
+        stop = [self._engine, "exec", self.container, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
+        process = _ContainerKernel(popen, stop, lambda: runtime.forget(files))
         self._kernels.append(process)
-        return process
+        try:
+            connection = runtime.connect_info(files, lambda: process.poll() is None, timeout)
+        except KernelError:
+            process.kill()
+            raise
+        return KernelLaunch(process, connection)
+
+    def kernel_log_tail(self, chars: int = 2000) -> str:
+        return self._runtime.log_tail(chars) if self._runtime is not None else ""
 
     # -- commands and files --------------------------------------------------------------------
     def run(self, command: list[str], timeout: float = 600) -> CommandResult:
@@ -245,11 +274,15 @@ class DockerSandbox(Sandbox):
         if not self._host_owns_files:
             uid, gid = os.getuid(), os.getgid()
             self._exec(["chown", "-R", f"{uid}:{gid}", "/content", "/root", "/tmp"], timeout=300)
-        subprocess.run([self._engine, "rm", "-f", self.container], capture_output=True, timeout=120)
+        remove_container(self._engine, self.container)
+        supervisor.unregister("container", [self._engine, self.container])
         if self._runtime is not None:
-            remove_tree(self._runtime)
+            self._runtime.close()
+            remove_tree(str(self._runtime.root))
+            supervisor.unregister("dir", str(self._runtime.root))
         if not self.config.keep:
-            remove_tree(self._root)
+            remove_tree(str(self._root))
+            supervisor.unregister("dir", str(self._root))
         self._root = self._runtime = None
 
 
@@ -257,8 +290,10 @@ class _ContainerKernel(PopenKernelProcess):
     """A kernel started with ``exec``: killing the client on the host does not kill the kernel,
     so its process group in the container is killed first."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], log_path: Path, stop_command: list[str]) -> None:
-        super().__init__(popen, log_path, wrapped=True)
+    def __init__(
+        self, popen: subprocess.Popen[bytes], stop_command: list[str], on_kill: Callable[[], None] | None = None
+    ) -> None:
+        super().__init__(popen, wrapped=True, on_kill=on_kill)
         self.stop_command = stop_command
 
     def kill(self) -> None:

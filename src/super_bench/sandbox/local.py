@@ -2,16 +2,15 @@
 
 Not isolated: agent code runs as the user, with the user's file permissions and network.
 What it does give: a fresh working directory, HOME and TMPDIR per task, its own Python
-environment, an environment scrubbed of credentials and of the user's configuration, the
-memory and file-size limits, and a stop that kills every process the task started (found by
-a marker variable they all inherit).
+environment (with none of the harness's packages), an environment scrubbed of credentials and
+of the user's configuration, the memory limit (a cgroup of the task's own where one can be made)
+and file-size limit, and a stop that kills every process the task started (found by a marker
+variable they all inherit), also when the harness itself is killed (the watchdog).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import subprocess
 import tempfile
 import uuid
@@ -19,10 +18,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from super_bench import demo
-from super_bench.errors import SandboxError
+from super_bench.errors import KernelError, SandboxError
+from super_bench.sandbox import supervisor
 from super_bench.sandbox.base import (
     CommandResult,
-    KernelProcess,
+    KernelLaunch,
     PopenKernelProcess,
     Sandbox,
     SandboxConfig,
@@ -30,79 +30,50 @@ from super_bench.sandbox.base import (
     rlimit_prefix,
     scrubbed_environ,
 )
-from super_bench.sandbox.pyenv import BasePython, built_base_python, create_task_env
+from super_bench.sandbox.memory import MemoryCgroup, memory_mechanism
+from super_bench.sandbox.pyenv import BasePython, create_task_env
+from super_bench.sandbox.reaper import MARKER, kill_marked, processes_with_marker, remove_tree
+from super_bench.sandbox.runtime import KernelRuntime
+from super_bench.sandbox.scratch import runtime_tag
+from super_bench.sandbox.superenv import task_base
 
-MARKER = "SUPER_BENCH_SANDBOX"
-
-
-def short_runtime_dir() -> Path:
-    """A private directory with a short path: unix socket paths are limited to about 100 bytes."""
-    base = tempfile.gettempdir()
-    if len(base) > 40:
-        base = "/tmp"
-    return Path(tempfile.mkdtemp(prefix="sbk-", dir=base))
+__all__ = ["MARKER", "LocalSandbox", "make_task_dir", "processes_with_marker", "remove_tree"]
 
 
-def processes_with_marker(marker_value: str) -> list[int]:
-    """PIDs of this user's processes whose environment carries ``MARKER=marker_value``."""
-    needle = f"{MARKER}={marker_value}".encode()
-    found: list[int] = []
-    if not os.path.isdir("/proc"):
-        return found
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                if needle in f.read().split(b"\0"):
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def make_task_dirs(config: SandboxConfig, label: str) -> tuple[Path, Path]:
-    """A new task directory (with ``content/``, ``home/`` and ``tmp/``) and a runtime directory."""
+def make_task_dir(config: SandboxConfig, label: str) -> Path:
+    """A new task directory with ``content/``, ``home/`` and ``tmp/``."""
     parent = config.root or Path(tempfile.gettempdir())
     parent.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix=f"super-bench-{label}-", dir=parent))
     for sub in ("content", "home", "tmp"):
         (root / sub).mkdir()
-    return root, short_runtime_dir()
-
-
-def remove_tree(path: Path) -> None:
-    """Remove a directory tree, even one whose directories agent code made unwritable or unreadable."""
-    if not path.is_dir() or path.is_symlink():
-        return
-    path.chmod(0o700)
-    # Top-down: each directory is fixed before os.walk lists it.
-    for dirpath, dirnames, _ in os.walk(path):
-        for name in dirnames:
-            child = os.path.join(dirpath, name)
-            if not os.path.islink(child):
-                os.chmod(child, 0o700)
-    shutil.rmtree(path, ignore_errors=True)
+    return root
 
 
 class LocalSandbox(Sandbox):
     name = "local"
     # Whether the kernel runs under a wrapper that reports its death by signal N as status 128 + N.
     wrapped_kernel: ClassVar[bool] = False
+    # Where the kernels' sockets directory appears to agent code (None: at its host path).
+    sockets_inside: ClassVar[str | None] = None
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
         if not config.network:
             raise SandboxError("the local sandbox cannot cut the network; use --sandbox bwrap or --sandbox docker")
+        if config.memory_limit is not None:
+            memory_mechanism(config.memory_enforcement)
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         super().__init__(config, label)
         self.id = uuid.uuid4().hex[:12]
         self._root: Path | None = None
-        self._runtime: Path | None = None
+        self._runtime: KernelRuntime | None = None
         self._env: dict[str, str] = {}
         self._base: BasePython | None = None
-        self._kernels: list[KernelProcess] = []
+        self._kernels: list[PopenKernelProcess] = []
+        self._cgroup: MemoryCgroup | None = None
+        self._oom_seen = 0
 
     # -- layout ------------------------------------------------------------------------------
     @property
@@ -115,6 +86,11 @@ class LocalSandbox(Sandbox):
         """Where agent code sees a path of the task directory (locally: where it is)."""
         return str(host)
 
+    def shown_at(self, host: str) -> str:
+        """Where agent code sees a directory the harness shares read-only (kernel, base packages; locally:
+        where it is)."""
+        return host
+
     @property
     def workdir(self) -> str:
         return self.inside(self.root / "content")
@@ -123,26 +99,41 @@ class LocalSandbox(Sandbox):
     def runtime_dir(self) -> Path:
         if self._runtime is None:
             raise SandboxError("the sandbox is not started")
-        return self._runtime
+        return self._runtime.root
 
     @property
     def python_dir(self) -> Path:
         """The task's own Python environment (its virtual environment)."""
         return self.root / "python"
 
-    def base_python(self) -> BasePython:
-        """``--task-python``, else the base ``sandbox build`` made, else the harness's own Python."""
-        python = self.config.task_python or built_base_python()
-        return BasePython.current() if python is None else BasePython.from_interpreter(python)
+    @property
+    def base(self) -> BasePython:
+        if self._base is None:
+            raise SandboxError("the sandbox is not started")
+        return self._base
+
+    def _agent_uid(self) -> int | None:
+        """The user id agent code runs as, when it is not the harness's own."""
+        return None
 
     def start(self) -> None:
         if self._root is not None:
             return
         type(self).check(self.config)
-        self._root, self._runtime = make_task_dirs(self.config, self.label)
-        self._base = self.base_python()
-        create_task_env(self.python_dir, self._base, visible_at=self.inside(self.python_dir))
+        # The watchdog learns of each thing before it exists, so a harness killed at any moment leaves nothing.
+        supervisor.register("marker", self.id)
+        self._root = make_task_dir(self.config, self.label)
+        if not self.config.keep:
+            supervisor.register("dir", str(self._root))
+        self._runtime = KernelRuntime.create(runtime_tag(self.config.root), socket_owner=self._agent_uid())
+        supervisor.register("dir", str(self._runtime.root))
+        self._base = task_base(self.config.task_python)
+        site_dirs = [self.shown_at(d) for d in self._base.site_dirs]
+        create_task_env(self.python_dir, self._base, visible_at=self.inside(self.python_dir), site_dirs=site_dirs)
         self._env = self.agent_environ()
+        if self.config.memory_limit is not None and memory_mechanism(self.config.memory_enforcement) != "address-space":
+            self._cgroup = MemoryCgroup(self.label, self.config.memory_limit)
+            supervisor.register("cgroup", str(self._cgroup.path))
         self._start_wall_clock()
 
     def agent_environ(self) -> dict[str, str]:
@@ -167,41 +158,67 @@ class LocalSandbox(Sandbox):
         return env
 
     # -- kernel --------------------------------------------------------------------------------
-    def kernel_endpoint(self) -> tuple[str, str]:
-        return "ipc", str(self.runtime_dir / "k")
+    def _limits(self, *, processes: bool) -> list[str]:
+        address_space = self.config.memory_limit is not None and self._cgroup is None
+        return rlimit_prefix(self.config, processes=processes, address_space=address_space)
 
     def _wrap(self, argv: list[str]) -> list[str]:
         """The host command line that runs ``argv`` in the sandbox, in the work directory.
 
-        Locally only the per-process limits apply; the wall-time limit is enforced between steps
-        (the environment ends the episode and ``stop`` kills what is left).
+        Locally only the per-process limits and the cgroup apply; the wall-time limit is enforced
+        between steps (the environment ends the episode and ``stop`` kills what is left).
         """
-        return [*rlimit_prefix(self.config, processes=False), *argv]
+        return self._in_cgroup([*self._limits(processes=False), *argv])
+
+    def _in_cgroup(self, argv: list[str]) -> list[str]:
+        return argv if self._cgroup is None else self._cgroup.wrap(argv)
 
     def _spawn_options(self) -> dict[str, Any]:
         """Extra ``subprocess`` options for commands started in the sandbox."""
         return {"cwd": self.root / "content"}
 
-    def launch_kernel(self, connection_file: Path, extra_args: list[str]) -> KernelProcess:
-        log_path = self.runtime_dir / "kernel.log"
+    def _kernel_argv(self, connection_file: str, extra_args: list[str]) -> list[str]:
         python = f"{self.inside(self.python_dir)}/bin/python"
-        argv = self._wrap([python, "-m", "ipykernel_launcher", "-f", str(connection_file), *extra_args])
-        with open(log_path, "ab") as log:
-            try:
-                popen = subprocess.Popen(
-                    argv,
-                    env=self._env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    **self._spawn_options(),
-                )
-            except OSError as e:
-                raise SandboxError(f"cannot start the kernel ({argv[0]}): {e}") from e
-        kernel = PopenKernelProcess(popen, log_path, wrapped=self.wrapped_kernel)
+        boot = f"{self.shown_at(str(self.base.kernel_dir))}/kernel_boot.py"
+        # -S: the kernel's machinery is imported before the task's site-packages exist (see kernel_boot).
+        return [python, "-S", boot, "-f", connection_file, *extra_args]
+
+    def launch_kernel(self, extra_args: list[str], timeout: float) -> KernelLaunch:
+        runtime = self._runtime
+        if runtime is None:
+            raise SandboxError("the sandbox is not started")
+        files = runtime.new_kernel(self.sockets_inside or str(runtime.sockets))
+        argv = self._wrap(self._kernel_argv(files.connection_file, extra_args))
+        try:
+            popen = supervisor.spawn(
+                argv,
+                env=self._env,
+                stdin=subprocess.DEVNULL,
+                stdout=files.log_fd,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                **self._spawn_options(),
+            )
+        except OSError as e:
+            raise SandboxError(f"cannot start the kernel ({argv[0]}): {e}") from e
+        kernel = PopenKernelProcess(popen, wrapped=self.wrapped_kernel, on_kill=lambda: runtime.forget(files))
         self._kernels.append(kernel)
-        return kernel
+        try:
+            connection = runtime.connect_info(files, lambda: kernel.poll() is None, timeout)
+        except KernelError:
+            kernel.kill()
+            raise
+        return KernelLaunch(kernel, connection)
+
+    def kernel_log_tail(self, chars: int = 2000) -> str:
+        return self._runtime.log_tail(chars) if self._runtime is not None else ""
+
+    def out_of_memory(self) -> bool:
+        if self._cgroup is None:
+            return False
+        count = self._cgroup.oom_kills()
+        seen, self._oom_seen = self._oom_seen, count
+        return count > seen
 
     # -- commands and files --------------------------------------------------------------------
     def run(self, command: list[str], timeout: float = 600) -> CommandResult:
@@ -239,22 +256,24 @@ class LocalSandbox(Sandbox):
         for kernel in self._kernels:
             kernel.kill()
         self._kernels.clear()
-        # Daemons the agent started with setsid/nohup left the kernel's process group but still
-        # carry the marker; a few passes catch processes forked while we were killing.
-        for _ in range(3):
-            pids = processes_with_marker(self.id)
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+        # Daemons the agent started with setsid/nohup left the kernel's process group but still carry the marker.
+        kill_marked(self.id)
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            supervisor.unregister("cgroup", str(self._cgroup.path))
+            self._cgroup = None
         if self._runtime is not None:
-            remove_tree(self._runtime)
-        if not self.config.keep:
-            remove_tree(self._root)
+            self._runtime.close()
+            remove_tree(str(self._runtime.root))
+            supervisor.unregister("dir", str(self._runtime.root))
+        self._finish_task_dir()
+        supervisor.unregister("marker", self.id)
         self._root = self._runtime = None
+
+    def _finish_task_dir(self) -> None:
+        if not self.config.keep:
+            remove_tree(str(self.root))
+            supervisor.unregister("dir", str(self.root))
 
 
 def _text(data: str | bytes | None) -> str:

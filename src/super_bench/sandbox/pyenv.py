@@ -1,38 +1,52 @@
-"""The task's own Python environment, layered over a base one.
+"""The task's own Python environment: a virtual environment layered over a base that holds no harness.
 
-Each task gets a virtual environment whose ``site-packages`` comes first on ``sys.path``,
-followed by the base environment's (``--task-python``'s, the one ``super-bench sandbox build``
-made, or the harness's). The kernel, ``!pip``, ``%pip`` and ``!python`` all resolve to the task
-environment, so whatever the agent installs, upgrades or breaks stays in the task directory: the
-harness and the shared base are never written to (pip refuses to uninstall anything outside the
-environment).
+Each task gets a virtual environment of its own whose ``site-packages`` comes first on
+``sys.path``, followed by the base's package directories. The base is one of:
+
+- ``default``: the harness's interpreter with only its standard library, plus a copy of pip,
+  setuptools and numpy (made once from the harness's own, so it works offline);
+- ``built``: SUPER's environment, which ``super-bench sandbox build`` makes (see ``superenv``);
+- ``custom``: an interpreter given with ``--task-python``, with its packages.
+
+The harness's own packages (super-bench, pydantic, openai, ...) are never among them, and the
+kernel's machinery comes from a separate kernel environment (``kernelenv``). The kernel, ``!pip``,
+``%pip`` and ``!python`` all resolve to the task environment, so whatever the agent installs,
+upgrades or breaks stays in the task directory (pip refuses to uninstall anything outside it).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import functools
+import hashlib
 import json
 import os
 import shutil
-import site
 import subprocess
 import sys
+import tempfile
 import venv
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox.cache import cache_dir
+from super_bench.sandbox.kernelenv import copy_distributions, distribution_closure, kernel_env, readable_by_all
+
+BaseKind = Literal["default", "built", "custom"]
 
 _PROBE = """
-import importlib.util, json, os, site, sys
+import json, os, site, sys, sysconfig
 print(json.dumps({
-    "executable": sys.executable,
-    "version": f"{sys.version_info[0]}.{sys.version_info[1]}",
+    "interpreter": os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
+    "version": "%d.%d" % sys.version_info[:2],
+    "full_version": "%d.%d.%d" % sys.version_info[:3],
     "site_dirs": [p for p in site.getsitepackages() if p],
-    "paths": [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
-    + [p for p in sys.path[1:] if os.path.isdir(p)],
-    "has_pip": importlib.util.find_spec("pip") is not None,
-    "has_ipykernel": importlib.util.find_spec("ipykernel") is not None,
+    "global_site_dirs": [p for p in site.getsitepackages([sys.base_prefix, sys.base_exec_prefix]) if p]
+    + [site.getusersitepackages()],
+    "system": [sys.base_prefix, sys.base_exec_prefix, sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")],
+    "paths": [sys.prefix, sys.exec_prefix] + [p for p in sys.path[1:] if os.path.isdir(p)],
 }))
 """
 
@@ -42,58 +56,125 @@ from pip._internal.cli.main import main
 sys.exit(main())
 """
 
+# What the default base gives a task besides the standard library: pip to install the rest, and
+# numpy, which nearly every research repository (and the bundled demo tasks) needs.
+DEFAULT_PACKAGES = ("pip", "setuptools", "wheel", "numpy")
+
 
 @dataclass(frozen=True)
 class BasePython:
-    """An interpreter and the site directories a task environment inherits from it."""
+    """An interpreter and the package directories a task environment is layered over."""
 
-    executable: str
-    version: str
-    site_dirs: tuple[str, ...]
-    has_pip: bool
-    # Directories the interpreter reads (prefixes, the standard library, site directories and
-    # what their .pth files add): an isolating sandbox must keep them visible, read-only.
+    interpreter: str  # the real interpreter task environments are made from
+    version: str  # "3.11"
+    full_version: str  # "3.11.7"
+    site_dirs: tuple[str, ...]  # package directories under the task's own, in order
+    kind: BaseKind
+    # Directories the interpreter reads (prefixes, the standard library): an isolating sandbox shows
+    # them read-only, minus ``hidden``, the interpreter's own site directories the base does not use.
     paths: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    # Where it came from: the interpreter given, or the default packages' directory.
+    origin: str = ""
 
-    @classmethod
-    def current(cls) -> BasePython:
-        """The harness's own interpreter and packages (ipykernel is a dependency of super-bench)."""
-        site_dirs = tuple(p for p in site.getsitepackages() if p)
-        return cls(
-            executable=sys.executable,
-            version=f"{sys.version_info[0]}.{sys.version_info[1]}",
-            site_dirs=site_dirs,
-            has_pip=importlib.util.find_spec("pip") is not None,
-            paths=_real_dirs([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site_dirs]),
+    @property
+    def kernel_dir(self) -> Path:
+        """The kernel's own packages for this interpreter (built on first use)."""
+        return kernel_env(self.interpreter, self.version)
+
+
+def _probe(python: str) -> dict[str, object]:
+    try:
+        proc = subprocess.run(
+            [python, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            # What the interpreter reads by itself, not what this process was told to add.
+            env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
         )
+        info: dict[str, object] = json.loads(proc.stdout)
+    except subprocess.CalledProcessError as e:
+        detail = (e.stderr or e.stdout or "").strip().splitlines()
+        why = detail[-1] if detail else f"it exited with status {e.returncode}"
+        raise SandboxError(f"cannot use {python} as the task Python: {why}") from e
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
+        raise SandboxError(f"cannot use {python} as the task Python: {e}") from e
+    return info
 
-    @classmethod
-    def from_interpreter(cls, python: Path, *, require_kernel: bool = True) -> BasePython:
-        """Another interpreter (``--task-python``, or a base built by ``sandbox build``)."""
+
+def _strings(info: dict[str, object], key: str) -> list[str]:
+    value = info[key]
+    assert isinstance(value, list)
+    return [str(v) for v in value]
+
+
+def from_interpreter(python: Path | str, kind: BaseKind = "custom") -> BasePython:
+    """A base made of an interpreter's own packages (``--task-python``, or the environment ``sandbox build`` made)."""
+    info = _probe(str(python))
+    site_dirs = tuple(_strings(info, "site_dirs"))
+    global_dirs = [p for p in _strings(info, "global_site_dirs") if p not in site_dirs]
+    # The built base is known: its interpreter, and its package directory (shown elsewhere, see site_dirs).
+    # An interpreter of the user's own may rely on anything on its path (an editable install's sources).
+    extra = [] if kind == "built" else [p for p in _strings(info, "paths") if p not in site_dirs]
+    return BasePython(
+        interpreter=str(info["interpreter"]),
+        version=str(info["version"]),
+        full_version=str(info["full_version"]),
+        site_dirs=site_dirs,
+        kind=kind,
+        paths=_real_dirs(_strings(info, "system") + extra),
+        hidden=_real_dirs(global_dirs),
+        origin=str(python),
+    )
+
+
+@functools.cache
+def default_base() -> BasePython:
+    """The harness's interpreter, its standard library only, plus a copy of ``DEFAULT_PACKAGES``."""
+    info = _probe(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
+    version = str(info["version"])
+    packages = _default_packages(version)
+    return BasePython(
+        interpreter=str(info["interpreter"]),
+        version=version,
+        full_version=str(info["full_version"]),
+        site_dirs=(str(packages),),
+        kind="default",
+        paths=_real_dirs(_strings(info, "system")),
+        hidden=_real_dirs(_strings(info, "global_site_dirs") + _strings(info, "site_dirs")),
+        origin=str(packages),
+    )
+
+
+def _default_packages(version: str) -> Path:
+    """A directory with copies of the harness's own pip, setuptools and numpy (made once)."""
+    dists = []
+    for name in DEFAULT_PACKAGES:
         try:
-            proc = subprocess.run(
-                [str(python), "-c", _PROBE],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=True,
-                # What the interpreter reads by itself, not what this process was told to add.
-                env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
-            )
-            info = json.loads(proc.stdout)
-        except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
-            raise SandboxError(f"cannot use {python} as the task Python: {e}") from e
-        if require_kernel and not info["has_ipykernel"]:
-            raise SandboxError(
-                f"the task Python {python} has no ipykernel; install it with: {python} -m pip install ipykernel"
-            )
-        return cls(
-            info["executable"],
-            info["version"],
-            tuple(info["site_dirs"]),
-            info["has_pip"],
-            _real_dirs(info["paths"]),
-        )
+            dists += distribution_closure([name])
+        except SandboxError:
+            continue  # setuptools and wheel are welcome, not needed
+    names = sorted({f"{d.metadata['Name']}=={d.version}" for d in dists})
+    digest = hashlib.sha256(json.dumps([version, names]).encode()).hexdigest()[:16]
+    target = cache_dir() / "task-packages" / f"py{version}-{digest}"
+    if (target / ".complete").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        copy_distributions(list({d.metadata["Name"]: d for d in dists}.values()), building)
+        (building / ".complete").write_text(json.dumps(names) + "\n")
+        readable_by_all(building)
+        try:
+            os.rename(building, target)
+        except OSError:
+            if not (target / ".complete").is_file():
+                raise
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return target
 
 
 def _real_dirs(paths: list[str]) -> tuple[str, ...]:
@@ -105,32 +186,30 @@ def _real_dirs(paths: list[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def create_task_env(target: Path, base: BasePython, visible_at: str | None = None) -> Path:
+def create_task_env(
+    target: Path, base: BasePython, visible_at: str | None = None, site_dirs: list[str] | None = None
+) -> Path:
     """Create the layered environment at ``target``; returns its ``bin`` directory.
 
     ``visible_at``: where agent code will see the environment, if not at ``target`` (a sandbox
-    that mounts it elsewhere); the ``pip`` commands are written for that path.
+    that mounts it elsewhere); the ``pip`` commands are written for that path. ``site_dirs``: the
+    base's package directories as agent code sees them (default: where they are).
     """
     try:
-        if base.executable == sys.executable:
-            venv.EnvBuilder(with_pip=not base.has_pip, symlinks=True).create(target)
+        if os.path.realpath(getattr(sys, "_base_executable", sys.executable)) == base.interpreter:
+            venv.EnvBuilder(symlinks=True).create(target)  # in this process: some 50 ms less per task
         else:
-            args = [base.executable, "-m", "venv", "--symlinks", str(target)]
-            subprocess.run(
-                args if not base.has_pip else [*args, "--without-pip"],
-                check=True,
-                timeout=300,
-                capture_output=True,
-            )
+            command = [base.interpreter, "-m", "venv", "--without-pip", "--symlinks", str(target)]
+            subprocess.run(command, check=True, timeout=300, capture_output=True)
     except (OSError, subprocess.SubprocessError) as e:
         raise SandboxError(f"cannot create the task's Python environment in {target}: {e}") from e
     bin_dir = target / "bin"
     site_packages = target / "lib" / f"python{base.version}" / "site-packages"
     # A .pth line that starts with "import" is executed; addsitedir (unlike a bare path line)
     # also processes the base's own .pth files, which editable installs and namespace packages need.
-    lines = [f"import site; site.addsitedir({d!r})" for d in base.site_dirs]
+    lines = [f"import site; site.addsitedir({d!r})" for d in (base.site_dirs if site_dirs is None else site_dirs)]
     (site_packages / "_super_bench_base.pth").write_text("\n".join(lines) + "\n")
-    # pip's own scripts (when the venv got a pip of its own) name ``target``; these work wherever it is seen.
+    # pip lives in the base; these commands run it with the task's interpreter, wherever that is seen.
     for name in ("pip", "pip3", f"pip{base.version}"):
         shim = bin_dir / name
         shim.write_text(_PIP_SHIM.format(python=f"{visible_at or target}/bin/python"))
@@ -138,50 +217,9 @@ def create_task_env(target: Path, base: BasePython, visible_at: str | None = Non
     return bin_dir
 
 
-# -- the shared base environment (``super-bench sandbox build``) --------------------------------
-COLAB_REQUIREMENTS = Path(__file__).resolve().parent / "data" / "task-requirements.txt"
-_BUILT_MARKER = "super-bench-base.json"
+def packages_of(directories: Sequence[str]) -> dict[str, str]:
+    """The distributions in package directories, by name, like ``pip freeze``."""
+    from importlib import metadata
 
-
-def base_env_dir() -> Path:
-    """Where the base environment goes: ``$SUPER_BENCH_BASE_ENV``, else the user's cache directory."""
-    if os.environ.get("SUPER_BENCH_BASE_ENV"):
-        return Path(os.environ["SUPER_BENCH_BASE_ENV"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "super-bench" / "base-env"
-
-
-def built_base_python() -> Path | None:
-    """The interpreter of the base environment ``sandbox build`` made, if it finished."""
-    target = base_env_dir()
-    return target / "bin" / "python" if (target / _BUILT_MARKER).is_file() else None
-
-
-def build_base_env(
-    python: Path | None = None,
-    requirements: Path = COLAB_REQUIREMENTS,
-    pip_args: tuple[str, ...] = (),
-    target: Path | None = None,
-) -> Path:
-    """Build the base environment task environments are layered over; returns its interpreter.
-
-    The base is itself layered over ``python`` (default: the harness's own), so ipykernel is
-    there even when the requirements do not list it; what the requirements install comes first.
-    Output of pip goes to this process's stdout and stderr.
-    """
-    target = target or base_env_dir()
-    base = BasePython.current() if python is None else BasePython.from_interpreter(python, require_kernel=False)
-    # Paths inside a virtual environment are absolute, so it is built in place; the marker,
-    # written last, says the build finished.
-    shutil.rmtree(target, ignore_errors=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    interpreter = create_task_env(target, base) / "python"
-    command = [str(interpreter), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(requirements)]
-    if subprocess.run([*command, *pip_args]).returncode != 0:
-        raise SandboxError(f"installing {requirements} into {target} failed (pip's output is above)")
-    check = subprocess.run([str(interpreter), "-c", "import ipykernel"], capture_output=True, text=True)
-    if check.returncode != 0:
-        raise SandboxError(f"the base environment in {target} cannot import ipykernel; add it to {requirements}")
-    (target / _BUILT_MARKER).write_text(
-        json.dumps({"python": base.executable, "version": base.version, "requirements": str(requirements)}) + "\n"
-    )
-    return interpreter
+    found = {d.metadata["Name"]: d.version for d in metadata.distributions(path=list(directories))}
+    return dict(sorted(((k, v) for k, v in found.items() if k), key=lambda kv: kv[0].lower()))

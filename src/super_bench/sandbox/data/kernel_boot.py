@@ -1,0 +1,141 @@
+"""Starts a notebook kernel whose machinery is kept apart from the packages of the task it serves.
+
+Run as ``python -S kernel_boot.py -f CONNECTION_FILE [ipykernel options]`` with the task's own
+interpreter. The kernel's packages (ipykernel, IPython, traitlets, tornado, pyzmq, ...) come from
+the ``packages`` directory beside this file and are all imported before the task's site-packages
+are even on ``sys.path``, so nothing the agent installed can break the kernel.
+
+Then the task's site-packages are added. Where the task has a copy of a package the kernel uses
+(the agent pinned an old traitlets, say), both live on: ``sys.modules`` keeps the kernel's, which
+the kernel's code keeps using however it imports, and an ``__import__`` hook gives code outside
+the kernel's packages (notebook cells, the task's own modules) the task's copy, kept in a table
+of its own. So whatever the agent installs (any typing_extensions, traitlets, tornado, pyzmq,
+even ipykernel), the kernel restarts, and user code sees the versions the agent installed.
+Where the task has no copy, the kernel's is shared (IPython for ``display``, matplotlib-inline).
+
+This file is standalone on purpose: it runs in the task's interpreter, where the harness's own
+packages are not installed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+import threading
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGES = os.path.join(HERE, "packages")
+_PREFIX = PACKAGES + os.sep
+
+# Top-level names of the kernel's packages that the task has a copy of, and the task's modules
+# of those packages, which are kept out of sys.modules.
+_shadowed: set[str] = set()
+_task_modules: dict[str, Any] = {}
+# Held while sys.modules holds the task's modules of a package instead of the kernel's.
+_lock = threading.RLock()
+_import = builtins.__import__
+
+
+def _from_kernel(importer: dict[str, Any]) -> bool:
+    origin = importer.get("__file__")
+    return isinstance(origin, str) and origin.startswith(_PREFIX)
+
+
+def _routed_import(
+    name: str,
+    globals: dict[str, Any] | None = None,  # the names builtins.__import__ gives them
+    locals: Any = None,
+    fromlist: Any = (),
+    level: int = 0,
+) -> Any:
+    __tracebackhide__ = True  # IPython leaves this frame out of the tracebacks it shows
+    package = str((globals or {}).get("__package__") or "")
+    absolute = name if level == 0 else _resolve(name, package, level)
+    top = absolute.partition(".")[0]
+    if top not in _shadowed:
+        return _import(name, globals, locals, fromlist, level)
+    # Imports by name (traitlets' import_item, pickle) pass no globals: the caller's frame tells.
+    importer = globals if globals is not None else sys._getframe(1).f_globals
+    if _from_kernel(importer):
+        with _lock:  # not while another thread has the task's modules in place
+            return _import(name, globals, locals, fromlist, level)
+    module = _task_modules.get(absolute)
+    if module is not None and "*" not in (fromlist or ()) and all(hasattr(module, n) for n in fromlist or ()):
+        return module if fromlist else _task_modules[top]
+    return _import_for_task(top, name, globals, locals, fromlist, level)
+
+
+def _resolve(name: str, package: str, level: int) -> str:
+    base = package.rsplit(".", level - 1)[0] if level > 1 else package
+    return f"{base}.{name}" if name else base
+
+
+def _import_for_task(top: str, name: str, globals_: Any, locals_: Any, fromlist: Any, level: int) -> Any:
+    """Import with the task's modules of ``top`` in sys.modules, and the kernel's set aside meanwhile."""
+    __tracebackhide__ = True
+
+    def of_top(key: str) -> bool:
+        return key == top or key.startswith(top + ".")
+
+    with _lock:
+        kernels = {key: sys.modules.pop(key) for key in [k for k in sys.modules if of_top(k)]}
+        sys.modules.update({key: module for key, module in _task_modules.items() if of_top(key)})
+        try:
+            return _import(name, globals_, locals_, fromlist, level)
+        finally:
+            for key in [k for k in sys.modules if of_top(k)]:
+                _task_modules[key] = sys.modules.pop(key)
+            sys.modules.update(kernels)
+
+
+def _on_path(path: list[str], top: str) -> bool:
+    from importlib.machinery import PathFinder
+
+    try:
+        return PathFinder.find_spec(top, path) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def split_from_task() -> None:
+    """Put the task's site-packages on sys.path; route imports of what the task has a copy of."""
+    import site
+
+    site.main()  # the task environment's site-packages, and the .pth files in them
+    sys.path.remove(PACKAGES)
+    # IPython puts the working directory after the standard library, before the site-packages.
+    if "" in sys.path:
+        sys.path.remove("")
+        sites = [i for i, p in enumerate(sys.path) if os.path.basename(p) in ("site-packages", "dist-packages")]
+        sys.path.insert(sites[0] if sites else 0, "")
+    task_path = [p for p in sys.path if p]
+    # What the task lacks still comes from the kernel's packages (IPython for display(), matplotlib-inline).
+    sys.path.append(PACKAGES)
+    ours = {key.partition(".")[0] for key, m in list(sys.modules.items()) if _file(m).startswith(_PREFIX)}
+    _shadowed.update(top for top in ours if _on_path(task_path, top))
+    if _shadowed:  # else imports stay exactly as Python does them
+        builtins.__import__ = _routed_import  # type: ignore[assignment]  # one more keyword-compatible signature
+
+
+def _file(module: Any) -> str:
+    origin = getattr(module, "__file__", None)
+    return origin if isinstance(origin, str) else ""
+
+
+def main() -> None:
+    sys.path[0] = PACKAGES  # this directory itself holds nothing to import
+    from ipykernel.kernelapp import IPKernelApp
+
+    class KernelApp(IPKernelApp):
+        def init_extensions(self) -> None:
+            # The shell exists; extensions and start-up code are the first that may be the task's.
+            split_from_task()
+            super().init_extensions()  # type: ignore[no-untyped-call]
+
+    KernelApp.launch_instance()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""The kernel's own packages, kept apart from the task's: built once per Python version, shared read-only.
+
+A kernel environment is a directory with ``kernel_boot.py`` (see its docstring for how the
+kernel's modules and the task's are kept apart at run time) and ``packages/``, which holds
+ipykernel and everything it needs. For the harness's own Python version the packages are copied
+from the harness's installed distributions, so this works offline; for another version they are
+installed with pip. Built into a temporary directory and renamed into place, so concurrent
+builders never see half of one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from super_bench.errors import SandboxError
+from super_bench.sandbox.cache import cache_dir
+
+BOOT_SCRIPT = Path(__file__).resolve().parent / "data" / "kernel_boot.py"
+_KERNEL_REQUIREMENT = "ipykernel"
+# Bumped when the layout of a kernel environment changes, so old builds are not reused.
+_LAYOUT = 1
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def distribution_closure(roots: list[str]) -> list[metadata.Distribution]:
+    """The installed distributions ``roots`` need, themselves included (extras and markers as pip would
+    see them here, with no extra)."""
+    found: dict[str, metadata.Distribution] = {}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if _key(name) in found:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError as e:
+            raise SandboxError(f"the harness's own {name} is not installed, so the kernel cannot be built: {e}") from e
+        found[_key(name)] = dist
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return sorted(found.values(), key=lambda d: _key(d.metadata["Name"]))
+
+
+def copy_distributions(dists: list[metadata.Distribution], target: Path) -> None:
+    """Copy the files of installed distributions (those of their records that lie in site-packages)."""
+    for dist in dists:
+        files = dist.files
+        if files is None:
+            raise SandboxError(f"{dist.metadata['Name']} was installed without a record of its files; reinstall it")
+        for file in files:
+            if file.parts and file.parts[0] == "..":
+                continue  # console scripts and data outside site-packages
+            source = Path(str(dist.locate_file(file)))
+            if not source.is_file():
+                continue  # a record may list byte code that was never written
+            destination = target / file
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+
+
+def _same_version(version: str) -> bool:
+    return version == f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def kernel_env(python: str, version: str) -> Path:
+    """The kernel environment for interpreters of ``version`` (``3.11``); built on first use.
+
+    ``python`` is an interpreter of that version, used by pip when the packages cannot be copied
+    from the harness's own (another Python version).
+    """
+    boot = BOOT_SCRIPT.read_bytes()
+    if _same_version(version):
+        dists = distribution_closure([_KERNEL_REQUIREMENT])
+        manifest = [f"{d.metadata['Name']}=={d.version}" for d in dists]
+    else:
+        dists, manifest = [], [f"pip:{_KERNEL_REQUIREMENT}"]
+    digest = hashlib.sha256(json.dumps([_LAYOUT, version, manifest, boot.hex()]).encode()).hexdigest()[:16]
+    target = cache_dir() / "kernels" / f"py{version}-{digest}"
+    if (target / "kernel_boot.py").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        packages = building / "packages"
+        packages.mkdir()
+        if dists:
+            copy_distributions(dists, packages)
+        else:
+            _pip_install_target(python, version, packages)
+        (building / "kernel_boot.py").write_bytes(boot)
+        # Shared by the tasks of every user id a sandbox runs agent code as.
+        readable_by_all(building)
+        try:
+            os.rename(building, target)
+        except OSError:
+            if not (target / "kernel_boot.py").is_file():
+                raise
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return target
+
+
+def _pip_install_target(python: str, version: str, target: Path) -> None:
+    """Install ipykernel for another Python version: with that Python's own pip, else with ours for its version."""
+    has_pip = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, timeout=120).returncode == 0
+    prefix = [python, "-m", "pip"] if has_pip else [sys.executable, "-m", "pip"]
+    options = [] if has_pip else ["--python-version", version, "--only-binary=:all:"]
+    command = [*prefix, "install", "--disable-pip-version-check", "--no-warn-script-location", "--quiet"]
+    command += [*options, "--target", str(target), _KERNEL_REQUIREMENT]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
+        raise SandboxError(
+            f"cannot install the kernel's packages for Python {version} (pip install --target ... ipykernel "
+            f"needs the package index): {' / '.join(detail)}"
+        )
+
+
+def readable_by_all(root: Path) -> None:
+    """Give a tree the modes that let any user read it and only its owner change it."""
+    for dirpath, _, filenames in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            os.chmod(path, 0o755 if os.stat(path).st_mode & 0o100 else 0o644)

@@ -1,0 +1,241 @@
+"""Which base a task environment is layered over, and SUPER's own environment, which ``sandbox build`` makes."""
+
+from __future__ import annotations
+
+import functools
+import glob
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from super_bench.errors import SandboxError
+from super_bench.sandbox.cache import cache_dir
+from super_bench.sandbox.kernelenv import kernel_env
+from super_bench.sandbox.pyenv import BasePython, default_base, from_interpreter
+
+COLAB_REQUIREMENTS = Path(__file__).resolve().parent / "data" / "task-requirements.txt"
+BUILT_MARKER = "super-bench-base.json"
+
+
+def base_env_dir() -> Path:
+    """Where ``sandbox build`` puts SUPER's environment: ``$SUPER_BENCH_BASE_ENV``, else in the cache directory."""
+    if os.environ.get("SUPER_BENCH_BASE_ENV"):
+        return Path(os.environ["SUPER_BENCH_BASE_ENV"])
+    return cache_dir() / "base-env"
+
+
+def built_record() -> BaseEnvRecord | None:
+    """What ``sandbox build`` recorded of the environment it made, if it finished."""
+    try:
+        return BaseEnvRecord.model_validate_json((base_env_dir() / BUILT_MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def task_base(task_python: Path | None = None) -> BasePython:
+    """``--task-python``, else the environment ``sandbox build`` made, else the default base."""
+    if task_python is not None:
+        return _interpreter_base(str(task_python), "custom")
+    if built_record() is not None:
+        return _interpreter_base(str(base_env_dir() / "bin" / "python"), "built")
+    return default_base()
+
+
+@functools.cache
+def _interpreter_base(python: str, kind: str) -> BasePython:
+    return from_interpreter(python, "built" if kind == "built" else "custom")
+
+
+# -- building it (``super-bench sandbox build``) ------------------------------------------------------
+PAPER_PYTHON = "3.10"
+_NEAREST = ("3.10", "3.11", "3.9", "3.12", "3.8", "3.13")
+
+
+def find_python(requested: str | None) -> str:
+    """The interpreter to build from: ``requested`` (a path or a command on PATH), else SUPER's Python 3.10
+    where there is one (on PATH or installed by pyenv), else the closest version found, else this one."""
+    if requested is not None:
+        found = shutil.which(requested) if os.sep not in requested else requested
+        if found is None or not _works(found):
+            raise SandboxError(
+                f"--python {requested}: no working interpreter by that name (give a path or a command on PATH)"
+            )
+        return found
+    for version in _NEAREST:
+        for candidate in [shutil.which(f"python{version}"), *_pyenv_pythons(version)]:
+            if candidate and _works(candidate):
+                return candidate
+    return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+
+
+def _works(python: str) -> bool:
+    try:
+        return subprocess.run([python, "-c", "import venv"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _pyenv_pythons(version: str) -> list[str]:
+    """Interpreters of ``version`` that pyenv installed but does not put on PATH (its shims only run the active one)."""
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    return sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")), reverse=True)
+
+
+class BaseEnvRecord(BaseModel):
+    """What ``sandbox build`` made, written beside the environment when it finished."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    python: str = Field(description="The interpreter the environment was made from")
+    version: str = Field(description="Its version, e.g. 3.10.13")
+    paper_python: str = PAPER_PYTHON
+    requirements: str
+    installed: dict[str, str] = Field(default_factory=dict, description="Every distribution in it, by name")
+    skipped: dict[str, str] = Field(default_factory=dict, description="Entries that could not be had, with why")
+    notes: list[str] = Field(default_factory=list)
+    built_at: datetime
+
+
+def build_base_env(
+    python: str | None = None,
+    requirements: Path = COLAB_REQUIREMENTS,
+    pip_args: tuple[str, ...] = (),
+    target: Path | None = None,
+    echo: Callable[[str], None] = print,
+) -> BaseEnvRecord:
+    """Build the base environment task environments are layered over (pip's output goes to this process's own)."""
+    interpreter = find_python(python)
+    target = target or base_env_dir()
+    notes: list[str] = []
+    version = _full_version(interpreter)
+    if not version.startswith(PAPER_PYTHON + "."):
+        notes.append(f"Python {version}, not {PAPER_PYTHON} as in the paper's environment (none was found here)")
+    echo(f"Building SUPER's task environment in {target} from {interpreter} (Python {version}) ...")
+    # Paths inside a virtual environment are absolute, so it is built in place; the record, written
+    # last, says the build finished.
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if subprocess.run([interpreter, "-m", "venv", "--symlinks", str(target)]).returncode != 0:
+        raise SandboxError(f"cannot create a virtual environment in {target} with {interpreter}")
+    env_python = str(target / "bin" / "python")
+    options, entries = _read_requirements(requirements)
+    options = _reachable_indexes(options, notes, echo)
+    skipped: dict[str, str] = {}
+    if _pip(env_python, [*options, *entries, *pip_args]) != 0:
+        echo("Installing every entry at once failed; looking for the entries that cannot be had ...")
+        for entry in entries:
+            problem = _unavailable(env_python, entry, [*options, *pip_args])
+            if problem is not None:
+                skipped[entry] = problem
+                echo(f"  skipped {entry}: {problem}")
+        remaining = [e for e in entries if e not in skipped]
+        if not skipped or _pip(env_python, [*options, *remaining, *pip_args]) != 0:
+            raise SandboxError(f"installing {requirements} into {target} failed (pip's output is above)")
+    kernel_env(env_python, ".".join(version.split(".")[:2]))
+    record = BaseEnvRecord(
+        python=interpreter,
+        version=version,
+        requirements=str(requirements),
+        installed=_installed(env_python),
+        skipped=skipped,
+        notes=notes,
+        built_at=datetime.now(timezone.utc),
+    )
+    (target / BUILT_MARKER).write_text(record.model_dump_json(indent=2) + "\n")
+    return record
+
+
+def _full_version(python: str) -> str:
+    proc = subprocess.run(
+        [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"], capture_output=True, text=True
+    )
+    return proc.stdout.strip()
+
+
+def _read_requirements(path: Path) -> tuple[list[str], list[str]]:
+    """(pip options, requirement entries) of a requirements file; comments and blank lines dropped."""
+    options, entries = [], []
+    for raw in path.read_text().splitlines():
+        line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not line:
+            continue
+        if line.startswith("-"):
+            options += shlex.split(line)
+        else:
+            entries.append(line)
+    return options, entries
+
+
+def _reachable_indexes(options: list[str], notes: list[str], echo: Callable[[str], None]) -> list[str]:
+    """``options`` without the index URLs that do not answer (pip would retry each for minutes)."""
+    kept: list[str] = []
+    pending: str | None = None
+    for option in options:
+        if pending is not None:
+            flag, pending = pending, None
+            if _answers(option):
+                kept += [flag, option]
+            else:
+                note = f"the package index {option} is unreachable: its packages come from PyPI instead"
+                if "pytorch.org" in option:
+                    note += " (torch: PyPI's build of the same version, which carries CUDA libraries)"
+                notes.append(note)
+                echo(note)
+            continue
+        flag, eq, value = option.partition("=")
+        if flag in ("--extra-index-url", "--index-url", "-i", "--find-links", "-f"):
+            if eq:
+                kept += _reachable_indexes([flag, value], notes, echo)
+            else:
+                pending = flag
+            continue
+        kept.append(option)
+    return kept
+
+
+def _answers(url: str) -> bool:
+    if not url.startswith(("http://", "https://")):
+        return True
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=15):
+            return True
+    except urllib.error.HTTPError:
+        return True  # it answered
+    except (OSError, ValueError):
+        return False
+
+
+def _pip(python: str, args: list[str]) -> int:
+    command = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location", *args]
+    return subprocess.run(command).returncode
+
+
+def _unavailable(python: str, entry: str, options: list[str]) -> str | None:
+    """Why pip cannot find ``entry`` (its last line of complaint), or None when it can (metadata only)."""
+    command = [python, "-m", "pip", "install", "--dry-run", "--no-deps", "--disable-pip-version-check", "--quiet"]
+    command += ["--retries", "1", "--timeout", "30", *options, entry]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode == 0:
+        return None
+    lines = [line.strip() for line in proc.stderr.splitlines() if line.strip().startswith("ERROR")]
+    return lines[-1].removeprefix("ERROR: ") if lines else f"pip exited with status {proc.returncode}"
+
+
+def _installed(python: str) -> dict[str, str]:
+    code = "import importlib.metadata as m, json; print(json.dumps({d.name: d.version for d in m.distributions()}))"
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    try:
+        found: dict[str, str] = json.loads(proc.stdout)
+    except ValueError:
+        return {}
+    return dict(sorted(found.items(), key=lambda kv: kv[0].lower()))

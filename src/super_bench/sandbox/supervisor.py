@@ -1,0 +1,111 @@
+"""Nothing a sandbox starts outlives the harness, and nothing dies with the thread that started it.
+
+- ``spawn`` starts long-lived sandbox processes (kernels, containers) from one thread that lives
+  as long as the harness process. A parent-death signal (bubblewrap's ``--die-with-parent``) is
+  tied to the thread that forked the child, so a kernel started from a worker thread (a server's,
+  Inspect's, Ray's) would otherwise be killed when that thread retires, minutes later.
+- the watchdog: a small process of its own session, started on first use, reading a pipe whose
+  only writer is the harness. Sandboxes register what they create (process groups, marker
+  values, cgroups, containers, directories) and unregister it when they stop. When the harness
+  dies, however it dies (SIGKILL included), the pipe closes, and the watchdog kills and removes
+  whatever is still registered.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Literal
+
+Kind = Literal["pgid", "marker", "cgroup", "container", "dir"]
+
+
+class _Spawner:
+    def __init__(self) -> None:
+        self._requests: queue.Queue[tuple[Future[subprocess.Popen[bytes]], list[str], dict[str, Any]]] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def spawn(self, argv: list[str], **options: Any) -> subprocess.Popen[bytes]:
+        if threading.current_thread() is self._thread:
+            return subprocess.Popen(argv, **options)
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="super-bench-spawner", daemon=True)
+                self._thread.start()
+        future: Future[subprocess.Popen[bytes]] = Future()
+        self._requests.put((future, argv, options))
+        return future.result()
+
+    def _serve(self) -> None:
+        while True:
+            future, argv, options = self._requests.get()
+            try:
+                future.set_result(subprocess.Popen(argv, **options))
+            except BaseException as e:  # handed to the caller, whatever it is
+                future.set_exception(e)
+
+
+_spawner = _Spawner()
+
+
+def spawn(argv: list[str], **options: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(argv, **options)``, forked by the harness's long-lived spawner thread."""
+    return _spawner.spawn(argv, **options)
+
+
+class _Watchdog:
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def send(self, op: str, kind: Kind, value: Any) -> None:
+        line = (json.dumps({"op": op, "kind": kind, "value": value}) + "\n").encode()
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._process = self._start()
+            assert self._process.stdin is not None
+            try:
+                self._process.stdin.write(line)
+                self._process.stdin.flush()
+            except OSError:
+                self._process = None  # it died: the next registration starts another
+
+    @staticmethod
+    def _start() -> subprocess.Popen[bytes]:
+        package_root = str(Path(__file__).resolve().parents[2])
+        code = f"import sys; sys.path.insert(0, {package_root!r}); import super_bench.sandbox.watchdog as w; w.main()"
+        # Its own session: a Ctrl-C or a signal to the harness's process group must not reach it first.
+        return subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+
+_watchdog = _Watchdog()
+
+
+def register(kind: Kind, value: Any) -> None:
+    """Have the watchdog kill or remove this if the harness dies before ``unregister``."""
+    _watchdog.send("add", kind, value)
+
+
+def unregister(kind: Kind, value: Any) -> None:
+    _watchdog.send("remove", kind, value)
+
+
+def watchdog_pid() -> int | None:
+    """The watchdog's process id, once one has started."""
+    return _watchdog.pid

@@ -1,0 +1,97 @@
+"""Which task environment a run uses, and how it differs from the one the paper's runs had."""
+
+from __future__ import annotations
+
+import re
+from importlib import metadata
+
+from pydantic import BaseModel, Field, computed_field
+
+from super_bench.sandbox.base import SandboxConfig
+from super_bench.sandbox.superenv import COLAB_REQUIREMENTS, PAPER_PYTHON, built_record, task_base
+
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*([^\s;#]+))?")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def reference_packages() -> dict[str, str | None]:
+    """The paper's environment's package list: canonical name -> version (None where not pinned)."""
+    found: dict[str, str | None] = {}
+    for line in COLAB_REQUIREMENTS.read_text().splitlines():
+        if line.lstrip().startswith(("#", "-")) or not line.strip():
+            continue
+        match = _NAME.match(line)
+        if match:
+            found[_canonical(match.group(1))] = match.group(2)
+    return found
+
+
+class TaskEnvironmentInfo(BaseModel):
+    """Recorded in every run's manifest and summary."""
+
+    kind: str = Field(description="default (no SUPER environment built), built (sandbox build) or custom")
+    python: str = Field(description="Version of the task's interpreter")
+    interpreter: str
+    paper_python: str = PAPER_PYTHON
+    missing: list[str] = Field(default_factory=list, description="Packages of the paper's environment not in it")
+    other_versions: dict[str, str] = Field(
+        default_factory=dict, description="Packages in it at another version than the paper's environment had"
+    )
+    notes: list[str] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def summary(self) -> str:
+        """One line for people."""
+        total = len(reference_packages())
+        if self.kind == "default":
+            head = (
+                f"the minimal default (Python {self.python}, pip and numpy), not SUPER's: {len(self.missing)} of "
+                f"its {total} packages are missing; build it once with `super-bench sandbox build`"
+            )
+        else:
+            label = "SUPER's, built by `super-bench sandbox build`" if self.kind == "built" else "--task-python's"
+            head = f"{label} (Python {self.python})"
+            differences = []
+            if not self.python.startswith(PAPER_PYTHON + "."):
+                differences.append(f"Python {self.python}, not {PAPER_PYTHON}")
+            if self.missing:
+                differences.append(
+                    f"{len(self.missing)} of {total} packages missing ({', '.join(self.missing[:5])}"
+                    + (", ..." if len(self.missing) > 5 else "")
+                    + ")"
+                )
+            if self.other_versions:
+                differences.append(f"{len(self.other_versions)} at other versions")
+            head += "; differs from the paper's: " + "; ".join(differences) if differences else ", as in the paper"
+        return head
+
+
+def describe_task_environment(config: SandboxConfig) -> TaskEnvironmentInfo:
+    """What the task environments of ``config`` are layered over, next to the paper's environment."""
+    base = task_base(config.task_python)
+    installed = {
+        _canonical(dist.metadata["Name"]): dist.version
+        for dist in metadata.distributions(path=list(base.site_dirs))
+        if dist.metadata["Name"]
+    }
+    reference = reference_packages()
+    missing = sorted(name for name in reference if name not in installed)
+    other = {
+        name: installed[name]
+        for name, version in reference.items()
+        if version and name in installed and installed[name].split("+")[0] != version
+    }
+    record = built_record() if base.kind == "built" else None
+    notes = list(record.notes) if record else []
+    return TaskEnvironmentInfo(
+        kind=base.kind,
+        python=base.full_version,
+        interpreter=base.interpreter,
+        missing=missing,
+        other_versions=other,
+        notes=notes,
+    )
