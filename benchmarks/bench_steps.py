@@ -37,19 +37,15 @@ FLAT = 1.1
 def raw_round_trip(backend: str, root: Path, n: int = 400) -> float:
     """Mean seconds of ``execute_interactive(CELL)`` on a kernel the backend launched."""
     from jupyter_client.blocking.client import BlockingKernelClient
-    from jupyter_client.connect import write_connection_file
 
     from super_bench.sandbox import SandboxConfig, create_sandbox
 
     sandbox = create_sandbox(SandboxConfig(backend=backend, root=root), "raw")
     sandbox.start()
     try:
-        transport, ip = sandbox.kernel_endpoint()
-        connection = sandbox.runtime_dir / "raw-kernel.json"
-        write_connection_file(str(connection), transport=transport, ip=ip, key=secrets.token_hex(16).encode())
-        sandbox.launch_kernel(connection, [])
-        client = BlockingKernelClient(connection_file=str(connection))
-        client.load_connection_file()
+        launch = sandbox.launch_kernel([], 60)
+        client = BlockingKernelClient()
+        client.load_connection_info(launch.connection)  # type: ignore[arg-type]
         client.start_channels()
         try:
             client.wait_for_ready(timeout=60)

@@ -3,9 +3,11 @@ tasks and the harness are unaffected, and the sandbox leaves nothing behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +20,7 @@ from tests.sandboxes import backend_settings, pids_with, token, wait_for
 
 from super_bench import Action, Environment
 from super_bench.sandbox.local import processes_with_marker
+from super_bench.sandbox.memory import cgroup_parent
 
 
 @pytest.fixture
@@ -76,7 +79,7 @@ def test_api_keys_of_the_harness_are_out_of_reach(start: Any, monkeypatch: pytes
 
 
 def test_the_users_home_is_invisible(start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Any directory can be a home: this one holds world-readable files, yet must not be seen.
+    # Any directory can be a home: this one holds world-readable files under an allowed directory, yet must not be seen.
     home = Path("/usr/share/doc")
     if not home.is_dir() or not any(home.iterdir()):
         pytest.skip("needs /usr/share/doc")
@@ -85,10 +88,37 @@ def test_the_users_home_is_invisible(start: Any, monkeypatch: pytest.MonkeyPatch
     env = start()
     seen = run(
         env,
-        f"import os\nprint(os.listdir('{home}'), os.listdir('/home'), os.listdir('/mnt'))\n"
+        f"import os\nprint(os.listdir('{home}'), [os.path.exists(p) for p in ('/home', '/mnt', '/media', '/srv')])\n"
         f"print(os.path.exists('{home}/{inside_home}'), os.path.exists('/etc/os-release'))",
     )
-    assert seen == "[] [] []\nFalse True\n"
+    assert seen == "[] [False, False, False, False]\nFalse True\n"
+    close_and_check(env)
+
+
+def test_only_an_allowlist_of_host_paths_is_visible(start: Any) -> None:
+    env = start()
+    seen = run(env, "import json, os\nprint(json.dumps(sorted(os.listdir('/'))))")
+    shown = set(json.loads(seen))
+    system = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "sys", "proc", "dev"}
+    own = {"content", "root", "tmp", "venv", "run", "opt"}  # the task's own, the kernel's sockets, shared packages
+    interpreter = {path.split("/")[1] for path in env.sandbox.base.paths}  # type: ignore[attr-defined]
+    assert shown <= system | own | interpreter, shown - system - own - interpreter
+    assert "super-bench" in run(env, "import os\nprint(os.listdir('/opt'))")
+
+
+def test_the_harness_its_checkout_and_its_task_files_are_invisible(start: Any) -> None:
+    import super_bench
+    from super_bench import demo
+
+    checkout = Path(super_bench.__file__).resolve().parents[1]
+    env = start()
+    probes = [str(checkout), str(demo.TASKS), sys.prefix, os.getcwd(), str(Path(super_bench.__file__).parent)]
+    seen = run(env, f"import os\nprint([os.path.exists(p) and os.listdir(p) for p in {probes!r}])")
+    assert seen == f"{[False] * len(probes)}\n"
+    # No task file with gold answers anywhere on the file system.
+    seen = run(env, "!find / \\( -path /proc -o -path /sys \\) -prune -o -name '*.jsonl' -print 2>/dev/null | head")
+    assert seen == ""
+    assert "No module named 'super_bench'" in run(env, "import super_bench")
     close_and_check(env)
 
 
@@ -192,6 +222,45 @@ def test_memory_bombs_are_contained(start: Any) -> None:
     assert "MemoryError" in seen
     seen = run(env, "!dd if=/dev/zero of=/dev/shm/fill bs=1M count=1024")
     assert "No space left on device" in seen  # /dev/shm is memory too, and capped
+    close_and_check(env)
+
+
+SHARED_MAPPINGS = {
+    "anonymous": "import mmap\nm = mmap.mmap(-1, SIZE)",
+    "memfd": "import mmap, os\nfd = os.memfd_create('fill')\nos.ftruncate(fd, SIZE)\nm = mmap.mmap(fd, SIZE)",
+}
+TOUCH = "\nfor i in range(0, SIZE, 4096):\n    m[i] = 1\nprint('surv' + 'ived')"
+
+
+@pytest.mark.parametrize("enforcement", ["cgroup", "address-space"])
+@pytest.mark.parametrize("mapping", sorted(SHARED_MAPPINGS))
+def test_shared_memory_counts_against_the_memory_limit(start: Any, enforcement: str, mapping: str) -> None:
+    """RLIMIT_DATA does not count shared mappings; a 3 GiB one under a 1 GiB limit must fail all the same."""
+    if enforcement == "cgroup" and cgroup_parent() is None:
+        pytest.skip("no memory cgroup can be made here")
+    env = start(memory_limit="1g", memory_enforcement=enforcement)
+    step = env.step(
+        Action.execute(SHARED_MAPPINGS[mapping].replace("SIZE", str(3 * 2**30)) + TOUCH.replace("SIZE", str(3 * 2**30)))
+    )
+    assert "survived" not in step.observation
+    if enforcement == "cgroup":  # the kernel of the system ends the task's process, and the note says why
+        assert step.outcome == "kernel_died" and "out of memory" in step.observation
+    else:  # the mapping itself is refused
+        assert step.outcome == "error" and (
+            "Cannot allocate memory" in step.observation or "MemoryError" in step.observation
+        )
+    close_and_check(env)
+
+
+def test_numpy_works_under_an_address_space_limit(start: Any) -> None:
+    env = start(memory_limit="1g", memory_enforcement="address-space")
+    seen = run(env, "import numpy\nprint(int(numpy.ones((1000, 1000)).sum()))")
+    assert seen == "1000000\n"
+    seen = run(
+        env,
+        "try:\n    import torch\nexcept ImportError:\n    print('no torch here')\nelse:\n    print(int(torch.ones(10).sum()))",
+    )
+    assert seen in ("no torch here\n", "10\n")
     close_and_check(env)
 
 

@@ -3,6 +3,8 @@ skipped, saying why): the same notebook behaviour and the same clean stop everyw
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -162,3 +164,91 @@ def test_stop_leaves_no_process_and_no_directory(start: Any) -> None:
         "a process outlived its task"
     )
     assert not root.exists() and not runtime.exists()
+
+
+# The kernel's own machinery, pinned old by the task (as old requirements files do), installed here as empty
+# shells: were the kernel to import any of them, it could not start.
+KERNEL_MACHINERY = {
+    "typing_extensions": ("typing_extensions", "4.9.0"),
+    "traitlets": ("traitlets", "5.0.5"),
+    "tornado": ("tornado", "6.1"),
+    "pyzmq": ("zmq", "1.0"),
+    "ipykernel": ("ipykernel", "1.0"),
+    "ipython": ("IPython", "1.0"),
+    "jupyter_client": ("jupyter_client", "1.0"),
+}
+
+
+def test_the_kernel_survives_whatever_the_agent_installs(start: Any, tmp_path: Path) -> None:
+    env = start()
+    for name, (module, version) in KERNEL_MACHINERY.items():
+        wheel = tiny_wheel(tmp_path, name, version=version, module=module)
+        env.sandbox.write_file(f"wheels/{wheel.name}", wheel.read_bytes())
+    step = run(env, "!pip install -q --no-index --no-deps wheels/*.whl")
+    assert step.exit_code == 0, step.observation
+    assert run(env, "import os\nos._exit(1)").outcome == "kernel_died"
+    modules = ", ".join(module for module, _ in KERNEL_MACHINERY.values())
+    step = run(env, f"import {modules}\nprint(*(m.__version__ for m in ({modules},)))\n!echo the shell works")
+    assert step.observation == f"{' '.join(v for _, v in KERNEL_MACHINERY.values())}\nthe shell works\n"
+    assert env.kernel.restarts == 1
+    # Magics, tracebacks and interrupts still work on the kernel's own machinery.
+    step = run(env, "%cd /tmp\n1 / 0")
+    assert step.outcome == "error" and "ZeroDivisionError" in step.observation
+    assert run(env, "import traitlets, json\nprint(json.dumps([traitlets.VALUE]))").observation == "[42]\n"
+
+
+def test_agent_code_cannot_import_the_harness(start: Any) -> None:
+    env = start()
+    step = run(env, "import super_bench")
+    assert step.outcome == "error" and "No module named 'super_bench'" in step.observation
+    # Nor the harness's own dependencies that SUPER's environment lacks.
+    assert "No module named 'openai'" in run(env, "import openai").observation
+
+
+def test_a_kernel_outlives_the_thread_that_started_it(start: Any) -> None:
+    # Servers, Inspect and Ray start environments in worker threads that retire long before the episode ends.
+    started: list[Environment] = []
+    thread = threading.Thread(target=lambda: started.append(start()))
+    thread.start()
+    thread.join()
+    (env,) = started
+    time.sleep(5)
+    assert run(env, "print('alive')").observation == "alive\n"
+    assert env.kernel.restarts == 0
+
+
+def test_harness_files_cannot_be_turned_against_the_host(start: Any, tmp_path: Path) -> None:
+    """The kernel's connection file and sockets lie where agent code can write: replace them all with links to
+    a host file and a host socket, kill the kernel, and the harness neither reads, writes nor connects there."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host-secret-9d1c\n")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched\n")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(tmp_path / "host.sock"))
+    listener.listen()
+    listener.settimeout(0.2)
+    env = start()
+    # The kernel's command line names its connection file, in the directory of its sockets.
+    sockets_dir = run(env, "import os, sys\nprint(os.path.dirname(sys.argv[sys.argv.index('-f') + 1]))")
+    attack = (
+        "import os, signal\n"
+        f"d = {sockets_dir.observation.strip()!r}\n"
+        "for name in os.listdir(d):\n"
+        "    path = os.path.join(d, name)\n"
+        "    os.unlink(path)\n"
+        f"    os.symlink({str(secret)!r} if name.endswith('.json') else {str(tmp_path / 'host.sock')!r}, path)\n"
+        "for name in ['kernel.log', 'k2.json'] + [f'k2-{port}' for port in range(1, 6)]:\n"
+        f"    os.symlink({str(victim)!r}, os.path.join(d, name))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    step = run(env, attack)
+    assert step.outcome == "kernel_died"
+    step = run(env, "print('after the attack')")
+    assert step.observation == "after the attack\n"
+    seen = "".join(s.observation for s in env.trajectory.steps)
+    assert "host-secret" not in seen
+    assert victim.read_text() == "untouched\n"
+    with pytest.raises(TimeoutError):
+        listener.accept()  # the harness never connected to the host's socket
+    listener.close()

@@ -135,8 +135,8 @@ _SANDBOX_OPTIONS = (
     click.option(
         "--task-python",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        help="Interpreter the task environments are layered over (needs ipykernel). "
-        "[default: the base `super-bench sandbox build` made, else this one]",
+        help="Interpreter the task environments are layered over, with its packages. "
+        "[default: SUPER's environment if `super-bench sandbox build` made it, else a minimal one]",
     ),
     click.option("--keep-workdirs", is_flag=True, help="Keep each task's working directory after it ends."),
     click.option(
@@ -150,7 +150,15 @@ _SANDBOX_OPTIONS = (
         "--memory-limit",
         metavar="SIZE",
         callback=_size,
-        help="Memory agent code may allocate, e.g. 8g (per process; docker: in all).",
+        help="Memory a task may use in all, shared memory included, e.g. 8g (see --memory-enforcement).",
+    ),
+    click.option(
+        "--memory-enforcement",
+        type=click.Choice(["auto", "cgroup", "address-space"]),
+        default="auto",
+        show_default=True,
+        help="How --memory-limit is enforced (local, bwrap): a cgroup of the task's own (auto: where one can be "
+        "made), else an address-space limit per process. `super-bench sandbox check` says which works here.",
     ),
     click.option(
         "--max-processes",
@@ -182,7 +190,15 @@ def sandbox_options(function: F) -> F:
     ) -> Any:
         from super_bench.sandbox import SandboxConfig
 
-        names = ("memory_limit", "max_processes", "max_file_size", "wall_time_limit", "image", "engine")
+        names = (
+            "memory_limit",
+            "memory_enforcement",
+            "max_processes",
+            "max_file_size",
+            "wall_time_limit",
+            "image",
+            "engine",
+        )
         config = SandboxConfig(
             backend=sandbox,
             task_python=task_python,

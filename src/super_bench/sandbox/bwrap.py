@@ -121,13 +121,19 @@ class BwrapSandbox(LocalSandbox):
         return _LAYOUT[host.name] if host.parent == self.root and host.name in _LAYOUT else str(host)
 
     def shown_at(self, host: str) -> str:
-        return self._shared().get(host, host)
+        for directory, inside in self._shared().items():
+            if host == directory or host.startswith(directory.rstrip("/") + "/"):
+                return inside + host[len(directory) :]
+        return host
 
     def _shared(self) -> dict[str, str]:
-        """The directories the harness shares read-only, by host path, and where agent code sees them."""
-        shared = {str(self.base.kernel_dir): f"{SHARED_INSIDE}/kernel"}
+        """The paths the harness shares read-only, by host path, and where agent code sees them: neutral
+        places, so that nothing of the host's layout (a checkout, a home) shows."""
+        shared = {str(self.base.kernel_dir): f"{SHARED_INSIDE}/kernel", str(demo.BUNDLES): f"{SHARED_INSIDE}/demo"}
         for i, site_dir in enumerate(self.base.site_dirs):
             shared.setdefault(site_dir, f"{SHARED_INSIDE}/packages/{i}")
+        for i, local in enumerate(sorted(set(self.config.git_url_rewrites.values()))):
+            shared.setdefault(local.rstrip("/"), f"{SHARED_INSIDE}/git/{i}")
         return shared
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
@@ -153,7 +159,8 @@ class BwrapSandbox(LocalSandbox):
         args = [shutil.which("bwrap") or "bwrap", *_namespaces(config.network), "--die-with-parent", "--new-session"]
         args += ["--proc", "/proc", "--dev", "/dev", *_gpu_devices(), "--perms", "1777"]
         if config.memory_limit is not None and _can_size_tmpfs():
-            args += ["--size", str(config.memory_limit)]
+            # Half the limit: what /dev/shm holds counts against the task's memory too.
+            args += ["--size", str(config.memory_limit // 2)]
         args += ["--tmpfs", "/dev/shm"]
         # One mount per path, made parents first: a mount covers what lies under it, and what is
         # mounted under it afterwards shows through.
@@ -222,9 +229,8 @@ class BwrapSandbox(LocalSandbox):
         return {os.path.realpath(p) for p in candidates if p and os.path.isdir(p)} - {"/"}
 
     def _read_only_paths(self) -> list[str]:
-        """Host paths shown read-only where they are: the interpreter, the git bundles, DNS."""
-        paths = [*self.base.paths, str(demo.BUNDLES)]
-        paths += self.config.git_url_rewrites.values()
+        """Host paths shown read-only where they are: the interpreter, DNS."""
+        paths = list(self.base.paths)
         if self.config.network:
             paths.append(os.path.realpath("/etc/resolv.conf"))
         return [p for p in {os.path.realpath(p) for p in paths} if os.path.exists(p)]

@@ -128,7 +128,9 @@ class LocalSandbox(Sandbox):
         self._runtime = KernelRuntime.create(runtime_tag(self.config.root), socket_owner=self._agent_uid())
         supervisor.register("dir", str(self._runtime.root))
         self._base = task_base(self.config.task_python)
-        site_dirs = [self.shown_at(d) for d in self._base.site_dirs]
+        # The kernel's packages come last: what the task lacks of Jupyter's (IPython, matplotlib-inline for the
+        # inline backend) is there for its scripts too, as in SUPER's environment, and never shadows its own.
+        site_dirs = [self.shown_at(d) for d in (*self._base.site_dirs, str(self._base.kernel_dir / "packages"))]
         create_task_env(self.python_dir, self._base, visible_at=self.inside(self.python_dir), site_dirs=site_dirs)
         self._env = self.agent_environ()
         if self.config.memory_limit is not None and memory_mechanism(self.config.memory_enforcement) != "address-space":
@@ -153,7 +155,8 @@ class LocalSandbox(Sandbox):
             DEBIAN_FRONTEND="noninteractive",
         )
         env[MARKER] = self.id
-        env.update(git_rewrite_env({**demo.git_url_rewrites(), **self.config.git_url_rewrites}))
+        rewrites = {**demo.git_url_rewrites(), **self.config.git_url_rewrites}
+        env.update(git_rewrite_env({prefix: self.shown_at(local) for prefix, local in rewrites.items()}))
         env.update(self.config.env)
         return env
 

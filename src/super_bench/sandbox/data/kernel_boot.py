@@ -110,9 +110,11 @@ def split_from_task() -> None:
         sys.path.remove("")
         sites = [i for i, p in enumerate(sys.path) if os.path.basename(p) in ("site-packages", "dist-packages")]
         sys.path.insert(sites[0] if sites else 0, "")
-    task_path = [p for p in sys.path if p]
-    # What the task lacks still comes from the kernel's packages (IPython for display(), matplotlib-inline).
-    sys.path.append(PACKAGES)
+    task_path = [p for p in sys.path if p and p != PACKAGES]
+    # What the task lacks still comes from the kernel's packages (IPython for display(), matplotlib-inline);
+    # the task environment lists them last itself, for its scripts too.
+    if PACKAGES not in sys.path:
+        sys.path.append(PACKAGES)
     ours = {key.partition(".")[0] for key, m in list(sys.modules.items()) if _file(m).startswith(_PREFIX)}
     _shadowed.update(top for top in ours if _on_path(task_path, top))
     if _shadowed:  # else imports stay exactly as Python does them

@@ -1,0 +1,95 @@
+"""Nothing a task starts outlives the harness, however the harness ends, and a resumed run clears what a
+killed one left behind."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.sandboxes import backend_settings, pids_with, token, wait_for
+
+from super_bench.sandbox.scratch import runtime_tag, scratch_dir
+
+
+def start_run(tmp_path: Path, backend: str, actions: list[dict[str, str]], *extra: str) -> subprocess.Popen[str]:
+    replay = tmp_path / "actions.json"
+    replay.write_text(json.dumps(actions))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(exist_ok=True)
+    args = [
+        "--agent",
+        f"replay:{replay}",
+        "--task-ids",
+        "tinyreg",
+        "--sandbox",
+        backend,
+        "--out",
+        str(tmp_path / "run"),
+    ]
+    return subprocess.Popen(
+        [sys.executable, "-m", "super_bench", "run", *args, *extra],
+        env={**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("backend", ["local", "bwrap"])
+@pytest.mark.parametrize("wall_time_limit", [None, "600"])
+def test_sigkill_of_the_harness_leaves_no_process(tmp_path: Path, backend: str, wall_time_limit: str | None) -> None:
+    backend_settings(backend)  # skips where the backend cannot run
+    mark = token()
+    daemons = (
+        "import os, subprocess\n"
+        f"subprocess.Popen(['setsid', 'sleep', '{mark}'])\n"
+        f"os.system('nohup sleep {mark} > /dev/null 2>&1 &')\n"
+    )
+    actions = [{"type": "execute", "content": daemons}, {"type": "execute", "content": f"!sleep {mark}"}]
+    extra = ["--wall-time-limit", wall_time_limit] if wall_time_limit else []
+    proc = start_run(tmp_path, backend, actions, "--cell-timeout", "600", *extra)
+    try:
+        assert wait_for(lambda: len(pids_with(mark)) >= 3, timeout=120), "the task's processes did not start"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    assert wait_for(lambda: not pids_with(mark), timeout=5), "a process of the task outlived the harness"
+    scratch = scratch_dir(tmp_path / "run", None).name
+    assert wait_for(lambda: not list((tmp_path / "tmp" / scratch).glob("*")), timeout=5), "a task directory was left"
+
+
+def test_a_resumed_run_clears_what_a_killed_run_left(tmp_path: Path) -> None:
+    """The whole session killed, the watchdog too: the next run of the same run directory kills what still runs
+    (the local sandbox's kernels have no parent-death signal) and removes the directories."""
+    backend_settings("local")
+    mark, go = token(), tmp_path / "go"
+    actions = [{"type": "execute", "content": f"!test -e {go} || sleep {mark}"}]
+    proc = start_run(tmp_path, "local", actions, "--cell-timeout", "600")
+    try:
+        assert wait_for(lambda: pids_with(mark), timeout=120), "the task did not start"
+    finally:
+        watchdogs = [pid for pid in pids_with("super_bench.sandbox.watchdog") if _parent(pid) == proc.pid]
+        for pid in [*watchdogs, proc.pid]:
+            os.kill(pid, signal.SIGKILL)
+        proc.communicate()
+    scratch = tmp_path / "tmp" / scratch_dir(tmp_path / "run", None).name
+    assert pids_with(mark) and list(scratch.iterdir()), "nothing was left to clear"
+    # Runtime directories go to a short path: the temporary directory, or /tmp where its path is long.
+    runtimes = f"{tmp_path / 'tmp' if len(str(tmp_path / 'tmp')) <= 40 else '/tmp'}/sbk-{runtime_tag(scratch)}-*"
+    assert glob.glob(runtimes)
+    go.touch()
+    resumed = start_run(tmp_path, "local", actions, "--cell-timeout", "600")
+    _, stderr = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, stderr
+    assert not pids_with(mark)
+    assert not scratch.exists() and not glob.glob(runtimes)
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
