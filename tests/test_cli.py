@@ -45,7 +45,8 @@ def test_run_options_and_rescore(tmp_path: Path) -> None:
     assert ((out / "results.jsonl").read_bytes(), (out / "summary.json").read_bytes()) == before
     manifest = json.loads((rescored / "run.json").read_text())
     assert manifest["identity"]["mode"] == "reference" and manifest["rescored"][-1]["from"] == str(out.resolve())
-    assert (rescored / "tasks" / "tinyreg_goal" / "trajectory.json").is_file()
+    copied = rescored / "tasks" / "tinyreg_goal" / "trajectory.json"
+    assert copied.stat().st_ino == (out / "tasks" / "tinyreg_goal" / "trajectory.json").stat().st_ino  # linked
     again = cli("score", str(out), "--mode", "reference")  # an earlier re-scoring of the same run is replaced
     assert again.returncode == 0 and "tinyreg_goal" in again.stdout, again.stderr
     taken = cli("score", str(out), "--out", str(tmp_path))

@@ -268,6 +268,19 @@ def test_every_skipped_folder_is_reported(tmp_path: Path, caplog: pytest.LogCapt
     assert result.returncode == 0 and "scores-only: skipped" in result.stderr.replace("\n", "")
 
 
+def test_scoring_an_imported_run_needs_gold_tasks_and_copies_nothing_without(tmp_path: Path) -> None:
+    expert, _ = write_published_run(tmp_path, "react-super")
+    import_trajectories(expert, tmp_path / "run")
+    result = cli("score", str(tmp_path / "run"))
+    assert result.returncode == 2 and "pass the task source with --tasks" in result.stderr
+    assert not (tmp_path / "run-corrected").exists()
+    result = cli("score", str(tmp_path / "run"), "--tasks", str(write_gold_tasks(tmp_path / "gold.jsonl")))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "run-corrected" / "summary.json").read_text())
+    assert summary["mode"] == "corrected" and summary["metrics"]["output_match"] == 0.5
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["mode"] == "recorded"
+
+
 def test_import_errors_are_clear(tmp_path: Path) -> None:
     with pytest.raises(TrajectoryImportError, match=r"no <task_id>/history\.ipynb"):
         import_trajectories(tmp_path, tmp_path / "run")

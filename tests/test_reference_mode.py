@@ -40,6 +40,7 @@ BAR = " 45% [=====>      ] 1064960 / 104223768\n"
         (f"saved{BAR}next\n", "savednext\n"),
         (f"saved\n\n{BAR}next\n", "savednext\n"),
         ("50% [==] no count\n", "50% [==] no count\n"),  # no a / b after the ]
+        ("x 5% [=] 3 /\n\nnext", "xnext"),  # no digits after the /: up to the last newline of its whitespace
         # 6. noise lines go with their newline
         ("gcc -O2 -c x.c\nbuilt\n", "built\n"),
         ("12:00 - INFO - allennlp.common.params - lr = 0.1\nok\n", "ok\n"),
@@ -136,6 +137,10 @@ def test_the_reference_entrypoint_rule() -> None:
     for cell, output, seconds, reference in ENTRYPOINT_CASES:
         run = trajectory(step(0, Action.execute(cell), output, seconds=seconds))
         assert score_trajectory(run, task, "reference")[0].entrypoint == reference, (cell, output, seconds)
+    # The reference looked for the name in any action's content: in a submitted dict, among its keys.
+    submit = trajectory(step(0, Action.submit({"train.py": 1.0}), seconds=12), submission={"train.py": 1.0})
+    assert score_trajectory(submit, task, "reference")[0].entrypoint == 1.0
+    assert score_trajectory(submit, task)[0].entrypoint == 0.0
 
 
 def test_entrypoints_the_reference_did_not_grade() -> None:

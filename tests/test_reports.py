@@ -237,6 +237,13 @@ def test_exact_paired_test_agrees_with_its_definition() -> None:
     b = [0.4, 0.5, 0.75, 0.2, 1.0, 1.0, 0.9, 0.33]
     assert paired_permutation_test(a, b) == pytest.approx(brute_force_p(a, b))
     assert paired_permutation_test(a[:6], [x + 0.1 for x in a[:6]]) == pytest.approx(2 / 64)
+    # 14 differences of distinct sizes have 2**14 distinct sums, past what is counted exactly: sampled.
+    many_a = [i / 20 for i in range(14)]
+    many_b = [x + (0.013 * (i + 1) if i % 3 else -0.011 * (i + 1)) for i, x in enumerate(many_a)]
+    exact = brute_force_p(many_a, many_b)
+    sampled = paired_permutation_test(many_a, many_b)
+    assert sampled is not None and abs(sampled - exact) < 0.02 and 0.01 < exact < 0.99
+    assert paired_permutation_test(many_a, many_b) == sampled  # seeded
 
 
 def test_runs_with_no_task_in_common_are_refused(tmp_path: Path) -> None:

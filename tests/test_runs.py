@@ -11,7 +11,7 @@ import pytest
 from super_bench import EnvConfig, RunConfig, SandboxConfig, Trajectory, load_tasks, rescore, run
 from super_bench.agents import create_agent
 from super_bench.agents.gold import printed_answer
-from super_bench.errors import AgentError, ConfigError
+from super_bench.errors import AgentError, ConfigError, RunDirError
 
 
 def config(tmp_path: Path, **settings: object) -> RunConfig:
@@ -118,6 +118,15 @@ def test_rescoring_marks_missing_tasks_and_trajectories_unscored(tmp_path: Path)
     assert outcome.summary.n_scored == 1 and outcome.summary.metrics["output_match"] == 1.0
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert sorted(r["task_id"] for r in rows if r["unscored"]) == ["nbsent", "tinyreg-lr"]
+
+
+def test_a_run_re_scored_in_place_resumes_in_its_new_mode(tmp_path: Path) -> None:
+    run(config(tmp_path, task_ids=["tinyreg"]))
+    rescore(tmp_path / "run", "reference")
+    with pytest.raises(RunDirError, match="mode 'reference' there, 'corrected' now"):
+        run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"]))
+    outcome = run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"], mode="reference"))
+    assert outcome.summary.mode == "reference" and outcome.summary.modes == {"reference": 2}
 
 
 @pytest.mark.parametrize("mode", ["corrected", "reference"])

@@ -39,6 +39,7 @@ def rescore(
     source = RunDir(path)
     if not source.path.is_dir():
         raise RunDirError(f"no run directory at {path}")
+    tasks = tasks if tasks is not None else source.read_tasks()  # before any copy: a run without tasks fails here
     if out is None:
         with source.lock():
             return _rescore(source, mode, tasks)

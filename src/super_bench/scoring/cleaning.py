@@ -35,7 +35,7 @@ import re
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 # The AllenNLP lines; an unescaped dot stands for any character, as it did in the reference.
-_ALLENNLP = re.compile(
+_NOISE = re.compile(
     "INFO - allennlp.common.params - |INFO - allennlp.nn.initializers|allennlp.common.util"
     r"|Linear\(in_features=|LayerNorm|Dropout\(p=|gcc"
 )
@@ -132,11 +132,16 @@ def _drop_progress_bars(text: str) -> str:
     pos = start = 0
     n = len(text)
     while start < n:
-        end = text.find("\n", start)
+        # Only a line's first % can start a match (any later one would need the same "]" and tail), so
+        # the lines before the next % are passed over at once.
+        percent = text.find("%", start)
+        if percent < 0:
+            break
+        newline = text.rfind("\n", start, percent)
+        start = start if newline < 0 else newline + 1
+        end = text.find("\n", percent)
         end = n if end < 0 else end
-        # Only the line's first % can start a match: any later one would need the same "]" and tail.
-        percent = text.find("%", start, end)
-        bracket = text.rfind("]", percent + 1, end) if percent >= 0 else -1
+        bracket = text.rfind("]", percent + 1, end)
         removed_to = -1
         if bracket >= 0 and text.find("[", percent + 1, bracket) >= 0:
             removed_to = _bar_end(text, bracket + 1)
@@ -155,7 +160,7 @@ def _drop_progress_bars(text: str) -> str:
 
 
 def _noise(line: str) -> bool:
-    if _ALLENNLP.search(line):
+    if _NOISE.search(line):
         return True
     at = line.find("Downloading")
     if at < 0:
@@ -165,6 +170,8 @@ def _noise(line: str) -> bool:
 
 
 def _drop_noise_lines(text: str) -> str:
+    if "Downloading" not in text and _NOISE.search(text) is None:
+        return text  # the common case: nothing to drop, no need to look at each line
     lines = text.split("\n")
     kept = [line for line in lines[:-1] if not _noise(line)]
     kept.append(lines[-1])  # the last line has no newline: the reference kept it whatever it says
