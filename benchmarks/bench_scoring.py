@@ -8,6 +8,10 @@ results.jsonl and summary.json), in this process (the throughput the target boun
 reference: reading and parsing every ``trajectory.json`` with ``json.loads``, the least any
 re-scorer must do.
 
+Reference mode re-scores the same run with each output cleaned as the reference agent cleaned it; the
+cleaning alone is timed on training logs and on long adversarial lines (on which the reference's own
+patterns take quadratic time), at two sizes, to show that its time grows linearly.
+
 Beside it, the published figures: the paper's own trajectories (ReAct-SUPER on GPT-4o, Expert set;
 a folder of ``<task>/history.ipynb`` given by ``--paper`` or ``$SUPER_BENCH_REFERENCE_TRAJECTORIES``)
 imported with ``super-bench import-trajectories``: how fast, and whether the scores they carry come
@@ -21,11 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import tempfile
 import time
 from pathlib import Path
 
-from bench_viewer import make_run
+from bench_viewer import log_text, make_run
 from common import Row, median, seconds, super_bench, table, timed
 
 TARGET = 1000  # trajectories per second
@@ -48,7 +53,7 @@ def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="bench-scoring-") as tmp:
         run = make_run(Path(tmp) / "run", n_tasks, megabytes)
         parse_all(run)  # once, so that every variant reads from the page cache
-        ours, reference, cli = [], [], []
+        ours, reference, cli, cleaned = [], [], [], []
         for _ in range(repeats):
             start = time.perf_counter()
             outcome = rescore(run)
@@ -58,8 +63,13 @@ def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
             start = time.perf_counter()
             parse_all(run)
             reference.append(time.perf_counter() - start)
-            cli.append(timed([*super_bench(), "score", str(run)])[0])
-    mine, raw, command = median(ours), median(reference), median(cli)
+            cli.append(timed([*super_bench(), "score", str(run), "--in-place"])[0])
+            start = time.perf_counter()
+            outcome = rescore(run, "reference")
+            cleaned.append(time.perf_counter() - start)
+            if any(r.metrics.landmarks != 0.5 for r in outcome.results):
+                raise RuntimeError("reference mode graded the landmarks wrongly")
+    mine, raw, command, ref_mode = median(ours), median(reference), median(cli), median(cleaned)
     speed, raw_speed, cli_speed = n_tasks / mine, n_tasks / raw, n_tasks / command
     where = f"{n_tasks} trajectories, {megabytes:g} MB"
     return [
@@ -74,12 +84,60 @@ def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
         ),
         Row(
             "re-scoring",
-            f"{where}, super-bench score",
+            f"{where}, super-bench score --in-place",
             f"{cli_speed:.0f} trajectories/s ({seconds(command)}, with the command's start-up)",
             f"{speed:.0f} trajectories/s (in process)",
             command / mine,
         ),
+        Row(
+            "re-scoring",
+            f"{where}, --mode reference (every output cleaned)",
+            f"{n_tasks / ref_mode:.0f} trajectories/s ({seconds(ref_mode)})",
+            f"{speed:.0f} trajectories/s (corrected mode)",
+            ref_mode / mine,
+        ),
     ]
+
+
+PROGRESS = "Receiving objects:  45% (45/100)\r 12.3 MB/s\r\x1b[31mgcc -c x.c\x1b[0m\n 45% [==>  ] 45 / 100\n"
+
+
+def cleaning_rows(megabytes: float = 2.0, repeats: int = 3) -> list[Row]:
+    """The reference cleaning on logs and on adversarial lines: throughput, and the time at four times the
+    size (linear: about 4x; quadratic, as the reference's patterns are on such lines: about 16x)."""
+    from super_bench.scoring.cleaning import reference_clean
+
+    size = int(megabytes * 1e6)
+    cases = {
+        "training log": lambda n: log_text(random.Random(0), n),
+        "pip and git progress": lambda n: (PROGRESS * (n // len(PROGRESS) + 1))[:n],
+        "one long line of colons and counts": lambda n: ("a: 5% (1/2 " * (n // 11 + 1))[:n] + "\n",
+        "one long line of % and [": lambda n: ("%[" * (n // 2 + 1))[:n] + "\n",
+    }
+    out = []
+    for case, make in cases.items():
+        times = []
+        for n in (size, 4 * size):
+            text = make(n)
+            runs = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                reference_clean(text)
+                runs.append(time.perf_counter() - start)
+            times.append(median(runs))
+        growth = times[1] / times[0]
+        out.append(
+            Row(
+                "reference cleaning",
+                f"{case}, {megabytes:g} MB and 4x that",
+                f"{megabytes / times[0]:.0f} MB/s ({seconds(times[0])}; 4x the text: {growth:.1f}x the time)",
+                "",
+                None,
+                "linear: 4x the text, under 8x the time",
+                growth < 8,
+            )
+        )
+    return out
 
 
 def paper_rows(folder: Path | None) -> list[Row]:
@@ -120,7 +178,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--paper", type=Path, default=PAPER, help="The paper's trajectories (a run folder).")
     args = parser.parse_args()
-    print(table(rows(args.tasks, args.megabytes, args.repeats) + paper_rows(args.paper)))
+    print(table(rows(args.tasks, args.megabytes, args.repeats) + cleaning_rows() + paper_rows(args.paper)))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,15 @@ def test_the_end_of_megabytes_of_progress_bars_is_graded(benchmarks: ModuleType)
 
 def test_rescoring_a_synthetic_run_keeps_every_task(benchmarks: ModuleType) -> None:
     rows = benchmarks.bench_scoring.rows(60, 1, repeats=1)
-    assert [r.case for r in rows] == ["60 trajectories, 1 MB, in process", "60 trajectories, 1 MB, super-bench score"]
+    assert [r.case for r in rows] == [
+        "60 trajectories, 1 MB, in process",
+        "60 trajectories, 1 MB, super-bench score --in-place",
+        "60 trajectories, 1 MB, --mode reference (every output cleaned)",
+    ]
     table = benchmarks.table(rows)
     assert table.count("\n") == len(rows) + 1 and "trajectories/s" in table
+
+
+def test_the_reference_cleaning_benchmark_checks_linear_time(benchmarks: ModuleType) -> None:
+    rows = benchmarks.bench_scoring.cleaning_rows(0.05, repeats=1)
+    assert len(rows) == 4 and all("MB/s" in r.ours and r.met is not None for r in rows)

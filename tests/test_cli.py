@@ -34,12 +34,42 @@ def test_run_options_and_rescore(tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = cli("run", "--set", "masked", "--task-ids", "tinyreg_goal", "--out", str(out), "--cell-timeout", "60")
     assert result.returncode == 0, result.stderr
+    before = (out / "results.jsonl").read_bytes(), (out / "summary.json").read_bytes()
     result = cli("score", str(out), "--json", "--mode", "reference")
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["mode"] == "reference" and summary["metrics"]["output_match"] == 1.0
-    result = cli("score", str(out))
-    assert "tinyreg_goal" in result.stdout
+    # A new run directory beside the run, which is left as it was.
+    rescored = tmp_path / "run-reference"
+    assert json.loads((rescored / "summary.json").read_text()) == summary
+    assert ((out / "results.jsonl").read_bytes(), (out / "summary.json").read_bytes()) == before
+    manifest = json.loads((rescored / "run.json").read_text())
+    assert manifest["identity"]["mode"] == "reference" and manifest["rescored"][-1]["from"] == str(out.resolve())
+    copied = rescored / "tasks" / "tinyreg_goal" / "trajectory.json"
+    assert copied.stat().st_ino == (out / "tasks" / "tinyreg_goal" / "trajectory.json").stat().st_ino  # linked
+    again = cli("score", str(out), "--mode", "reference")  # an earlier re-scoring of the same run is replaced
+    assert again.returncode == 0 and "tinyreg_goal" in again.stdout, again.stderr
+    taken = cli("score", str(out), "--out", str(tmp_path))
+    assert taken.returncode == 2 and "not a re-scoring of" in taken.stderr
+    in_place = cli("score", str(out), "--in-place", "--mode", "reference", "--json")
+    assert in_place.returncode == 0, in_place.stderr
+    assert json.loads((out / "summary.json").read_text())["mode"] == "reference"
+    both = cli("score", str(out), "--in-place", "--out", str(tmp_path / "x"))
+    assert both.returncode == 2 and "--in-place" in both.stderr
+
+
+def test_a_run_that_scored_nothing_fails(tmp_path: Path) -> None:
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\nexit 1\n")
+    broken.chmod(0o755)
+    out = tmp_path / "run"
+    args = ["--task-ids", "tinyreg", "--out", str(out), "--task-python", str(broken), "--infra-retries", "0"]
+    result = cli("run", *args)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "no task could be scored" in result.stderr
+    assert json.loads((out / "summary.json").read_text())["n_scored"] == 0
+    scored = cli("score", str(out), "--in-place")
+    assert scored.returncode == 3 and "no task could be scored" in scored.stderr
 
 
 def test_tasks_list_and_show() -> None:

@@ -48,6 +48,20 @@ def test_gold_agent_solves_every_demo_task_offline(tmp_path: Path, offline: list
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["n_tasks"] == len(tasks)
     assert summary["metrics"]["entrypoint" if task_set == "auto" else "output_match"] == 1.0
+    # Offline, from the saved trajectories alone, every task scores as it did online.
+    rescored = tmp_path / "rescored"
+    offline = subprocess.run(
+        [sys.executable, "-m", "super_bench", "score", str(run_dir), "--out", str(rescored), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert offline.returncode == 0, offline.stderr
+    again = {r["task_id"]: r for r in map(json.loads, (rescored / "results.jsonl").read_text().splitlines())}
+    for row in results:
+        assert row["mode"] == again[row["task_id"]]["mode"] == "corrected"
+        assert (again[row["task_id"]]["metrics"], again[row["task_id"]]["details"]) == (row["metrics"], row["details"])
+    assert json.loads(offline.stdout)["metrics"] == summary["metrics"]
 
 
 def test_the_suite_covers_every_obstacle_category() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,10 +24,15 @@ from super_bench import Trajectory, load_tasks
 from super_bench.edit import parse_edit
 from super_bench.errors import RunDirError, TrajectoryImportError
 from super_bench.report.importer import import_trajectories, infer_set
-from super_bench.report.notebooks import IMPORT_DATE, notebook_trajectory, parse_answer
+from super_bench.report.notebooks import IMPORT_DATE, notebook_trajectory
+from super_bench.runner.rescore import rescore
 from super_bench.runner.rundir import RunDir
+from super_bench.scoring import parse_answer, score_trajectory, submission_of
+from super_bench.scoring.cleaning import reference_clean
+from super_bench.tasks.model import Task
 
 SAMPLE = REFERENCE_TRAJECTORIES / "react-super_expert"
+needs_sample = pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"the paper's sample trajectories are not at {SAMPLE}")
 
 
 def notebook_step_count(path: Path) -> int:
@@ -34,7 +40,7 @@ def notebook_step_count(path: Path) -> int:
     return sum(c["cell_type"] == "markdown" and "".join(c["source"]).startswith("### Step ") for c in cells)
 
 
-@pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"the paper's sample trajectories are not at {SAMPLE}")
+@needs_sample
 def test_every_sample_notebook_imports_with_all_its_steps(tmp_path: Path) -> None:
     outcome = import_trajectories(SAMPLE, tmp_path / "run")
     notebooks = sorted(SAMPLE.glob("*/history.ipynb"))
@@ -52,7 +58,9 @@ def test_every_sample_notebook_imports_with_all_its_steps(tmp_path: Path) -> Non
         result = by_id[task_id]
         assert result.metrics.output_match == recorded["output_match"]
         assert result.metrics.landmarks == recorded["checkpoints"]
-        assert result.metrics.entrypoint is None  # an Expert task has no entrypoint to grade
+        assert result.metrics.entrypoint == recorded["entrypoint"]  # recorded for Expert tasks too: kept
+        assert result.mode == "recorded" and result.started_at is None and result.finished_at is None
+        assert result.wall_time == result.execution_time == pytest.approx(trajectory.execution_time)
         assert trajectory.metadata["recorded_metrics"] == recorded
         if trajectory.stop_reason == "submitted":
             assert trajectory.steps[-1].action.type == "submit"
@@ -68,7 +76,65 @@ def test_every_sample_notebook_imports_with_all_its_steps(tmp_path: Path) -> Non
     assert 0.33 < (summary.metrics["landmarks"] or 0) < 0.47
 
 
-@pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"the paper's sample trajectories are not at {SAMPLE}")
+@needs_sample
+def test_reference_mode_reproduces_what_the_sample_can_show() -> None:
+    """The recorded metrics the sample lets one recompute without the Hub's gold tasks."""
+    observations = 0
+    for notebook in sorted(SAMPLE.glob("*/history.ipynb")):
+        task_id = notebook.parent.name
+        recorded = json.loads((notebook.parent / "metrics.json").read_text())
+        trajectory = notebook_trajectory(notebook, task_id)
+        metrics, _ = score_trajectory(trajectory, Task(task_id=task_id, query=trajectory.query), "reference")
+        # Submitted: a final submit with a truthy answer.
+        assert metrics.submitted == recorded["submitted"], task_id
+        if not metrics.submitted:
+            assert recorded["output_match"] == 0.0, task_id  # nothing submitted matches nothing
+        # The notebooks hold the reference agent's cleaned observations: cleaning them again changes
+        # nothing, so landmarks are matched on the very text the reference matched.
+        for step in trajectory.steps:
+            assert reference_clean(step.raw_output) == step.raw_output, (task_id, step.index)
+            observations += 1
+    assert observations == 2218
+
+
+def sample_tasks() -> list[Task]:
+    """Gold tasks made up from the sample itself (the Hub's are not here): each task's answer is what its
+    agent submitted, or an answer nobody gave; its landmarks a line of its third step's output, escaped,
+    and a regex that matches nothing; its entrypoint the most common script name."""
+    tasks = []
+    for notebook in sorted(SAMPLE.glob("*/history.ipynb")):
+        trajectory = notebook_trajectory(notebook, notebook.parent.name)
+        submitted = submission_of(trajectory)
+        lines = [line for s in trajectory.steps[2:3] for line in s.raw_output.splitlines() if line.strip()]
+        landmarks = [re.escape(lines[0][:40])] if lines else []
+        tasks.append(
+            Task(
+                task_id=notebook.parent.name,
+                query=trajectory.query,
+                answer=json.dumps(submitted if submitted else {"never": 1.0}, default=str),
+                landmarks=[*landmarks, "no such landmark"],
+                entrypoint="train.py",
+            )
+        )
+    return tasks
+
+
+@needs_sample
+@pytest.mark.parametrize("mode", ["corrected", "reference"])
+def test_every_sample_trajectory_scores_offline_as_at_import(tmp_path: Path, mode: str) -> None:
+    tasks = sample_tasks()
+    online = import_trajectories(SAMPLE, tmp_path / "run", tasks=tasks, mode=mode)  # type: ignore[arg-type]
+    offline = rescore(tmp_path / "run", mode, out=tmp_path / "again")  # type: ignore[arg-type]
+    assert len(online.run.results) == len(offline.results) == 45 and online.unmatched == []
+    again = {r.task_id: r for r in offline.results}
+    for row in online.run.results:
+        assert row.mode == mode and again[row.task_id].mode == mode
+        assert (again[row.task_id].metrics, again[row.task_id].details) == (row.metrics, row.details), row.task_id
+    assert offline.summary.metrics == online.run.summary.metrics
+    assert 0 < (offline.summary.metrics["landmarks"] or 0) < 1 and offline.summary.metrics["entrypoint"] is not None
+
+
+@needs_sample
 def test_sample_thoughts_actions_and_observations_are_kept() -> None:
     trajectory = notebook_trajectory(SAMPLE / "acqsurvey" / "history.ipynb", "acqsurvey", model="gpt-4o")
     first = trajectory.steps[0]
@@ -183,6 +249,36 @@ def test_a_broken_notebook_is_reported_and_the_rest_imported(tmp_path: Path) -> 
     assert len(outcome.failed) == 2
     assert any("broken" in f and "not a readable notebook" in f for f in outcome.failed)
     assert any("odd" in f and "no '### Query' cell" in f for f in outcome.failed)
+
+
+def test_every_skipped_folder_is_reported(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    expert, _ = write_published_run(tmp_path, "react-super")
+    (expert / "scores-only").mkdir()
+    (expert / "scores-only" / "metrics.json").write_text("{}")
+    (expert / "empty").mkdir()
+    (expert / ".ipynb_checkpoints").mkdir()  # hidden: not a task folder
+    outcome = import_trajectories(expert, tmp_path / "run")
+    assert outcome.imported == 1
+    assert outcome.failed == [
+        f"{expert / 'empty'}: skipped, it has no history.ipynb",
+        f"{expert / 'scores-only'}: skipped, it has a metrics.json but no history.ipynb",
+    ]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == outcome.failed
+    result = cli("import-trajectories", str(expert), "--out", str(tmp_path / "cli"))
+    assert result.returncode == 0 and "scores-only: skipped" in result.stderr.replace("\n", "")
+
+
+def test_scoring_an_imported_run_needs_gold_tasks_and_copies_nothing_without(tmp_path: Path) -> None:
+    expert, _ = write_published_run(tmp_path, "react-super")
+    import_trajectories(expert, tmp_path / "run")
+    result = cli("score", str(tmp_path / "run"))
+    assert result.returncode == 2 and "pass the task source with --tasks" in result.stderr
+    assert not (tmp_path / "run-corrected").exists()
+    result = cli("score", str(tmp_path / "run"), "--tasks", str(write_gold_tasks(tmp_path / "gold.jsonl")))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "run-corrected" / "summary.json").read_text())
+    assert summary["mode"] == "corrected" and summary["metrics"]["output_match"] == 0.5
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["mode"] == "recorded"
 
 
 def test_import_errors_are_clear(tmp_path: Path) -> None:

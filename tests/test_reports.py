@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -11,12 +12,12 @@ from pathlib import Path
 import pytest
 from tests.test_cli import cli
 
-from super_bench.errors import ConfigError, RunDirError
+from super_bench.errors import ConfigError, ReportError, RunDirError
 from super_bench.report.compare import compare_runs
 from super_bench.report.leaderboard import leaderboard_rows, to_csv, to_markdown
 from super_bench.report.plots import metric_by_category, plot_metric_by_category, plot_score_vs_cost
 from super_bench.report.runs import load_run
-from super_bench.report.stats import bootstrap_mean, paired_bootstrap
+from super_bench.report.stats import MIN_PAIRED, bootstrap_mean, paired_bootstrap, paired_permutation_test
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import Metrics
@@ -25,8 +26,18 @@ from super_bench.trajectory import Usage
 CATEGORIES = ["data", "dependencies", "configuration,data", "goal", "issue"]
 
 
-def write_run(path: Path, scores: dict[str, float], *, agent: str, cost: float = 0.0, task_set: str = "masked") -> Path:
-    """A run directory as the runner leaves it, with the given output-match score per task."""
+def write_run(
+    path: Path,
+    scores: dict[str, float],
+    *,
+    agent: str,
+    cost: float = 0.0,
+    task_set: str = "masked",
+    mode: str | None = None,
+    infra_error: bool = True,
+) -> Path:
+    """A run directory as the runner leaves it, with the given output-match score per task (rows of the
+    given scoring mode; rows that record none, as before rows did, with ``mode`` None)."""
     run_dir = RunDir(path)
     run_dir.create()
     results = [
@@ -39,12 +50,14 @@ def write_run(path: Path, scores: dict[str, float], *, agent: str, cost: float =
             usage=Usage(model_calls=3, cost=cost / len(scores)),
             wall_time=60.0,
             execution_time=30.0,
+            mode=mode,
         )
         for task_id, score in scores.items()
     ]
-    results.append(TaskResult(task_id="broken_data", task_set=task_set, status="infra_error"))  # type: ignore[arg-type]
+    if infra_error:
+        results.append(TaskResult(task_id="broken_data", task_set=task_set, status="infra_error"))  # type: ignore[arg-type]
     run_dir.write_results(results)
-    run_dir.write_summary(summarize(results))
+    run_dir.write_summary(summarize(results, mode or "corrected"))
     run_dir.write_manifest({"config": {"agent": agent, "model": "mock/m", "task_set": task_set}})
     return path
 
@@ -97,6 +110,7 @@ def test_compare_runs(two_runs: tuple[Path, Path]) -> None:
     om = next(d for d in c.metrics if d.metric == "output_match")
     assert om.n == 40 and om.base == pytest.approx(0.25) and om.other == pytest.approx(19 / 40)
     assert om.diff.mean == pytest.approx(9 / 40) and om.diff.excludes_zero()
+    assert om.p_value is not None and om.significant  # 10 gained, 1 lost of 40
     entry = next(d for d in c.metrics if d.metric == "entrypoint")
     assert entry.n == 0 and entry.diff.mean is None
     ids = masked_ids(40)
@@ -131,12 +145,12 @@ def test_leaderboard(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     assert [r["run"] for r in table] == ["better", "base"] and table[1]["entrypoint"] == ""
     markdown = to_markdown(runs)
     lines = markdown.splitlines()
-    assert lines[0].startswith("| run | agent | model | set | tasks | output match |")
-    assert lines[2].startswith("| better | react-super | mock/m | masked | 42 | 48.8 [")
+    assert lines[0].startswith("| run | agent | model | set | mode | tasks | output match |")
+    assert lines[2].startswith("| better | react-super | mock/m | masked | corrected | 42 | 48.8 [")
     assert len(lines) == 4
     out = tmp_path / "board.csv"
     assert cli("leaderboard", *map(str, two_runs), "--out", str(out)).returncode == 0
-    assert out.read_text().startswith("run,agent,model,set,tasks,scored,output_match,")
+    assert out.read_text().startswith("run,agent,model,set,mode,tasks,scored,output_match,")
     printed = cli("leaderboard", *map(str, two_runs))
     assert printed.stdout == markdown
 
@@ -179,3 +193,106 @@ def test_help_of_the_report_commands() -> None:
     for command in ("view", "import-trajectories", "compare", "leaderboard", "plot"):
         result = cli(command, "--help")
         assert result.returncode == 0 and "Usage:" in result.stdout, result.stderr
+
+
+# -- small samples, tasks in common, modes ---------------------------------------------------------
+def test_a_one_task_comparison_claims_nothing(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "a", {"t": 0.0}, agent="x", infra_error=False)
+    other = write_run(tmp_path / "b", {"t": 1.0}, agent="y", infra_error=False)
+    om = next(d for d in compare_runs(load_run(base), load_run(other)).metrics if d.metric == "output_match")
+    assert om.n == 1 and om.diff.mean == 1.0
+    assert (om.diff.low, om.diff.high) == (-1.0, 1.0)  # not the point [1, 1] a bootstrap of one task gives
+    assert om.p_value is None and not om.significant and om.verdict == "too few paired tasks (under 6)"
+    result = cli("compare", str(base), str(other))
+    assert result.returncode == 0, result.stderr
+    assert "too few paired tasks" in result.stdout and "significant" not in result.stdout
+
+
+def brute_force_p(a: list[float], b: list[float]) -> float:
+    """The sign-flip test by its definition: every one of the 2**n ways of flipping the differences."""
+    differences = [y - x for x, y in zip(a, b)]
+    observed = abs(sum(differences))
+    flips = list(itertools.product((1, -1), repeat=len(differences)))
+    extreme = sum(abs(sum(s * d for s, d in zip(signs, differences))) >= observed - 1e-12 for signs in flips)
+    return extreme / len(flips)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "p"),
+    [
+        ([0.0] * 6, [1.0] * 6, 2 / 64),  # all six better: only all-plus and all-minus are as extreme
+        ([0.0] * 10 + [0.5] * 4, [0.0] * 10 + [1.0] * 4, 2 / 16),  # ties carry no sign: 2 of 2**4 flips
+        ([0.0] * 5, [1.0] * 5, None),  # under 6 pairs: no p-value
+        ([0.0, 1.0] * 5, [1.0, 0.0] * 5, 1.0),
+        ([0.0] * 7, [1.0] * 6 + [0.0], 2 / 64),  # a tie changes nothing
+    ],
+)
+def test_exact_paired_test(a: list[float], b: list[float], p: float | None) -> None:
+    assert MIN_PAIRED == 6
+    assert paired_permutation_test(a, b) == (None if p is None else pytest.approx(p))
+
+
+def test_exact_paired_test_agrees_with_its_definition() -> None:
+    a = [0.1, 0.5, 0.25, 0.9, 1.0, 0.0, 0.3, 0.66]
+    b = [0.4, 0.5, 0.75, 0.2, 1.0, 1.0, 0.9, 0.33]
+    assert paired_permutation_test(a, b) == pytest.approx(brute_force_p(a, b))
+    assert paired_permutation_test(a[:6], [x + 0.1 for x in a[:6]]) == pytest.approx(2 / 64)
+    # 14 differences of distinct sizes have 2**14 distinct sums, past what is counted exactly: sampled.
+    many_a = [i / 20 for i in range(14)]
+    many_b = [x + (0.013 * (i + 1) if i % 3 else -0.011 * (i + 1)) for i, x in enumerate(many_a)]
+    exact = brute_force_p(many_a, many_b)
+    sampled = paired_permutation_test(many_a, many_b)
+    assert sampled is not None and abs(sampled - exact) < 0.02 and 0.01 < exact < 0.99
+    assert paired_permutation_test(many_a, many_b) == sampled  # seeded
+
+
+def test_runs_with_no_task_in_common_are_refused(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "a", {"t1": 1.0}, agent="x")
+    other = write_run(tmp_path / "b", {"t2": 1.0}, agent="y")
+    with pytest.raises(ReportError, match="no scored task in common"):
+        compare_runs(load_run(base), load_run(other))
+    result = cli("compare", str(base), str(other))
+    assert result.returncode == 2 and "no scored task in common" in result.stderr
+
+
+def test_runs_scored_in_different_modes_are_not_mixed(tmp_path: Path) -> None:
+    scores = {t: float(i % 2) for i, t in enumerate(masked_ids(10))}
+    corrected = write_run(tmp_path / "c", scores, agent="x", mode="corrected")
+    reference = write_run(tmp_path / "r", scores, agent="y", mode="reference")
+    old = write_run(tmp_path / "old", scores, agent="z")  # rows from before modes were recorded
+    assert load_run(old).mode == "corrected" and load_run(reference).mode == "reference"
+    with pytest.raises(ReportError, match=r"scored in different modes .*c: corrected.*r: reference"):
+        compare_runs(load_run(corrected), load_run(reference))
+    assert compare_runs(load_run(corrected), load_run(old)).base_mode == "corrected"
+    for command in ("compare", "leaderboard"):
+        refused = cli(command, str(corrected), str(reference))
+        assert refused.returncode == 2 and "--allow-mixed-modes" in refused.stderr
+        allowed = cli(command, str(corrected), str(reference), "--allow-mixed-modes")
+        assert allowed.returncode == 0, allowed.stderr
+        assert "reference" in allowed.stdout and "corrected" in allowed.stdout
+
+
+def test_a_run_whose_rows_mix_modes_is_mixed(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "run", {"a_data": 1.0, "b_data": 0.0}, agent="x", mode="corrected")
+    run_dir = RunDir(path)
+    rows = run_dir.read_results()
+    rows[0] = rows[0].model_copy(update={"mode": "recorded"})
+    run_dir.write_results(rows)
+    mixed = load_run(path)
+    assert mixed.mode == "mixed" and mixed.summary.modes == {"recorded": 1, "corrected": 2}
+    with pytest.raises(ReportError, match=r"mixed \(corrected 2, recorded 1\)"):
+        compare_runs(mixed, mixed)
+
+
+def test_rows_written_before_modes_were_recorded_still_load(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "run", {"a_data": 1.0}, agent="x")
+    old_rows = [
+        {k: v for k, v in json.loads(line).items() if k not in ("mode", "unscored")}
+        for line in (path / "results.jsonl").read_text().splitlines()
+    ]
+    (path / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in old_rows))
+    summary = json.loads((path / "summary.json").read_text())
+    old_summary = {k: v for k, v in summary.items() if k not in ("modes", "unscored")}
+    (path / "summary.json").write_text(json.dumps({**old_summary, "mode": "reference"}))
+    run = load_run(path)
+    assert run.mode == "reference" and run.summary.n_scored == 1 and run.results[0].mode is None

@@ -11,7 +11,7 @@ import pytest
 from super_bench import EnvConfig, RunConfig, SandboxConfig, Trajectory, load_tasks, rescore, run
 from super_bench.agents import create_agent
 from super_bench.agents.gold import printed_answer
-from super_bench.errors import AgentError, ConfigError
+from super_bench.errors import AgentError, ConfigError, RunDirError
 
 
 def config(tmp_path: Path, **settings: object) -> RunConfig:
@@ -99,6 +99,48 @@ def test_rescoring_survives_a_corrupt_trajectory(tmp_path: Path) -> None:
     broken.write_text("{ not json")
     outcome = rescore(tmp_path / "run")
     assert outcome.summary.n_tasks == 2
+    # Unreadable: kept, marked, out of the means; not counted with the metrics it had before.
+    (bad,) = [r for r in outcome.results if r.unscored]
+    assert bad.task_id == broken.parent.name and "unreadable trajectory" in bad.unscored
+    assert outcome.summary.n_scored == 1 and outcome.summary.unscored == 1
+    assert outcome.summary.stats["output_match"].n == 1
+
+
+def test_rescoring_marks_missing_tasks_and_trajectories_unscored(tmp_path: Path) -> None:
+    run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr", "nbsent"]))
+    (tmp_path / "run" / "tasks" / "nbsent" / "trajectory.json").unlink()
+    tasks = [t for t in load_tasks("demo") if t.task_id in ("tinyreg", "nbsent")]
+    outcome = rescore(tmp_path / "run", tasks=tasks)
+    reasons = {r.task_id: r.unscored for r in outcome.results}
+    assert reasons["tinyreg"] is None
+    assert reasons["tinyreg-lr"] == "task 'tinyreg-lr' is not among the tasks"
+    assert reasons["nbsent"] == "its trajectory file tasks/nbsent/trajectory.json is missing"
+    assert outcome.summary.n_scored == 1 and outcome.summary.metrics["output_match"] == 1.0
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["task_id"] for r in rows if r["unscored"]) == ["nbsent", "tinyreg-lr"]
+
+
+def test_a_run_re_scored_in_place_resumes_in_its_new_mode(tmp_path: Path) -> None:
+    run(config(tmp_path, task_ids=["tinyreg"]))
+    rescore(tmp_path / "run", "reference")
+    with pytest.raises(RunDirError, match="mode 'reference' there, 'corrected' now"):
+        run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"]))
+    outcome = run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"], mode="reference"))
+    assert outcome.summary.mode == "reference" and outcome.summary.modes == {"reference": 2}
+
+
+@pytest.mark.parametrize("mode", ["corrected", "reference"])
+def test_offline_scores_equal_online_ones(tmp_path: Path, mode: str) -> None:
+    ids = ["tinyreg", "tinyreg_goal", "tinyreg-auto"]
+    tasks = [t for s in ("expert", "masked", "auto") for t in load_tasks("demo", s) if t.task_id in ids]
+    online = run(config(tmp_path, mode=mode), tasks=tasks)
+    offline = rescore(tmp_path / "run", mode, out=tmp_path / "again")  # type: ignore[arg-type]
+    assert len(online.results) == len(tasks) == 3
+    by_id = {r.task_id: r for r in offline.results}
+    for result in online.results:
+        again = by_id[result.task_id]
+        assert (again.metrics, again.details, again.mode) == (result.metrics, result.details, mode), result.task_id
+    assert offline.summary.model_dump(exclude={"stats"}) == online.summary.model_dump(exclude={"stats"})
 
 
 def test_an_ad_hoc_query(tmp_path: Path) -> None:

@@ -110,7 +110,8 @@ def test_view_embeds_each_task_compactly_with_landmarks_findable(imported: Path,
     assert len(page["rows"]) == N_EXTRA + 2 and page["run"]["has_gold"] is True
     metrics = {m["name"]: m for m in page["metrics"]}
     assert metrics["landmarks"]["n"] == N_EXTRA + 2 and metrics["landmarks"]["low"] <= metrics["landmarks"]["mean"]
-    assert metrics["entrypoint"]["n"] == 0
+    assert metrics["entrypoint"]["n"] == N_EXTRA  # tasks without gold keep every recorded metric, entrypoint too
+    assert page["run"]["mode"] == "mixed"  # re-scored rows beside recorded ones
 
 
 class _Resources(HTMLParser):

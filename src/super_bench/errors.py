@@ -66,6 +66,10 @@ class ScoringError(SuperBenchError):
     """A run or trajectory could not be scored."""
 
 
+class ReportError(SuperBenchError):
+    """Runs cannot be compared or ranked as asked (no task in common, scores of different modes)."""
+
+
 class RunDirError(SuperBenchError):
     """A run directory is missing, unreadable or belongs to another run."""
 

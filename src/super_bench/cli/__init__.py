@@ -12,6 +12,11 @@ import click
 from super_bench import __version__
 from super_bench.errors import SuperBenchError
 
+# Exit statuses: 0 success; 1 an unexpected error; 2 bad input or a super-bench error, in one line;
+# 3 a run or re-scoring in which no task could be scored (every task an infrastructure failure, say);
+# 130 interrupted.
+NOTHING_SCORED = 3
+
 # Subcommands are imported only when used, so `super-bench --help` stays instant.
 _COMMANDS = {
     "run": "super_bench.cli.run_cmd:run_command",

@@ -16,6 +16,13 @@ _metric = click.option(
 )
 
 
+_mixed_modes = click.option(
+    "--allow-mixed-modes",
+    is_flag=True,
+    help="Put runs scored in different modes (corrected, reference, recorded) side by side anyway.",
+)
+
+
 def _pct(value: float | None, signed: bool = False) -> str:
     return "-" if value is None else f"{value * 100:+.1f}" if signed else f"{value * 100:.1f}"
 
@@ -23,12 +30,15 @@ def _pct(value: float | None, signed: bool = False) -> str:
 @click.command("compare")
 @_runs
 @_metric
+@_mixed_modes
 @click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
-def compare_command(runs: tuple[Path, ...], metric: str | None, as_json: bool) -> None:
+def compare_command(runs: tuple[Path, ...], metric: str | None, allow_mixed_modes: bool, as_json: bool) -> None:
     """Compare runs on their shared tasks: the first run is the baseline for each of the others.
 
-    Shows each metric's difference with a 95% paired bootstrap interval, the tasks that flipped between
-    solved and unsolved, and, for Masked runs, the difference per category.
+    Shows each metric's difference with a 95% paired bootstrap interval and an exact paired permutation
+    test (under 6 paired tasks: "too few paired tasks", and the interval is the whole range), the tasks
+    that flipped between solved and unsolved, and, for Masked runs, the difference per category. Runs
+    with no scored task in common, or scored in different modes, are refused (exit status 2).
     """
     from super_bench.report.compare import compare_runs
     from super_bench.report.runs import load_run
@@ -36,18 +46,19 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, as_json: bool) -
     if len(runs) < 2:
         raise click.UsageError("give at least two run directories")
     loaded = [load_run(path) for path in runs]
-    comparisons = [compare_runs(loaded[0], other, metric) for other in loaded[1:]]
+    comparisons = [compare_runs(loaded[0], other, metric, allow_mixed_modes=allow_mixed_modes) for other in loaded[1:]]
     if as_json:
         click.echo("[" + ",\n".join(c.model_dump_json(indent=2) for c in comparisons) + "]")
         return
     for c in comparisons:
+        modes = c.base_mode if c.base_mode == c.other_mode else f"modes: {c.other_mode} vs {c.base_mode}"
         table = Table(
-            title=f"{c.other} vs {c.base} ({c.n_shared} shared tasks; points, other - base)", title_justify="left"
+            title=f"{c.other} vs {c.base} ({c.n_shared} shared tasks; {modes}; points, other - base)",
+            title_justify="left",
         )
-        for column in ("metric", "tasks", "base", "other", "difference", "95% interval", ""):
-            table.add_column(column, justify="left" if column in ("metric", "") else "right")
+        for column in ("metric", "tasks", "base", "other", "difference", "95% interval", "exact test"):
+            table.add_column(column, justify="left" if column in ("metric", "exact test") else "right")
         for d in c.metrics:
-            note = "significant" if d.diff.excludes_zero() else ""
             table.add_row(
                 d.metric.replace("_", " "),
                 str(d.n),
@@ -55,7 +66,7 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, as_json: bool) -
                 _pct(d.other),
                 _pct(d.diff.mean, True),
                 f"[{_pct(d.diff.low, True)}, {_pct(d.diff.high, True)}]",
-                note,
+                d.verdict,
             )
         console.print(table)
         if c.only_base or c.only_other:
@@ -70,8 +81,8 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, as_json: bool) -
         console.print(f"  solved by the base only: {len(c.lost)}" + (f": {', '.join(c.lost)}" if c.lost else ""))
         if c.categories:
             cats = Table(title=f"{name} by Masked category", title_justify="left")
-            for column in ("category", "tasks", "base", "other", "difference", "95% interval"):
-                cats.add_column(column, justify="left" if column == "category" else "right")
+            for column in ("category", "tasks", "base", "other", "difference", "95% interval", "exact test"):
+                cats.add_column(column, justify="left" if column in ("category", "exact test") else "right")
             for row in c.categories:
                 cats.add_row(
                     row.category,
@@ -80,6 +91,7 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, as_json: bool) -
                     _pct(row.other),
                     _pct(row.diff.mean, True),
                     f"[{_pct(row.diff.low, True)}, {_pct(row.diff.high, True)}]",
+                    row.verdict,
                 )
             console.print(cats)
 
@@ -90,13 +102,17 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, as_json: bool) -
     "--format", "fmt", type=click.Choice(["markdown", "csv"]), help="[default: from --out's suffix, else markdown]"
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file instead of printing.")
-def leaderboard_command(runs: tuple[Path, ...], fmt: str | None, out: Path | None) -> None:
-    """A leaderboard over runs, one row per run with each metric's mean and 95% bootstrap interval."""
+@_mixed_modes
+def leaderboard_command(runs: tuple[Path, ...], fmt: str | None, out: Path | None, allow_mixed_modes: bool) -> None:
+    """A leaderboard over runs, one row per run with its scoring mode and each metric's mean and 95%
+    bootstrap interval. Runs scored in different modes are refused (exit status 2)."""
     from super_bench.report.leaderboard import to_csv, to_markdown
-    from super_bench.report.runs import load_run
+    from super_bench.report.runs import check_modes, load_run
 
     fmt = fmt or ("csv" if out is not None and out.suffix.lower() == ".csv" else "markdown")
     loaded = [load_run(path) for path in runs]
+    if not allow_mixed_modes:
+        check_modes(loaded)
     text = to_csv(loaded) if fmt == "csv" else to_markdown(loaded)
     if out is None:
         click.echo(text, nl=False)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from super_bench.cli import NOTHING_SCORED
 from super_bench.cli._options import (
     ManyValues,
     as_list,
@@ -129,8 +131,9 @@ def run_command(
     """Run an agent on tasks and score it.
 
     With no options: the bundled demo Expert tasks, the gold agent, the safest sandbox available.
+    Exits with status 3 when no task could be scored (every one an infrastructure failure).
     """
-    from super_bench.cli._display import RunProgress, console, print_summary
+    from super_bench.cli._display import RunProgress, console, err_console, print_summary
     from super_bench.environment import EnvConfig
     from super_bench.models import ModelOptions
     from super_bench.runner.run import RayOptions, RunConfig, run
@@ -175,3 +178,7 @@ def run_command(
         outcome = run(config, tasks=tasks, reporter=progress)
     print_summary(outcome.results, outcome.summary, title=f"{agent} on {len(tasks)} task(s)")
     console.print(f"Run directory: {outcome.run_dir.path}")
+    if outcome.summary.n_scored == 0:
+        # A CI job must not pass on a run that measured nothing (a dead model endpoint, say).
+        err_console.print("[red]no task could be scored: every task failed on the infrastructure[/red]")
+        sys.exit(NOTHING_SCORED)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
+from super_bench.cli import NOTHING_SCORED
 from super_bench.cli._options import mode_option
 
 
@@ -14,17 +16,44 @@ from super_bench.cli._options import mode_option
 @mode_option
 @click.option("--tasks", "tasks_source", help="Grade against these tasks instead of the run's own tasks.jsonl.")
 @click.option("--set", "task_set", help="Task set of --tasks.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory for the re-scored run. [default: RUN_DIR-MODE beside RUN_DIR]",
+)
+@click.option("--in-place", is_flag=True, help="Rewrite RUN_DIR's results.jsonl and summary.json instead.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json instead of a table.")
-def score_command(run_dir: Path, mode: str, tasks_source: str | None, task_set: str | None, as_json: bool) -> None:
-    """Re-score a saved run offline; rewrites its results.jsonl and summary.json."""
-    from super_bench.cli._display import console, print_summary
+def score_command(
+    run_dir: Path,
+    mode: str,
+    tasks_source: str | None,
+    task_set: str | None,
+    out: Path | None,
+    in_place: bool,
+    as_json: bool,
+) -> None:
+    """Re-score a saved run offline, into a new run directory (RUN_DIR left as it is) unless --in-place.
+
+    Exits with status 3 when no task could be scored.
+    """
+    from super_bench.cli._display import console, err_console, print_summary
     from super_bench.runner.rescore import rescore
     from super_bench.tasks.loaders import load_tasks
 
+    if in_place and out is not None:
+        raise click.UsageError("--in-place rewrites RUN_DIR itself; it takes no --out")
+    target = None if in_place else out or Path(f"{run_dir.resolve()}-{mode}")
     tasks = load_tasks(tasks_source, task_set) if tasks_source else None
-    outcome = rescore(run_dir, mode, tasks)  # type: ignore[arg-type]
+    outcome = rescore(run_dir, mode, tasks, out=target)  # type: ignore[arg-type]
+    written = outcome.run_dir.path
     if as_json:
         click.echo(outcome.summary.model_dump_json(indent=2))
     else:
-        print_summary(outcome.results, outcome.summary, title=f"{run_dir} ({mode})")
-        console.print(f"Wrote {run_dir / 'summary.json'}")
+        print_summary(outcome.results, outcome.summary, title=f"{written} ({mode})")
+        console.print(f"Wrote {written / 'results.jsonl'} and {written / 'summary.json'}")
+    unscored = [r for r in outcome.results if r.unscored]
+    for row in unscored:
+        err_console.print(f"[yellow]not scored, left out of the means:[/yellow] {row.task_id}: {row.unscored}")
+    if outcome.summary.n_scored == 0:
+        err_console.print("[red]no task could be scored[/red]")
+        sys.exit(NOTHING_SCORED)

@@ -1,37 +1,64 @@
-"""Comparing two runs on the tasks they share: per-metric differences with paired bootstrap intervals,
-the tasks that flipped between solved and unsolved, and a breakdown by Masked category."""
+"""Comparing two runs on the tasks they share: per-metric differences with paired intervals and an exact
+paired test, the tasks that flipped between solved and unsolved, and a breakdown by Masked category.
+
+Runs scored in different modes (or a run whose rows mix modes) are not compared unless asked: their
+numbers do not measure the same thing."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from super_bench._names import METRICS
+from super_bench.errors import ReportError
 
-from .runs import RunData
-from .stats import Estimate, paired_bootstrap
+from .runs import RunData, check_modes
+from .stats import MIN_PAIRED, SIGNIFICANCE, Estimate, paired_bootstrap, paired_permutation_test
 
 SOLVED = 1.0 - 1e-9  # full marks: a task counts as solved only when its metric is 1
 
 
-class MetricDiff(BaseModel):
+class PairedDiff(BaseModel):
+    """``other - base`` over the tasks where both runs define a metric."""
+
+    n: int = Field(description="Paired tasks")
+    base: float | None
+    other: float | None
+    diff: Estimate = Field(
+        description=f"other - base with a paired bootstrap interval; [-1, 1] under {MIN_PAIRED} paired tasks"
+    )
+    p_value: float | None = Field(
+        description=f"Exact paired permutation test (two-sided); null under {MIN_PAIRED} paired tasks"
+    )
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value is not None and self.p_value < SIGNIFICANCE
+
+    @property
+    def verdict(self) -> str:
+        """What the test says, in words."""
+        if self.n == 0:
+            return ""
+        if self.p_value is None:
+            return f"too few paired tasks (under {MIN_PAIRED})"
+        return f"significant (p={self.p_value:.3g})" if self.significant else f"p={self.p_value:.2g}"
+
+
+class MetricDiff(PairedDiff):
     metric: str
-    n: int = Field(description="Shared tasks where both runs define the metric")
-    base: float | None
-    other: float | None
-    diff: Estimate = Field(description="other - base, with a paired bootstrap interval")
 
 
-class CategoryDiff(BaseModel):
+class CategoryDiff(PairedDiff):
     category: str
-    n: int
-    base: float | None
-    other: float | None
-    diff: Estimate
 
 
 class Comparison(BaseModel):
     base: str
     other: str
+    base_mode: str
+    other_mode: str
     n_shared: int
     only_base: list[str]
     only_other: list[str]
@@ -42,17 +69,27 @@ class Comparison(BaseModel):
     categories: list[CategoryDiff] = Field(default_factory=list, description="Masked categories, on flip_metric")
 
 
-def compare_runs(base: RunData, other: RunData, metric: str | None = None) -> Comparison:
+def compare_runs(
+    base: RunData, other: RunData, metric: str | None = None, *, allow_mixed_modes: bool = False
+) -> Comparison:
     """Compare ``other`` against ``base``; ``metric`` (default: the base's headline metric) drives flips
-    and the category breakdown."""
+    and the category breakdown. Raises ReportError when the runs share no scored task, or were scored
+    in different modes (unless ``allow_mixed_modes``)."""
+    if not allow_mixed_modes:
+        check_modes([base, other])
     metric = metric or base.primary_metric
     base_ids = {r.task_id for r in base.scored}
     other_ids = {r.task_id for r in other.scored}
     shared = base_ids & other_ids
+    if not shared:
+        raise ReportError(
+            f"{other.path} and {base.path} have no scored task in common ({len(base_ids)} and {len(other_ids)} "
+            "scored tasks); compare runs of the same tasks"
+        )
     diffs = []
     for name in METRICS:
         a, b = _paired(base, other, name, shared)
-        diffs.append(MetricDiff(metric=name, n=len(a), base=_mean(a), other=_mean(b), diff=paired_bootstrap(a, b)))
+        diffs.append(MetricDiff(metric=name, **_paired_diff(a, b)))
     a_values, b_values = base.values(metric), other.values(metric)
     paired_ids = sorted(shared & a_values.keys() & b_values.keys())
     gained = [t for t in paired_ids if b_values[t] >= SOLVED > a_values[t]]
@@ -61,16 +98,15 @@ def compare_runs(base: RunData, other: RunData, metric: str | None = None) -> Co
     for task_id in paired_ids:
         for category in base.categories(task_id):
             by_category.setdefault(category, []).append(task_id)
-    categories = []
-    for category, ids in sorted(by_category.items()):
-        a = [a_values[t] for t in ids]
-        b = [b_values[t] for t in ids]
-        categories.append(
-            CategoryDiff(category=category, n=len(ids), base=_mean(a), other=_mean(b), diff=paired_bootstrap(a, b))
-        )
+    categories = [
+        CategoryDiff(category=category, **_paired_diff([a_values[t] for t in ids], [b_values[t] for t in ids]))
+        for category, ids in sorted(by_category.items())
+    ]
     return Comparison(
         base=str(base.path),
         other=str(other.path),
+        base_mode=base.mode,
+        other_mode=other.mode,
         n_shared=len(shared),
         only_base=sorted(base_ids - other_ids),
         only_other=sorted(other_ids - base_ids),
@@ -80,6 +116,16 @@ def compare_runs(base: RunData, other: RunData, metric: str | None = None) -> Co
         lost=lost,
         categories=categories,
     )
+
+
+def _paired_diff(a: list[float], b: list[float]) -> dict[str, Any]:
+    return {
+        "n": len(a),
+        "base": _mean(a),
+        "other": _mean(b),
+        "diff": paired_bootstrap(a, b),
+        "p_value": paired_permutation_test(a, b),
+    }
 
 
 def _paired(base: RunData, other: RunData, metric: str, shared: set[str]) -> tuple[list[float], list[float]]:

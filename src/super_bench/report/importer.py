@@ -1,5 +1,10 @@
 """Importing a folder of published trajectories (``<task_id>/history.ipynb`` + ``metrics.json``) as a run
-directory, keeping the metrics the authors' harness recorded, or re-scoring against gold tasks."""
+directory, keeping the metrics the authors' harness recorded, or re-scoring against gold tasks.
+
+Every metric ``metrics.json`` records is kept (``checkpoints`` are landmarks), the entrypoint of Expert
+tasks included; the rows are marked ``mode: recorded``. The notebooks record times of day and step
+durations only: a row's ``started_at`` and ``finished_at`` are null rather than an invented date, and
+its ``wall_time`` is the sum of the recorded step durations, as is its ``execution_time``."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from typing import Any
 from super_bench._names import TASK_SETS
 from super_bench.errors import RunDirError, SuperBenchError, TrajectoryImportError
 from super_bench.runner.rescore import rescore
-from super_bench.runner.results import RunOutcome, TaskResult, summarize
+from super_bench.runner.results import RECORDED_MODE, RunOutcome, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import Metrics, ScoreMode
 from super_bench.tasks.model import MASKED_CATEGORIES, Task
@@ -29,14 +34,13 @@ NOTEBOOK = "history.ipynb"
 METRICS_FILE = "metrics.json"
 # The published folders are named <model>_<agent>_<set>, e.g. gpt-4o-2024-08-06_react-super_expert.
 _RUN_NAME = re.compile(r"^(?:(?P<model>.+)_)?(?P<agent>[A-Za-z0-9-]+)_(?P<set>expert|masked|auto)$")
-RECORDED_MODE = "recorded"
 
 
 @dataclass
 class ImportOutcome:
     run: RunOutcome
     imported: int
-    failed: list[str] = field(default_factory=list)  # "path: reason" per notebook that could not be read
+    failed: list[str] = field(default_factory=list)  # "path: reason" per notebook or folder not imported
     unmatched: list[str] = field(default_factory=list)  # imported task ids with no gold task (left as recorded)
 
 
@@ -52,6 +56,20 @@ def find_notebooks(source: Path) -> list[Path]:
         hint = f"; it holds several runs, import each one: {', '.join(runs)}" if runs else ""
         raise TrajectoryImportError(f"no <task_id>/{NOTEBOOK} under {source}{hint}")
     return notebooks
+
+
+def skipped_folders(source: Path, notebooks: list[Path]) -> list[str]:
+    """``"path: reason"`` for each folder of ``source`` that holds no notebook (hidden ones aside)."""
+    if notebooks == [source / NOTEBOOK]:
+        return []
+    imported = {nb.parent for nb in notebooks}
+    skipped = []
+    for folder in sorted(p for p in source.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if folder in imported:
+            continue
+        has = "has a metrics.json but" if (folder / METRICS_FILE).is_file() else "has"
+        skipped.append(f"{folder}: skipped, it {has} no {NOTEBOOK}")
+    return skipped
 
 
 def task_ids(source: Path, notebooks: list[Path]) -> list[str]:
@@ -74,7 +92,7 @@ def infer_set(source: Path, ids: list[str]) -> str:
     return "expert"
 
 
-def recorded_metrics(path: Path, task_set: str) -> tuple[Metrics, dict[str, Any]]:
+def recorded_metrics(path: Path) -> tuple[Metrics, dict[str, Any]]:
     """Our metrics from the harness's ``metrics.json`` (``checkpoints`` are landmarks), and the raw record."""
     if not path.is_file():
         return Metrics(), {}
@@ -83,12 +101,12 @@ def recorded_metrics(path: Path, task_set: str) -> tuple[Metrics, dict[str, Any]
         values = {k: None if v is None else float(v) for k, v in raw.items()}
     except (OSError, ValueError, TypeError, AttributeError) as e:
         raise TrajectoryImportError(f"{path}: unreadable metrics ({e})") from e
-    metrics = Metrics(submitted=values.get("submitted") or 0.0)
-    if task_set == "auto":
-        metrics.entrypoint = values.get("entrypoint")
-    else:
-        metrics.output_match = values.get("output_match")
-        metrics.landmarks = values.get("checkpoints", values.get("landmarks"))
+    metrics = Metrics(
+        submitted=values.get("submitted") or 0.0,
+        output_match=values.get("output_match"),
+        landmarks=values.get("checkpoints", values.get("landmarks")),
+        entrypoint=values.get("entrypoint"),
+    )
     return metrics, raw
 
 
@@ -118,12 +136,14 @@ def import_trajectories(
         raise RunDirError(f"{out} already holds a run; choose a new --out directory")
     run_dir.create()
     results: list[TaskResult] = []
-    failed: list[str] = []
+    failed = skipped_folders(source, notebooks)
+    for problem in failed:
+        log.warning("%s", problem)
     agents: set[str] = set()
     for task_id, notebook in zip(ids, notebooks):
         try:
             trajectory = notebook_trajectory(notebook, task_id, model=model)
-            metrics, raw = recorded_metrics(notebook.parent / METRICS_FILE, task_set)
+            metrics, raw = recorded_metrics(notebook.parent / METRICS_FILE)
         except SuperBenchError as e:
             log.warning("%s", e)
             failed.append(str(e))
@@ -151,7 +171,17 @@ def import_trajectories(
 
 
 def _result(trajectory: Trajectory, task_set: str, metrics: Metrics, path: str) -> TaskResult:
-    return TaskResult.from_trajectory(trajectory, task_set, metrics=metrics, trajectory=path)
+    # Times of day carry no date: no start or end, and the recorded durations as the time taken.
+    return TaskResult.from_trajectory(
+        trajectory,
+        task_set,
+        metrics=metrics,
+        mode=RECORDED_MODE,
+        trajectory=path,
+        started_at=None,
+        finished_at=None,
+        wall_time=trajectory.execution_time,
+    )
 
 
 def _manifest(source: Path, task_set: str, model: str | None, agents: set[str], n_tasks: int) -> dict[str, Any]:

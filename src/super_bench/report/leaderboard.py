@@ -1,4 +1,5 @@
-"""A leaderboard over several runs, as Markdown or CSV: one row per run, best headline metric first."""
+"""A leaderboard over several runs, as Markdown or CSV: one row per run, best headline metric first, with
+the mode each run was scored in (the CLI refuses runs of different modes unless told otherwise)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from super_bench._names import METRICS
 from .runs import RunData
 from .stats import Estimate
 
-COLUMNS = ("run", "agent", "model", "set", "tasks", "scored")
+COLUMNS = ("run", "agent", "model", "set", "mode", "tasks", "scored")
 TAIL_COLUMNS = ("cost_usd", "execution_time_s", "wall_time_s")
 
 
@@ -35,6 +36,7 @@ def leaderboard_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
             "agent": run.agent or "",
             "model": run.model or "",
             "set": run.task_set,
+            "mode": run.mode,
             "tasks": run.summary.n_tasks,
             "scored": run.summary.n_scored,
         }
@@ -63,10 +65,10 @@ def to_csv(runs: Sequence[RunData]) -> str:
 
 def to_markdown(runs: Sequence[RunData]) -> str:
     """A Markdown table; metrics as percentages with their 95% bootstrap interval."""
-    header = ["run", "agent", "model", "set", "tasks", *(m.replace("_", " ") for m in METRICS), "cost ($)", "time (h)"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 5 + ["---:"] * (len(header) - 5)) + "|"]
+    header = [*COLUMNS[:-1], *(m.replace("_", " ") for m in METRICS), "cost ($)", "time (h)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 6 + ["---:"] * (len(header) - 6)) + "|"]
     for run in ranked(runs):
-        cells = [run.name, run.agent or "", run.model or "", run.task_set, str(run.summary.n_tasks)]
+        cells = [run.name, run.agent or "", run.model or "", run.task_set, run.mode, str(run.summary.n_tasks)]
         cells += [format_estimate(run.estimates[m]) for m in METRICS]
         cells += [f"{run.cost:.2f}", f"{run.wall_time / 3600:.2f}"]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

@@ -19,7 +19,9 @@ How the notebook's records map onto ours:
   steps that give the stop reason.
 - Pre-executed steps (Masked) have the thought ``[pre-executed by user]`` or ``EXECUTED BY USER``;
   SWE-agent's pre-executed edits (``EDITING `path. CHANGING: ... TO: ...``) become SUPER edits.
-- Submissions in Python syntax (``{'acc': 0.5}``, ``None``) are read as the values they spell.
+- Submissions in Python syntax (``{'acc': 0.5}``, ``None``) are read as the values they spell; the
+  text itself is kept in the submit step's metadata (``answer_literal``) and is what scoring reads,
+  so that a literal with integer keys (``{22896: 9}``) scores the same after it is saved as JSON.
 - The notebooks record times of day only: steps are dated from ``IMPORT_DATE`` (UTC), a day is added
   where the clock wraps past midnight, and a step's end is its start plus the recorded duration.
   Steps with no recorded time (SWE-agent's pre-executed ones) take the previous step's end and last 0 s.
@@ -27,7 +29,6 @@ How the notebook's records map onto ours:
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from typing import Any, Literal
 
 from super_bench.actions import Action
 from super_bench.errors import TrajectoryImportError
+from super_bench.scoring.submission import ANSWER_LITERAL, json_safe, parse_answer
 from super_bench.trajectory import Step, StepOutcome, StopReason, Trajectory
 
 Style = Literal["react-super", "swe-agent"]
@@ -161,7 +163,7 @@ def notebook_trajectory(path: Path, task_id: str, *, model: str | None = None) -
 def _step(index: int, raw: NotebookStep, style: Style, clock: _Clock) -> tuple[Step, StopReason | None]:
     pre_executed = raw.thought in _PRE_EXECUTED
     thought = None if pre_executed or not raw.thought else raw.thought
-    action, label, stop = _action(raw, style)
+    action, label, stop, literal = _action(raw, style)
     outcome: StepOutcome = "ok"
     if stop is not None or (style == "react-super" and label is not None):
         outcome = "invalid"  # nothing ran: an unparsable reply, or the harness ending the run
@@ -171,6 +173,8 @@ def _step(index: int, raw: NotebookStep, style: Style, clock: _Clock) -> tuple[S
     metadata: dict[str, Any] = {"notebook_step": raw.number}
     if label is not None:
         metadata["notebook_action"] = label
+    if literal is not None:
+        metadata[ANSWER_LITERAL] = literal
     if raw.clock is None:
         metadata["untimed"] = True
     step = Step(
@@ -187,48 +191,33 @@ def _step(index: int, raw: NotebookStep, style: Style, clock: _Clock) -> tuple[S
     return step, stop
 
 
-def _action(raw: NotebookStep, style: Style) -> tuple[Action, str | None, StopReason | None]:
-    """Our action, the notebook's own label where it is not one of our types, and any stop it caused."""
+def _action(raw: NotebookStep, style: Style) -> tuple[Action, str | None, StopReason | None, str | None]:
+    """Our action, the notebook's own label where it is not one of our types, any stop it caused, and
+    a submission's text as written."""
     label, code = raw.label or "", raw.code
     if style == "react-super":
+        if label == "submit":
+            return _submit(code)
         if label in _REACT_TYPES:
-            content: Any = code
-            if label == "submit":
-                content = parse_answer(code)
-            elif label in ("interrupt", "continue_wait"):
-                content = None
-            return Action(type=label, content=content), None, None
-        return Action.execute(code), label, _STOPS.get(code.strip()) if label == "exception" else None
+            content = None if label in ("interrupt", "continue_wait") else code
+            return Action(type=label, content=content), None, None, None
+        return Action.execute(code), label, _STOPS.get(code.strip()) if label == "exception" else None, None
     command = code.split(None, 1)[0] if code.strip() else ""
     if label == "submit" or (label == "None" and command == "submit"):
-        return Action.submit(parse_answer(code.strip()[len("submit") :])), None, None
+        return _submit(code.strip()[len("submit") :])
     if label in _SWE_COMMANDS:
-        return Action.execute(code), label, None
+        return Action.execute(code), label, None, None
     if code.strip() in _STOPS:
-        return Action.execute(code), code.strip(), _STOPS[code.strip()]
+        return Action.execute(code), code.strip(), _STOPS[code.strip()], None
     if edit := _SWE_EDIT.match(code):
         before, after = edit.group("before"), edit.group("after")
-        return (
-            Action(
-                type="edit", content=f"{edit.group('path')}\n<<<BEFORE_EDIT>>>\n{before}\n<<<AFTER_EDIT>>>\n{after}"
-            ),
-            None,
-            None,
-        )
-    return Action.execute(code), None if label == "None" else label, None
+        content = f"{edit.group('path')}\n<<<BEFORE_EDIT>>>\n{before}\n<<<AFTER_EDIT>>>\n{after}"
+        return Action(type="edit", content=content), None, None, None
+    return Action.execute(code), None if label == "None" else label, None, None
 
 
-def parse_answer(text: str) -> Any:
-    """A submitted answer: JSON, else a Python literal (``{'a': 1}``, ``None``), else the text itself."""
-    text = text.strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
+def _submit(text: str) -> tuple[Action, None, None, str]:
+    return Action.submit(json_safe(parse_answer(text))), None, None, text.strip()
 
 
 class _Clock:

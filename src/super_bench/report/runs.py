@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from super_bench._names import METRICS
-from super_bench.errors import RunDirError
-from super_bench.runner.results import Summary, TaskResult, summarize, task_means
+from super_bench.errors import ReportError, RunDirError
+from super_bench.runner.results import MIXED_MODE, Summary, TaskResult, summarize, task_means
 from super_bench.runner.rundir import RunDir
 from super_bench.tasks.model import Task
 
@@ -59,9 +59,18 @@ class RunData:
         return "entrypoint" if self.task_set == "auto" else "output_match"
 
     @property
+    def mode(self) -> str:
+        """How the run was scored: corrected, reference, recorded, or mixed when its rows differ."""
+        return self.summary.mode
+
+    def mode_counts(self) -> str:
+        """``corrected 40, recorded 5``: the rows per scoring mode."""
+        return ", ".join(f"{mode} {count}" for mode, count in sorted(self.summary.modes.items()))
+
+    @property
     def scored(self) -> list[TaskResult]:
-        """Results that count in the means: all but infrastructure failures."""
-        return [r for r in self.results if r.status != "infra_error"]
+        """Results that count in the means: all but infrastructure failures and unscored rows."""
+        return [r for r in self.results if r.in_means]
 
     def values(self, metric: str) -> dict[str, float]:
         """Each scored task's value of ``metric`` (the mean of its epochs), where the task defines it."""
@@ -91,6 +100,19 @@ class RunData:
     @property
     def wall_time(self) -> float:
         return sum(r.wall_time for r in self.results)
+
+
+def check_modes(runs: list[RunData]) -> None:
+    """Refuse runs whose scores were computed in different modes, or that mix modes themselves."""
+    modes = {run.mode for run in runs}
+    if len(modes) > 1 or MIXED_MODE in modes:
+        listed = ", ".join(
+            f"{run.path}: {run.mode}" + (f" ({run.mode_counts()})" if run.mode == MIXED_MODE else "") for run in runs
+        )
+        raise ReportError(
+            f"the runs were scored in different modes ({listed}); re-score them in one mode "
+            "(super-bench score RUN_DIR --mode ...), or pass --allow-mixed-modes"
+        )
 
 
 def load_run(path: Path) -> RunData:

@@ -1,13 +1,23 @@
-"""Confidence intervals by bootstrap over tasks: of a mean, and of a paired difference of means."""
+"""Confidence intervals by bootstrap over tasks, of a mean and of a paired difference of means, and an
+exact paired test of a difference that stays valid on few tasks."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from pydantic import BaseModel
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
+# Fewer paired tasks than this and no difference can be significant at 5%: the smallest two-sided
+# p-value of an exact paired test on 5 tasks is 2 / 2**5 = 0.0625. Below it, a comparison says
+# "too few paired tasks" and its interval is the whole range of a difference of scores, [-1, 1].
+MIN_PAIRED = 6
+SIGNIFICANCE = 0.05
+METRIC_RANGE = (-1.0, 1.0)  # scores are in [0, 1], so their differences are in [-1, 1]
+EXACT_LIMIT = 1 << 12  # distinct sums kept by the exact test before it samples sign flips instead
+PERMUTATION_RESAMPLES = 20000
 
 
 class Estimate(BaseModel):
@@ -56,4 +66,51 @@ def paired_bootstrap(
     if len(a) != len(b):
         raise ValueError(f"paired samples differ in length: {len(a)} and {len(b)}")
     differences = [float(y) - float(x) for x, y in zip(a, b, strict=True)]
-    return bootstrap_mean(differences, level=level, resamples=resamples, seed=seed)
+    estimate = bootstrap_mean(differences, level=level, resamples=resamples, seed=seed)
+    if 0 < estimate.n < MIN_PAIRED:
+        # A bootstrap of one task is that task: an interval of a point. Too few pairs rule nothing out.
+        estimate.low, estimate.high = METRIC_RANGE
+    return estimate
+
+
+def paired_permutation_test(
+    a: Sequence[float], b: Sequence[float], *, resamples: int = PERMUTATION_RESAMPLES, seed: int = DEFAULT_SEED
+) -> float | None:
+    """Two-sided p-value of the paired sign-flip permutation test that ``b - a`` has mean 0; None under
+    ``MIN_PAIRED`` pairs.
+
+    Under the null each difference is as likely positive as negative, so the p-value is the share of
+    the 2**n ways of flipping the differences' signs whose sum is at least as far from 0 as the one
+    observed. It is counted exactly (scores take few distinct values, so the sums do too), and
+    estimated from ``resamples`` seeded random flips only when there are more than ``EXACT_LIMIT``
+    distinct sums. Valid for any number of tasks, unlike a bootstrap or a normal approximation.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired samples differ in length: {len(a)} and {len(b)}")
+    if len(a) < MIN_PAIRED:
+        return None
+    # On a grid of 1e-9, so that 2/3 - 1/3 and 1/3 are the same difference and sums compare exactly.
+    signed = [round((float(y) - float(x)) * 1e9) for x, y in zip(a, b, strict=True)]
+    steps = [abs(d) for d in signed if d]
+    observed = abs(sum(signed))
+    if not steps:
+        return 1.0
+    sums: Counter[int] = Counter({0: 1})
+    for step in steps:
+        flipped: Counter[int] = Counter()
+        for total, count in sums.items():
+            flipped[total + step] += count
+            flipped[total - step] += count
+        sums = flipped
+        if len(sums) > EXACT_LIMIT:
+            return _sampled_p(steps, observed, resamples, seed)
+    extreme = sum(count for total, count in sums.items() if abs(total) >= observed)
+    return float(extreme / 2 ** len(steps))
+
+
+def _sampled_p(steps: list[int], observed: int, resamples: int, seed: int) -> float:
+    import numpy as np
+
+    signs = np.random.default_rng(seed).choice(np.array([-1, 1], dtype=np.int64), size=(resamples, len(steps)))
+    hits = int((np.abs(signs @ np.asarray(steps, dtype=np.int64)) >= observed).sum())
+    return (hits + 1) / (resamples + 1)  # counting the observed flip itself: never 0

@@ -173,6 +173,7 @@ def run_episode(
         seed=agent_options.seed,
         status=status,
         metrics=metrics,
+        mode=mode,
         wall_time=time.monotonic() - wall_start,
         error=error,
         trajectory=str(path.relative_to(run_dir)) if run_dir else str(path),

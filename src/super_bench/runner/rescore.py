@@ -3,53 +3,179 @@
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from super_bench.errors import RunDirError
-from super_bench.runner.results import RunOutcome, TaskResult, summarize
+from super_bench.runner.results import RECORDED_MODE, RunOutcome, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import ScoreMode, score_trajectory, submission_of
+from super_bench.scoring.submission import json_safe
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
 
+# What a copy of a run takes along; results.jsonl and summary.json are written anew.
+_COPIED = ("run.json", "tasks.jsonl", "results.jsonl")
 
-def rescore(path: Path, mode: ScoreMode = "corrected", tasks: list[Task] | None = None) -> RunOutcome:
-    """Score every trajectory of the run at ``path`` again; rewrites results.jsonl and summary.json.
 
-    ``tasks`` defaults to the run's own ``tasks.jsonl``. Trajectories with no result line (an
-    imported run, or a run that crashed before writing one) get a result too.
+def rescore(
+    path: Path, mode: ScoreMode = "corrected", tasks: list[Task] | None = None, *, out: Path | None = None
+) -> RunOutcome:
+    """Score every trajectory of the run at ``path`` again, in ``mode``.
+
+    With ``out``, the run is copied there (trajectories hard-linked where the file system allows) and
+    the copy is scored, leaving ``path`` as it was; without, ``path``'s results.jsonl and summary.json
+    are rewritten. ``tasks`` defaults to the run's own ``tasks.jsonl``. Trajectories with no result
+    line (an imported run, or a run that crashed before writing one) get a result too. A trajectory
+    that cannot be read, or whose task is missing, leaves its row *unscored*: kept, with the reason,
+    out of the means. Imported rows with no gold task keep their recorded metrics.
     """
-    run_dir = RunDir(path)
-    if not run_dir.path.is_dir():
+    source = RunDir(path)
+    if not source.path.is_dir():
         raise RunDirError(f"no run directory at {path}")
+    tasks = tasks if tasks is not None else source.read_tasks()  # before any copy: a run without tasks fails here
+    if out is None:
+        with source.lock():
+            return _rescore(source, mode, tasks)
+    return _rescore(copy_run(source, RunDir(out)), mode, tasks, copied_from=source.path)
+
+
+def copy_run(source: RunDir, target: RunDir) -> RunDir:
+    """A copy of the run at ``source`` in ``target``: a new or empty directory, or an earlier re-scoring of
+    the same run (which it replaces)."""
+    if target.path.resolve() == source.path.resolve():
+        raise RunDirError(f"{target.path} is the run itself; to rewrite it, score it in place (--in-place)")
+    if target.path.exists() and any(target.path.iterdir()):
+        if not _rescoring_of(target, source):
+            raise RunDirError(
+                f"{target.path} already exists and is not a re-scoring of {source.path}; give another --out, "
+                f"or --in-place to rewrite {source.path} itself"
+            )
+        target.clear()
+    target.create()
+    for name in _COPIED:
+        if (source.path / name).is_file():
+            shutil.copy2(source.path / name, target.path / name)
+    if (source.path / "tasks").is_dir():
+        shutil.copytree(source.path / "tasks", target.path / "tasks", copy_function=_link, dirs_exist_ok=True)
+    return target
+
+
+def _rescoring_of(target: RunDir, source: RunDir) -> bool:
+    try:
+        rescored = target.read_manifest().get("rescored")
+    except ValueError:
+        return False
+    last = rescored[-1] if isinstance(rescored, list) and rescored else None
+    return isinstance(last, dict) and last.get("from") == str(source.path.resolve())
+
+
+def _link(src: str, dst: str) -> None:
+    # Trajectories are only ever replaced whole (written atomically), never changed in place: a hard
+    # link shares them safely and costs no space.
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _rescore(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_from: Path | None = None) -> RunOutcome:
     by_id = {t.task_id: t for t in (tasks if tasks is not None else run_dir.read_tasks())}
-    results = {r.key: r for r in run_dir.read_results()}
+    rows = run_dir.read_results()
+    results = {r.key: r for r in rows}
+    by_path = {r.trajectory: r for r in rows if r.trajectory}
+    done: set[tuple[str, int]] = set()
     for traj_path in sorted((run_dir.path / "tasks").glob("*/trajectory.json")):
+        relative = str(traj_path.relative_to(run_dir.path))
+        row = by_path.get(relative)
         try:
             trajectory = Trajectory.load(traj_path)
         except (OSError, ValidationError, ValueError) as e:
-            log.warning("%s: unreadable trajectory, left unscored: %s", traj_path, e)
+            reason = f"unreadable trajectory {relative}: {_first_line(e)}"
+            log.warning("%s; left unscored", reason)
+            row = row or _orphan(traj_path, relative, by_id)
+            results[row.key] = _unscored(row, reason, mode)
+            done.add(row.key)
             continue
+        epoch = int(trajectory.metadata.get("epoch", 1))
+        row = results.get((trajectory.task_id, epoch)) or row
         task = by_id.get(trajectory.task_id)
         if task is None:
-            log.warning("%s: task %r is not among the tasks; left unscored", traj_path, trajectory.task_id)
+            if row is not None and row.mode == RECORDED_MODE:
+                done.add(row.key)  # an imported task with no gold task keeps the metrics recorded for it
+                continue
+            reason = f"task {trajectory.task_id!r} is not among the tasks"
+            log.warning("%s: %s; left unscored", relative, reason)
+            row = row or TaskResult.from_trajectory(trajectory, "", epoch=epoch, trajectory=relative)
+            results[row.key] = _unscored(row, reason, mode)
+            done.add(row.key)
             continue
         metrics, details = score_trajectory(trajectory, task, mode)
-        epoch = int(trajectory.metadata.get("epoch", 1))
-        relative = str(traj_path.relative_to(run_dir.path))
-        found = results.get((task.task_id, epoch))
-        if found is None:
-            result = TaskResult.from_trajectory(trajectory, task.task_set, epoch=epoch, trajectory=relative)
-        else:
-            result = found.model_copy(update={"submission": submission_of(trajectory), "trajectory": relative})
+        if row is None:
+            row = TaskResult.from_trajectory(trajectory, task.task_set, epoch=epoch, trajectory=relative)
+        update = {"submission": json_safe(submission_of(trajectory)), "trajectory": relative}
+        result = row.model_copy(update={**update, "mode": mode, "unscored": None})
         result.metrics, result.details = metrics, details.model_dump()
         results[result.key] = result
+        done.add(result.key)
+    for key, row in results.items():
+        if key in done or row.mode == RECORDED_MODE:
+            continue
+        if row.status == "infra_error":  # never ran: nothing to score, and out of the means anyway
+            results[key] = row.model_copy(update={"mode": mode})
+        else:
+            results[key] = _unscored(row, f"its trajectory file {row.trajectory or '(none)'} is missing", mode)
     ordered = list(results.values())
     run_dir.write_results(ordered)
     summary = summarize(ordered, mode)
     run_dir.write_summary(summary)
+    _record_rescoring(run_dir, mode, copied_from)
     return RunOutcome(run_dir, ordered, summary)
+
+
+def _unscored(row: TaskResult, reason: str, mode: ScoreMode) -> TaskResult:
+    return row.model_copy(update={"unscored": reason, "mode": mode})
+
+
+def _orphan(traj_path: Path, relative: str, tasks: dict[str, Task]) -> TaskResult:
+    """A row for an unreadable trajectory that had none: its task and epoch from the folder's name."""
+    folder = traj_path.parent.name
+    name, at, number = folder.rpartition("@")
+    task_id, epoch = (name, int(number)) if at and number.isdigit() and int(number) > 1 else (folder, 1)
+    task = tasks.get(task_id)
+    return TaskResult(
+        task_id=task_id,
+        task_set=task.task_set if task else "",
+        epoch=epoch,
+        status="completed",
+        trajectory=relative,
+    )
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
+def _record_rescoring(run_dir: RunDir, mode: ScoreMode, copied_from: Path | None) -> None:
+    """Note the new mode in the manifest, so that resuming the run scores new tasks the same way."""
+    try:
+        manifest = run_dir.read_manifest()
+    except ValueError as e:
+        log.warning("%s/run.json is unreadable, the re-scoring is not noted in it: %s", run_dir.path, e)
+        return
+    if not manifest and copied_from is None:
+        return  # no run.json: a directory put together by hand
+    for part in ("identity", "config"):
+        if isinstance(manifest.get(part), dict) and "mode" in manifest[part]:
+            manifest[part]["mode"] = mode
+    entry = {"mode": mode, "at": datetime.now().astimezone().isoformat()}
+    if copied_from is not None:
+        entry["from"] = str(copied_from.resolve())
+    manifest["rescored"] = [*manifest.get("rescored", []), entry]
+    run_dir.write_manifest(manifest)

@@ -12,12 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench._names import METRICS
 from super_bench.scoring import Metrics, submission_of
+from super_bench.scoring.submission import json_safe
 from super_bench.trajectory import StopReason, Trajectory, Usage
 
 if TYPE_CHECKING:
     from super_bench.runner.rundir import RunDir
 
 TaskStatus = Literal["completed", "agent_error", "infra_error"]
+RECORDED_MODE = "recorded"  # metrics imported as the original harness recorded them
 
 
 class TaskResult(BaseModel):
@@ -44,10 +46,23 @@ class TaskResult(BaseModel):
     retry_errors: list[str] = Field(default_factory=list, description="The infrastructure failures that were retried")
     trajectory: str | None = Field(None, description="Path of trajectory.json, relative to the run directory")
     details: dict[str, Any] = Field(default_factory=dict, description="Scoring details (landmark steps, ...)")
+    mode: str | None = Field(
+        None,
+        description="How the metrics were scored: corrected, reference, or recorded (imported as the original "
+        "harness scored it); null in rows written before rows recorded it (the summary's mode applies)",
+    )
+    unscored: str | None = Field(
+        None, description="Why re-scoring could not score this task; such a row is left out of the means"
+    )
 
     @property
     def key(self) -> tuple[str, int]:
         return self.task_id, self.epoch
+
+    @property
+    def in_means(self) -> bool:
+        """Whether the row counts in the means: not an infrastructure failure, and scored."""
+        return self.status != "infra_error" and self.unscored is None
 
     @classmethod
     def from_trajectory(cls, trajectory: Trajectory, task_set: str, /, **fields: Any) -> TaskResult:
@@ -59,7 +74,7 @@ class TaskResult(BaseModel):
             "task_set": task_set,
             "status": "completed",
             "stop_reason": trajectory.stop_reason,
-            "submission": submission_of(trajectory),
+            "submission": json_safe(submission_of(trajectory)),
             "usage": trajectory.usage,
             "n_steps": len(trajectory.agent_steps),
             "execution_time": trajectory.execution_time,
@@ -88,13 +103,17 @@ class Summary(BaseModel):
     """``summary.json``: means over scored tasks, and counts of everything else."""
 
     n_tasks: int = Field(description="Results: tasks times epochs")
-    n_scored: int = Field(description="Results in the means: all but infrastructure failures")
+    n_scored: int = Field(description="Results in the means: all but infrastructure failures and unscored rows")
     metrics: dict[str, float | None] = Field(description="Plain means over the scored results")
     status_counts: dict[str, int]
     stop_reasons: dict[str, int]
     usage: Usage
     execution_time: float
-    mode: str = "corrected"
+    mode: str = Field(
+        "corrected", description="corrected, reference or recorded: the rows' scoring mode; mixed when they differ"
+    )
+    modes: dict[str, int] = Field(default_factory=dict, description="Rows per scoring mode")
+    unscored: int = Field(0, description="Rows re-scoring could not score (left out of the means)")
     epochs: int = 1
     infra_errors: int = Field(0, description="Results that failed on the infrastructure, retries included")
     retries: int = Field(0, description="Task attempts repeated after an infrastructure failure")
@@ -113,9 +132,23 @@ class RunOutcome:
     summary: Summary
 
 
+MIXED_MODE = "mixed"
+
+
+def run_mode(results: list[TaskResult], default: str = "corrected") -> tuple[str, dict[str, int]]:
+    """The scoring mode of a run's rows (``default`` for rows that do not say), ``mixed`` where they
+    differ, and the rows per mode."""
+    modes = dict(Counter(r.mode or default for r in results))
+    if not modes:
+        return default, modes
+    return (next(iter(modes)) if len(modes) == 1 else MIXED_MODE), modes
+
+
 def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
-    """Means of each metric over the results that define it, leaving out infrastructure failures."""
-    scored = [r for r in results if r.status != "infra_error"]
+    """Means of each metric over the results that define it, leaving out infrastructure failures and
+    rows that could not be scored. ``mode`` is the mode of rows that do not record theirs."""
+    scored = [r for r in results if r.in_means]
+    run_scoring, modes = run_mode(results, mode)
     means: dict[str, float | None] = {}
     for name in METRICS:
         values = [v for r in scored if (v := getattr(r.metrics, name)) is not None]
@@ -132,7 +165,9 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
         stop_reasons=dict(Counter(r.stop_reason or "unknown" for r in results)),
         usage=usage,
         execution_time=sum(r.execution_time for r in results),
-        mode=mode,
+        mode=run_scoring,
+        modes=modes,
+        unscored=sum(r.unscored is not None for r in results),
         epochs=max((r.epoch for r in results), default=1),
         infra_errors=counts["infra_error"],
         retries=sum(r.attempts - 1 for r in results),

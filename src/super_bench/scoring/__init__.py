@@ -9,9 +9,18 @@ from pydantic import BaseModel, Field
 from super_bench._names import METRICS
 from super_bench.scoring.answer import ScoreMode, score_answer
 from super_bench.scoring.entrypoint import entrypoint_runs
-from super_bench.scoring.landmarks import landmark_steps
+from super_bench.scoring.landmarks import landmark_steps, raw_text
+from super_bench.scoring.reference import (
+    cleaned_text,
+    reference_entrypoint_runs,
+    reference_output_match,
+    reference_submission,
+)
+from super_bench.scoring.submission import parse_answer, submission_of
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory
+
+SCORE_MODES: tuple[str, ...] = ("corrected", "reference")
 
 
 class Metrics(BaseModel):
@@ -30,36 +39,43 @@ class ScoreDetails(BaseModel):
     entrypoint_runs: list[dict[str, Any]] = Field(default_factory=list)
 
 
-def submission_of(trajectory: Trajectory) -> Any:
-    """The answer the agent submitted, or None: the last action must be an accepted submit."""
-    if not trajectory.submitted or not trajectory.steps:
-        return None
-    last = trajectory.steps[-1]
-    return trajectory.submission if last.action.type == "submit" and last.outcome != "invalid" else None
-
-
 def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corrected") -> tuple[Metrics, ScoreDetails]:
     """Score one episode against its task, offline."""
+    if mode not in SCORE_MODES:
+        raise ValueError(f"unknown scoring mode {mode!r}; use 'corrected' or 'reference'")
+    reference = mode == "reference"
     submission = submission_of(trajectory)
+    if reference:
+        submission = reference_submission(submission)
     metrics = Metrics(submitted=float(submission is not None))
     details = ScoreDetails()
     if task.answer is not None:
-        metrics.output_match = score_answer(submission, task.answer, mode)
+        if reference:
+            metrics.output_match = reference_output_match(submission, task.answer)
+        else:
+            metrics.output_match = score_answer(submission, task.answer, mode)
+    text = cleaned_text() if reference else raw_text
     if task.landmarks:
-        details.landmark_steps = landmark_steps(task.landmarks, trajectory.steps)
+        details.landmark_steps = landmark_steps(task.landmarks, trajectory.steps, text)
         metrics.landmarks = sum(s is not None for s in details.landmark_steps) / len(task.landmarks)
     if task.entrypoint:
-        runs = entrypoint_runs(task.entrypoint, trajectory.steps, task.effective_min_runtime)
-        details.entrypoint_runs = [vars(run) for run in runs]
-        metrics.entrypoint = float(any(run.success for run in runs))
+        if reference:
+            runs = reference_entrypoint_runs(task.entrypoint, trajectory.steps, text)
+        else:
+            runs = entrypoint_runs(task.entrypoint, trajectory.steps, task.effective_min_runtime)
+        if runs is not None:
+            details.entrypoint_runs = [vars(run) for run in runs]
+            metrics.entrypoint = float(any(run.success for run in runs))
     return metrics, details
 
 
 __all__ = [
     "METRICS",
+    "SCORE_MODES",
     "Metrics",
     "ScoreDetails",
     "ScoreMode",
+    "parse_answer",
     "score_answer",
     "score_trajectory",
     "submission_of",

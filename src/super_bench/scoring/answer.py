@@ -1,12 +1,15 @@
 """Output match: how well a submitted answer matches the gold answer.
 
 ``corrected`` (default) compares the submission against the gold: dicts are averaged over
-the gold's keys (missing keys score 0, extra keys are ignored), lists element-wise over the
-gold's length. ``reference`` reproduces the SUPER reference harness exactly, which called its
-comparison with the two arguments swapped: a dict submission is averaged over *its own* keys
-(so a partial answer can score full marks and extra keys are penalised), lists over the
-submission's length, and the orientation flips again inside nested dicts. Where the reference
-raised (an empty submission list or dict, a boolean, a null), reference mode scores 0.
+the gold's keys (missing keys score 0, extra keys are ignored; a key matches whether it is written
+as an integer or as a string, since JSON has string keys only), lists element-wise over the
+gold's length. ``reference`` reproduces the SUPER reference harness exactly: it compared only a
+truthy submission (``0``, ``0.0``, ``""``, ``[]``, ``{}`` and null were "not submitted" and score
+0), and called its comparison with the two arguments swapped: a dict submission is averaged over
+*its own* keys (so a partial answer can score full marks and extra keys are penalised), lists
+over the submission's length, and the orientation flips again inside nested dicts; keys match
+only when equal in type too (``22896`` is not ``"22896"``). Where the reference raised (an empty
+submission list or dict, a boolean, a null), reference mode scores 0.
 
 Shared rules: ints compare as floats; floats match within an absolute 1e-2 (strictly less);
 strings match after stripping whitespace; a type mismatch scores 0.
@@ -15,6 +18,8 @@ strings match after stripping whitespace; a type mismatch scores 0.
 from __future__ import annotations
 
 from typing import Any, Literal
+
+from super_bench.scoring.submission import json_key
 
 ScoreMode = Literal["corrected", "reference"]
 FLOAT_EPSILON = 1e-2
@@ -29,6 +34,8 @@ def score_answer(submission: Any, gold: Any, mode: ScoreMode = "corrected", epsi
     if mode == "corrected":
         return _corrected(submission, gold, epsilon)
     if mode == "reference":
+        if not submission:
+            return 0.0  # the reference scored a falsy submission as no submission at all
         try:
             # The reference harness ran evaluate(gold, submission) against evaluate(predicted, gold).
             return _reference(gold, submission, epsilon)
@@ -48,7 +55,8 @@ def _corrected(submission: Any, gold: Any, eps: float) -> float:
     if isinstance(gold, dict):
         if not gold:
             return float(submission == gold)
-        return sum(_corrected(submission.get(k), v, eps) for k, v in gold.items()) / len(gold)
+        keyed = {json_key(k): v for k, v in submission.items()}
+        return sum(_corrected(keyed.get(json_key(k)), v, eps) for k, v in gold.items()) / len(gold)
     if isinstance(gold, list):
         if not gold:
             return float(submission == gold)
