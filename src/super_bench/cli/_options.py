@@ -90,7 +90,7 @@ set_option = click.option(
 
 
 def budget_options(function: F) -> F:
-    """--cell-timeout, --max-steps and --max-compute: the environment's limits per task."""
+    """--cell-timeout, --max-steps, --max-compute and --output-limit: the environment's limits per task."""
     options = (
         click.option(
             "--cell-timeout",
@@ -108,6 +108,13 @@ def budget_options(function: F) -> F:
             default=1800,
             show_default=True,
             help="Seconds of execution per task.",
+        ),
+        click.option(
+            "--output-limit",
+            metavar="SIZE",
+            callback=_size,
+            help="Raw output (images included) kept per task, in characters; 256m means 256 Mi. Beyond it, "
+            "each step keeps a head and a tail. [default: 128,000,000]",
         ),
     )
     for option in reversed(options):
