@@ -202,5 +202,6 @@ def test_the_episode_output_limit_is_set_on_the_command_line(tmp_path: Path) -> 
     trajectory = Trajectory.load(tmp_path / "run" / "tasks" / "query")
     assert trajectory.metadata["output_limit_reached"] == {"limit": 65536, "step": 1}
     assert sum(len(step.raw_output) for step in trajectory.steps) < 65536 + 100_000 + 200
-    bad = cli(*args[:-1], str(tmp_path / "other"), "--output-limit", "lots")
-    assert bad.returncode == 2 and "--output-limit" in bad.stderr
+    for bad in ("lots", "10"):
+        refused = cli(*args[:-1], str(tmp_path / "other"), "--output-limit", bad)
+        assert refused.returncode == 2 and "--output-limit" in refused.stderr and "Traceback" not in refused.stderr

@@ -24,7 +24,7 @@ from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, pars
 from super_bench.edit import EditFailed, apply_edit, parse_edit
 from super_bench.errors import EnvironmentClosedError, KernelError, KernelRestartError, SandboxError, SuperBenchError
 from super_bench.failures import classify_failure
-from super_bench.kernel import CellResult, NotebookKernel, cap_text, clean_output
+from super_bench.kernel import CellResult, NotebookKernel, cap_text, clean_and_cap
 from super_bench.sandbox import Sandbox, SandboxConfig, create_sandbox
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Figure, Step, StepOutcome, StopReason, Trajectory, Usage, utcnow
@@ -399,7 +399,7 @@ class Environment:
             outcome = "interrupted"
         else:
             outcome = "error" if result.state == "error" else "ok"
-        observation = prefix + cap_text(clean_output(result.output), self.config.observation_limit) + notes
+        observation = prefix + clean_and_cap(result.output, self.config.observation_limit) + notes
         return _Outcome(observation, result.output, outcome, result.exit_code, tuple(result.figures), result.dropped)
 
     def _replace_dead_kernel(self) -> str:

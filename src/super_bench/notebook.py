@@ -59,7 +59,7 @@ def _step_cells(step: Step) -> list[dict[str, Any]]:
     action = step.action
     cell_id = f"step-{step.index}"
     if action.type == "execute":
-        outputs = (
+        outputs: list[dict[str, Any]] = (
             [{"output_type": "stream", "name": "stdout", "text": _lines(step.observation)}] if step.observation else []
         )
         outputs += [
