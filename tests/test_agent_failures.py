@@ -176,7 +176,10 @@ def test_a_kernel_that_cannot_restart_after_the_agent_acted_ends_the_episode(tmp
             Action.execute("import os, time\nprint('before it died', flush=True)\ntime.sleep(1)\nos._exit(3)")
         )
         assert step.outcome == "kernel_died" and "before it died" in step.raw_output
-        assert "No new kernel could be started: injected failure" in step.observation
+        assert (
+            "The kernel died (exited with status 3).\n[super-bench] The kernel was stopped, and no new kernel could be started: injected failure"
+            in step.observation
+        )
         assert "The episode ends here" in step.observation
         assert env.done and env.trajectory.stop_reason == "environment_broken"
         assert "no new kernel could be started" in env.trajectory.metadata["error"]

@@ -352,23 +352,21 @@ class Environment:
         kernel = self.kernel
         if kernel.running:
             if kernel.interrupt().state == "died":
-                return self._restart(
-                    "[super-bench] The previous cell was still running and did not stop when interrupted, so the "
-                    "kernel was killed. ",
-                    "A new kernel was started; all Python state was lost.",
+                return self._restart() or (
+                    "[super-bench] The previous cell was still running and did not stop when interrupted; "
+                    "the kernel was restarted and all Python state was lost.\n"
                 )
             return "[super-bench] The previous cell was still running; it was interrupted first.\n"
         if not kernel.alive and not self.sandbox.expired:
-            return self._restart(
-                "[super-bench] The kernel had died. ", "A new one was started; all Python state was lost."
+            return self._restart() or (
+                "[super-bench] The kernel had died; a new one was started and all Python state was lost.\n"
             )
         return ""
 
-    def _restart(self, what: str, restarted: str) -> str:
-        """Start a new kernel in place of the old one; returns the note that says what happened (``what``)
-        and that a new kernel runs (``restarted``), or that none could be started, which ends the episode.
-        Whose failure that is, ``failures.classify_failure`` says: before the agent's first action it is
-        the infrastructure's, raised; after it, the agent's (``environment_broken``)."""
+    def _restart(self) -> str:
+        """Start a new kernel in place of the old one; returns "" when one runs, else the note that no
+        kernel could be started, which ends the episode. Whose failure that is, ``classify_failure``
+        says: before the agent's first action it is the infrastructure's (raised), after it the agent's."""
         try:
             self.kernel.restart()
         except (KernelError, SandboxError) as e:
@@ -380,10 +378,10 @@ class Environment:
                 raise error from e
             self._broken = (failure.stop_reason, str(error))
             return (
-                f"{what}No new kernel could be started: {e}\n[super-bench] The episode ends here: what was done "
-                "in this notebook left it unable to run code.\n"
+                f"[super-bench] The kernel was stopped, and no new kernel could be started: {e}\n"
+                "[super-bench] The episode ends here: what was done in this notebook left it unable to run code.\n"
             )
-        return f"{what}{restarted}\n"
+        return ""
 
     def _observe(self, result: CellResult, notes: str, prefix: str = "") -> _Outcome:
         """Turn a cell result into what is recorded and shown."""
@@ -421,12 +419,13 @@ class Environment:
         else:
             cause = "stopped responding and was killed"
         log = "\n".join(kernel.log_tail().strip().splitlines()[-5:])
-        note = self._restart(
-            f"[super-bench] The kernel died ({cause}). ",
-            "A new kernel was started: all Python state was lost (variables, imports, the working directory); "
-            "files on disk are kept.",
+        note = (
+            f"\n[super-bench] The kernel died ({cause}). A new kernel was started: all Python state was lost "
+            "(variables, imports, the working directory); files on disk are kept."
         )
-        return "\n" + note.rstrip("\n") + (f"\nLast lines of the kernel's log:\n{log}" if log else "")
+        if broken := self._restart():
+            note = f"\n[super-bench] The kernel died ({cause}).\n{broken.rstrip()}"
+        return note + (f"\nLast lines of the kernel's log:\n{log}" if log else "")
 
     def _edit(self, action: Action) -> _Outcome:
         notes = self._settle()
