@@ -16,7 +16,7 @@ from tests.conftest import make_task
 from tests.flaky_sandbox import OneKernelSandbox
 
 from super_bench import Action, EnvConfig, Environment, RunConfig, SandboxConfig, Trajectory, run
-from super_bench.agents import replay
+from super_bench.agents import AGENTS, replay
 from super_bench.errors import (
     AgentError,
     KernelError,
@@ -125,16 +125,45 @@ def test_a_600_deep_answer_is_a_completed_task_that_failed(tmp_path: Path) -> No
     assert trajectory.steps[-1].outcome == "invalid"
 
 
+class CarelessAgent:
+    """Submits, after keeping a note in the trajectory that JSON cannot hold."""
+
+    name = "careless"
+
+    def __init__(self, arg: str | None = None, options: Any = None) -> None:
+        pass
+
+    def run(self, env: Environment) -> None:
+        env.trajectory.metadata["files"] = {"paths": {Path("a")}}  # written as JSON can: a list of strings
+        env.trajectory.metadata["seen"] = {"model": object()}
+        env.step(Action.submit({"test_mse": 7.4031}))
+
+
+def test_an_agent_that_writes_what_cannot_be_kept_is_its_failure_not_retried(tmp_path: Path) -> None:
+    AGENTS.register("careless", "tests.test_agent_failures:CarelessAgent")
+    try:
+        (result,) = run(config(tmp_path, task_ids=["tinyreg"], agent="careless", infra_retries=2)).results
+    finally:
+        AGENTS.unregister("careless")
+    assert (result.status, result.stop_reason, result.attempts) == ("agent_error", "submitted", 1)
+    assert result.metrics.output_match == 1.0  # scored on what the trajectory holds
+    assert "metadata 'seen' cannot be written as JSON (Unable to serialize unknown type" in (result.error or "")
+    saved = Trajectory.load(tmp_path / "run" / str(result.trajectory))
+    assert saved.metadata["seen"].startswith("[super-bench: a dict not kept") and saved.metadata["files"] == {
+        "paths": ["a"]
+    }
+
+
 def test_values_agent_code_wrote_into_the_trajectory_are_replaced_and_its_failure(tmp_path: Path) -> None:
-    trajectory = Trajectory(task_id="t", query="q", submission={"ok": nested(300)}, metadata={"seen": {3, 4}})
-    trajectory.metadata["fine"] = {"a": [1, 2]}
+    trajectory = Trajectory(task_id="t", query="q", submission={"ok": {3, 4}}, metadata={"deep": nested(300)})
+    trajectory.metadata["fine"] = {"a": [1, 2], "b": {3}}
     unkept = trajectory.drop_unkeepable()
     assert unkept == [
-        "metadata 'seen' holds a value of type set, which JSON cannot hold",
-        "the submission is nested more than 64 levels deep",
+        "metadata 'deep' is nested more than 64 levels deep",
+        "the submission holds a value of type set, which JSON cannot hold",  # scored: it must be plain JSON
     ]
-    assert trajectory.metadata["fine"] == {"a": [1, 2]}
-    assert Trajectory.load(trajectory.save(tmp_path)).metadata["seen"].startswith("[super-bench: a set not kept")
+    assert trajectory.metadata["fine"] == {"a": [1, 2], "b": {3}}
+    assert Trajectory.load(trajectory.save(tmp_path)).metadata["deep"].startswith("[super-bench: a list not kept")
 
 
 # -- replay files ---------------------------------------------------------------------------------------
@@ -158,6 +187,10 @@ def test_a_replay_file_too_large_is_a_clear_error_naming_it(tmp_path: Path, monk
     monkeypatch.setattr(replay, "MAX_REPLAY_BYTES", 1024)
     with pytest.raises(AgentError, match=rf"replay: {big} is 0 MiB, more than a replay file may be"):
         replay.load_actions(big)
+    garbled = tmp_path / "garbled.json"
+    garbled.write_bytes(b"\xff[")
+    with pytest.raises(AgentError, match=rf"replay: cannot read actions from {garbled}: .*utf-8"):
+        replay.load_actions(garbled)
 
 
 # -- kernels that cannot restart ----------------------------------------------------------------------------

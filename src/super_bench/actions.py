@@ -61,14 +61,18 @@ class Action(BaseModel):
             ) from e
 
 
-def content_problem(value: Any, *, max_depth: int = MAX_CONTENT_DEPTH, max_chars: int | None = None) -> str | None:
-    """Why ``value`` cannot be kept as JSON, or None when it can: a value JSON has no type for,
-    a dict key that is not a string, nesting deeper than ``max_depth`` lists and dicts, or (an
-    estimate) more than ``max_chars`` characters of JSON text. The walk uses no recursion and stops
-    at the first problem, so neither a value nested 100,000 deep nor one of a billion items can
-    exhaust the stack or hold it up for long."""
+def content_problem(
+    value: Any, *, max_depth: int = MAX_CONTENT_DEPTH, max_chars: int | None = None, strict: bool = True
+) -> str | None:
+    """Why ``value`` cannot be kept as JSON, or None when it can: nesting deeper than ``max_depth``
+    containers, (an estimate of) more than ``max_chars`` characters of JSON text, and, when ``strict``,
+    a value JSON has no type for or a dict key that is not a string. Not strict, other values pass
+    here (a set, a path: the trajectory's writer turns them into lists and strings, or refuses them).
+    The walk uses no recursion and stops at the first problem, so neither a value nested 100,000 deep
+    nor one of a billion items can exhaust the stack or hold it up for long."""
     size = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
+    containers = (dict, list, tuple) if strict else (dict, list, tuple, set, frozenset)
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
@@ -76,19 +80,19 @@ def content_problem(value: Any, *, max_depth: int = MAX_CONTENT_DEPTH, max_chars
         elif item is None or isinstance(item, bool | int | float):
             # An int's digits without converting it (a 5000-digit int has no decimal text in Python).
             size += item.bit_length() // 3 + 1 if isinstance(item, int) else 5
-        elif isinstance(item, dict | list | tuple):
+        elif isinstance(item, containers):
             if depth >= max_depth:
                 return f"is nested more than {max_depth} levels deep"
             size += len(item) + 2
             if isinstance(item, dict):
                 for key, child in item.items():
-                    if not isinstance(key, str):
+                    if strict and not isinstance(key, str):
                         return f"has a dict key that is not a string ({type(key).__name__})"
-                    size += len(key) + 3
+                    size += len(key) + 3 if isinstance(key, str) else 8
                     stack.append((child, depth + 1))
             else:
                 stack.extend((child, depth + 1) for child in item)
-        else:
+        elif strict:
             return f"holds a value of type {type(item).__name__}, which JSON cannot hold"
         if max_chars is not None and size > max_chars:
             return f"is longer than {max_chars:,} characters as JSON"

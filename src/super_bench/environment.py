@@ -27,7 +27,16 @@ from super_bench.failures import classify_failure
 from super_bench.kernel import CellResult, NotebookKernel, cap_text, clean_and_cap
 from super_bench.sandbox import Sandbox, SandboxConfig, create_sandbox
 from super_bench.tasks.model import Task
-from super_bench.trajectory import Figure, Step, StepOutcome, StopReason, Trajectory, Usage, utcnow
+from super_bench.trajectory import (
+    Figure,
+    Step,
+    StepOutcome,
+    StopReason,
+    Trajectory,
+    Usage,
+    metadata_problem,
+    utcnow,
+)
 
 
 class EnvConfig(BaseModel):
@@ -204,7 +213,7 @@ class Environment:
         action = Action.coerce(action)
         if thought is not None and not isinstance(thought, str):
             raise SuperBenchError(f"a step's thought must be text, not {type(thought).__name__}")
-        problem = content_problem(metadata) if metadata else None
+        problem = metadata_problem(metadata) if metadata else None
         if problem is not None:
             raise SuperBenchError(f"the step's metadata {problem}; it could not be kept in the trajectory")
         self._agent_acted = True

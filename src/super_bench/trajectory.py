@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_json
 
 from super_bench.actions import Action, content_problem
 
@@ -128,15 +129,16 @@ class Trajectory(BaseModel):
 
     def drop_unkeepable(self) -> list[str]:
         """Replace, in the parts agent code may fill freely (the submission, metadata), each value that
-        JSON cannot hold or read back (see ``actions.content_problem``) by a note; returns what was
-        replaced. The environment refuses such values as they arrive; this is for code that wrote
-        into the trajectory directly."""
+        cannot be written or read back by a note; returns what was replaced. The environment refuses
+        such values as they arrive; this is for code that wrote into the trajectory directly. The
+        submission must be plain JSON (see ``actions.parse_answer``); metadata, what this trajectory's
+        JSON writer can write (a set becomes a list), within ``actions.MAX_CONTENT_DEPTH`` levels."""
         found = []
         places: list[tuple[str, dict[str, Any]]] = [("metadata", self.metadata)]
         places += [(f"step {s.index} metadata", s.metadata) for s in self.steps]
         for where, values in places:
             for key, value in values.items():
-                problem = content_problem(value)
+                problem = metadata_problem(value)
                 if problem is not None:
                     values[key] = f"[super-bench: a {type(value).__name__} not kept: it {problem}]"
                     found.append(f"{where} {key!r} {problem}")
@@ -165,6 +167,18 @@ class Trajectory(BaseModel):
         if path.is_dir():
             path = path / "trajectory.json"
         return cls.model_validate_json(path.read_bytes())
+
+
+def metadata_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be kept in a trajectory's metadata, or None when it can."""
+    problem = content_problem(value, strict=False)
+    if problem is not None:
+        return problem
+    try:
+        to_json(value)
+    except ValueError as e:  # an object pydantic has no JSON for
+        return f"cannot be written as JSON ({e})"
+    return None
 
 
 def atomic_write(path: Path, content: str | bytes) -> None:
