@@ -181,12 +181,18 @@ def test_a_replay_file_nested_too_deeply_is_a_clear_error_naming_it(tmp_path: Pa
     assert "Traceback" not in done.stderr + done.stdout
 
 
-def test_a_replay_file_too_large_is_a_clear_error_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_replay_file_too_large_or_unreadable_is_a_clear_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     big = tmp_path / "big.json"
     big.write_text(json.dumps([{"type": "execute", "content": "x" * 4096}]))
     monkeypatch.setattr(replay, "MAX_REPLAY_BYTES", 1024)
     with pytest.raises(AgentError, match=rf"replay: {big} is 0 MiB, more than a replay file may be"):
         replay.load_actions(big)
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps([{"action": {"type": "execute", "content": "1"}, "thought": {"a": 1}}]))
+    with pytest.raises(AgentError, match=rf"replay: {odd}, action 0: the thought must be text, not dict"):
+        replay.load_actions(odd)
     garbled = tmp_path / "garbled.json"
     garbled.write_bytes(b"\xff[")
     with pytest.raises(AgentError, match=rf"replay: cannot read actions from {garbled}: .*utf-8"):

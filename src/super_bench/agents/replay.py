@@ -50,7 +50,10 @@ def load_actions(path: Path) -> list[tuple[Action, str | None]]:
             action = Action.coerce(record.get("action", item) if "action" in record else item)
         except SuperBenchError as e:
             raise AgentError(f"replay: {path}, action {i}: {e}") from e
-        pairs.append((action, record.get("thought")))
+        thought = record.get("thought")
+        if thought is not None and not isinstance(thought, str):
+            raise AgentError(f"replay: {path}, action {i}: the thought must be text, not {type(thought).__name__}")
+        pairs.append((action, thought))
     return pairs
 
 
