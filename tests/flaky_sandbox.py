@@ -1,13 +1,16 @@
-"""A sandbox backend for tests that fails to start a set number of times per task, then works:
-registered under a name, it injects infrastructure failures into real runs."""
+"""Sandbox backends for tests that fail on purpose: one fails to start a set number of times per task,
+then works; another cannot restart its kernel. Registered under a name, they inject failures into
+real runs."""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from pathlib import Path
 from typing import ClassVar
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox.base import KernelProcess
 from super_bench.sandbox.local import LocalSandbox
 
 
@@ -27,3 +30,16 @@ class FlakySandbox(LocalSandbox):
         if fail:
             raise SandboxError(f"injected failure: the sandbox of {self.label} would not start")
         super().start()
+
+
+class OneKernelSandbox(LocalSandbox):
+    """Starts one kernel and then no other, as a sandbox does once its agent has broken what a kernel
+    needs to start (deleted it, filled the disk): every restart fails."""
+
+    name = "one-kernel"
+
+    def launch_kernel(self, connection_file: Path, extra_args: list[str]) -> KernelProcess:
+        if getattr(self, "_launched", False):
+            raise SandboxError("injected failure: no new kernel can start in this sandbox")
+        self._launched = True
+        return super().launch_kernel(connection_file, extra_args)

@@ -222,3 +222,12 @@ def test_autogen_api_reports_a_repository_that_cannot_be_read(tmp_path: Path) ->
     )
     assert [why.split(":")[0] for _, why in report.excluded] == ["cannot read the repository"] * 2
     assert report.tasks == []
+
+
+def test_a_repository_that_looks_like_an_option_is_never_read_as_one(tmp_path: Path) -> None:
+    from super_bench.errors import TaskSourceError
+
+    marker = tmp_path / "ran"
+    with pytest.raises(TaskSourceError, match=r"protocol '--upload-pack=touch .*' is not supported"):
+        open_repository(f"--upload-pack=touch {marker}://x", tmp_path)
+    assert not marker.exists()

@@ -77,7 +77,7 @@ def test_the_suite_covers_every_obstacle_category() -> None:
         assert task.expert_id in expert_ids, task.task_id
         assert task.categories and set(task.categories) <= set(MASKED_CATEGORIES), task.task_id
     for task in [*expert, *auto]:
-        assert task.git_commit and task.solution[0].content == f"!git clone {task.github_repo}"
+        assert task.git_commit and task.solution[0].content == f"!git clone -- {task.github_repo}"
     for task in expert:
         assert 2 <= len(task.landmarks) <= 4, task.task_id
     assert all(t.min_runtime is not None and t.min_runtime < 1 for t in auto)

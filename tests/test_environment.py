@@ -47,6 +47,14 @@ def test_failed_shell_command_records_its_exit_status(env: Environment) -> None:
     assert execute(env, "print('no command')").exit_code is None
 
 
+def test_an_empty_cell_has_no_exit_status_of_its_own(env: Environment) -> None:
+    assert execute(env, "!exit 3").exit_code == 3
+    for blank in ("", "   \n\t"):  # IPython runs nothing for these
+        step = execute(env, blank)
+        assert (step.outcome, step.exit_code) == ("ok", None)
+    assert execute(env, "# only a comment").exit_code is None
+
+
 def test_errors_are_reported_with_their_traceback(env: Environment) -> None:
     step = execute(env, "def f():\n    return 1 / 0\nf()")
     assert step.outcome == "error"
@@ -177,6 +185,28 @@ def test_a_hundred_megabyte_cell(env_factory: Any) -> None:
     from super_bench.scoring.landmarks import landmark_score
 
     assert landmark_score(["Epoch 3 finished"], env.trajectory.steps) == 1.0
+
+
+def test_flooding_steps_stop_at_the_episode_output_limit(env_factory: Any, tmp_path: Any) -> None:
+    env = env_factory(output_limit=2_000_000, episode_output_limit=3_000_000, observation_limit=1000)
+    env.reset(make_task(landmarks=["first 1", "last 3"]))
+    flood = "print('first {n}')\nprint('x' * 2_500_000)\nprint('last {n}')"
+    steps = [execute(env, flood.format(n=n)) for n in (1, 2, 3)]
+    kept = [len(step.raw_output) for step in steps]
+    # The first step keeps its per-step limit, the second what is left of the episode's, the third a head and
+    # a tail about the size of what the agent is shown.
+    assert 1_999_000 < kept[0] < 2_001_000 and 999_000 < kept[1] < 1_001_000 and kept[2] < 1_200
+    for step in steps:  # what was kept and what was dropped add up to what the cell printed
+        dropped = step.metadata["output_dropped"]
+        marker = f"\n[... {dropped:,} characters of output dropped by super-bench ...]\n"
+        assert marker in step.raw_output and len(step.raw_output) - len(marker) + dropped == 2_500_016
+    assert env.trajectory.metadata["output_limit_reached"] == {"limit": 3_000_000, "step": 1}
+    from super_bench.scoring.landmarks import landmark_score
+
+    # Landmarks are graded on what was kept: the head and the tail of every step.
+    assert landmark_score(["first 3", "last 3", "last 1"], env.trajectory.steps) == 1.0
+    assert (env.trajectory.save(tmp_path) and (tmp_path / "trajectory.json").stat().st_size) < 3_200_000
+    assert execute(env, "print('still running')").observation == "still running\n"
 
 
 def test_submit_ends_the_episode(env: Environment) -> None:

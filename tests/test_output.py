@@ -37,6 +37,16 @@ def test_cleaning_in_blocks_gives_what_one_pass_gives() -> None:
     assert cleaned.endswith("\n done")
 
 
+def test_cleaning_and_capping_a_flood_gives_what_capping_its_cleaned_copy_gives() -> None:
+    from super_bench.kernel.output import _BLOCK, clean_and_cap
+
+    bar = "".join(f"\r\x1b[32m{i:3d}%|{'#' * (i // 10)}\x1b[0m|" for i in range(0, 101, 5))
+    raw = "\n".join(bar if i % 3 else f"line {i}" for i in range(80_000)) + "\nno newline \r at the end"
+    assert len(raw) > 4 * _BLOCK
+    for limit, fraction in [(1000, 0.1), (100_000, 0.1), (300_000, 0.5), (5000, 1.0), (5000, 0.0), (10**8, 0.1)]:
+        assert clean_and_cap(raw, limit, fraction) == cap_text(clean_output(raw), limit, fraction), (limit, fraction)
+
+
 def test_cap_keeps_head_and_tail_with_a_marker() -> None:
     text = "H" * 50 + "M" * 1000 + "T" * 100
     capped = cap_text(text, 200)

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from tests.conftest import make_task
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, Trajectory, load_tasks, rescore, run
 from super_bench.agents import create_agent
 from super_bench.agents.gold import printed_answer
 from super_bench.errors import AgentError, ConfigError, RunDirError
+from super_bench.runner.rundir import RunDir, task_dirname
 
 
 def config(tmp_path: Path, **settings: object) -> RunConfig:
@@ -179,3 +181,69 @@ def test_printed_answer_takes_the_last_json_line() -> None:
     assert printed_answer("{'acc': 0.5}") == {"acc": 0.5}
     assert printed_answer("acc is [1, 2]\n[1, 2]") == [1, 2]
     assert printed_answer("no answer here") is not None and not isinstance(printed_answer("x"), dict)
+
+
+TRICKY_IDS = ["a/b", "a_b", "A_b", "a\\b", "..", ".", "", ".hidden", "x@2", "x", "x~1", "é", "e\u0301", "E" * 300]
+
+
+def test_distinct_task_ids_get_distinct_directory_names() -> None:
+    names = {
+        (task_id, epoch): RunDir(Path("run")).task_dir(task_id, epoch).name
+        for task_id in TRICKY_IDS
+        for epoch in (1, 2)
+    }
+    # Distinct even where letter case is not (a case-insensitive file system), and safe as one path part.
+    assert len({name.casefold() for name in names.values()}) == len(names)
+    for name in names.values():
+        assert "/" not in name and "\\" not in name and "\0" not in name and not name.startswith(".")
+        assert len(name.encode()) <= 100
+    # The ids every run so far has used keep their directory, so old runs read the same.
+    for plain in ("tinyreg", "colbert_data,cpu", "spkmeans-news_cpu,configuration", "bert-lnl"):
+        assert task_dirname(plain) == plain
+
+
+def test_task_ids_that_looked_alike_keep_their_own_trajectories(tmp_path: Path) -> None:
+    ids = ["a/b", "a_b", "A_b", "x", "x@2"]
+    actions = tmp_path / "a.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": "print('hello')"}]))
+    outcome = run(config(tmp_path, agent=f"replay:{actions}"), tasks=[make_task(task_id) for task_id in ids])
+    paths = {r.task_id: tmp_path / "run" / str(r.trajectory) for r in outcome.results}
+    assert len(set(paths.values())) == len(ids)
+    assert {task_id: Trajectory.load(path).task_id for task_id, path in paths.items()} == {i: i for i in ids}
+    assert rescore(tmp_path / "run").summary.n_tasks == len(ids)
+
+
+def test_a_run_with_the_former_directory_names_still_loads_and_resumes(tmp_path: Path) -> None:
+    actions = tmp_path / "a.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": "print('hello')"}]))
+    settings = config(tmp_path, agent=f"replay:{actions}")
+    (first,) = run(settings, tasks=[make_task("Data/set")]).results
+    # As runs were written before: "/" made "_", letter case kept, no hash.
+    runs = tmp_path / "run"
+    (runs / str(first.trajectory)).parent.rename(runs / "tasks" / "Data_set")
+    results = runs / "results.jsonl"
+    results.write_text(results.read_text().replace(str(first.trajectory), "tasks/Data_set/trajectory.json"))
+    assert rescore(runs).summary.n_tasks == 1
+    from super_bench.report.runs import load_run
+    from super_bench.report.viewer import task_payload
+
+    loaded = load_run(runs)
+    assert len(task_payload(loaded, loaded.results[0])["steps"]) == 1
+    (again,) = run(settings, tasks=[make_task("Data/set")]).results
+    assert again.trajectory == "tasks/Data_set/trajectory.json"  # kept, not run again
+
+
+def test_the_episode_output_limit_is_set_on_the_command_line(tmp_path: Path) -> None:
+    from tests.test_cli import cli
+
+    actions = tmp_path / "flood.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": "print('x' * 50_000)"}] * 2))
+    args = ["run", "--query", "Flood.", "--agent", f"replay:{actions}", "--out", str(tmp_path / "run")]
+    result = cli(*args, "--output-limit", "64k", "--sandbox", "local")
+    assert result.returncode == 0, result.stderr
+    trajectory = Trajectory.load(tmp_path / "run" / "tasks" / "query")
+    assert trajectory.metadata["output_limit_reached"] == {"limit": 65536, "step": 1}
+    assert sum(len(step.raw_output) for step in trajectory.steps) < 65536 + 100_000 + 200
+    for bad in ("lots", "10"):
+        refused = cli(*args[:-1], str(tmp_path / "other"), "--output-limit", bad)
+        assert refused.returncode == 2 and "--output-limit" in refused.stderr and "Traceback" not in refused.stderr

@@ -145,7 +145,7 @@ def test_masked_tasks_start_with_their_pre_executed_cells(server: LiveServer) ->
     started = new_session(server, task_id="tinyreg_goal", task_set="masked")
     pre = started["pre_executed"]
     assert [s["action"]["content"].splitlines()[0] for s in pre] == [
-        "!git clone https://github.com/super-bench-demo/tinyreg",
+        "!git clone -- https://github.com/super-bench-demo/tinyreg",
         "%cd tinyreg",
     ]
     assert all(s["pre_executed"] for s in pre) and "Cloning into" in pre[0]["observation"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -121,3 +122,25 @@ def test_the_demo_suite_is_valid(task_set: str) -> None:
     tasks = load_tasks("demo", task_set)
     report = check_tasks([(f"demo {t.task_id}", t) for t in tasks], offline=True)
     assert report.problems == [] and report.notes == []
+
+
+def test_repositories_are_never_read_as_options_of_git(tmp_path: Path) -> None:
+    from tests.test_construct_autogen import make_repo
+
+    repo = make_repo(tmp_path / "-repo", {"train.py": "print('hi')\n"})  # a legitimate name that starts with "-"
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    marker = tmp_path / "ran"
+    base = {"query": "q", "entrypoint": "train.py", "git_commit": commit}
+    path = write_rows(
+        tmp_path / "auto.jsonl",
+        [
+            {**base, "task_id": "dash", "github_repo": "-repo"},
+            {**base, "task_id": "option", "github_repo": f"--upload-pack=touch {marker}"},
+            {**base, "task_id": "commit", "github_repo": "-repo", "git_commit": "--output=x"},
+        ],
+    )
+    result = cli("tasks", "validate", str(path), cwd=tmp_path)
+    assert "(task 'dash')" not in result.stderr, result.stderr
+    assert f"cannot clone --upload-pack=touch {marker}: git clone --quiet failed: fatal: repository" in result.stderr
+    assert "(task 'commit'): field 'git_commit': commit --output=x is not in -repo" in result.stderr
+    assert not marker.exists()

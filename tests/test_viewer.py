@@ -339,3 +339,38 @@ def test_view_shows_gold_given_on_the_command_line(tmp_path: Path) -> None:
     task = by_id((tmp_path / "gold.html").read_text(encoding="utf-8"))["tinyrepo"]
     assert task["gold"] == {"test_mse": 7.4031, "epochs": 1}
     assert [step for _, step in task["landmarks"]] == [3, 4] and task["steps"][3]["obs"]["m"]
+
+
+FIGURES = [
+    {"type": "execute", "content": "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()"},
+    {"type": "execute", "content": "plt.plot([3, 2, 1])\nplt.show()\nplt.plot([2, 2, 2])\nplt.show()"},
+]
+
+
+def test_figures_are_shown_in_the_page_within_a_budget_per_task(
+    browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    actions = tmp_path / "actions.json"
+    actions.write_text(json.dumps(FIGURES))
+    env = EnvConfig(cell_timeout=60, sandbox=SandboxConfig(root=tmp_path / "sandboxes"))
+    run(RunConfig(env=env, query="Plot it.", agent=f"replay:{actions}", out=tmp_path / "run"))
+    html = build_view(tmp_path / "run", tmp_path / "view.html").read_text(encoding="utf-8")
+    (task,) = by_id(html).values()
+    assert [len(step.get("figs", [])) for step in task["steps"]] == [1, 2]
+    view = Page(browser, tmp_path / "view.html")
+    page = view.page
+    page.evaluate("location.hash = 'task=query'")
+    page.wait_for_selector("#step-1 .figures img")
+    sizes = page.locator(".figures img").evaluate_all("images => images.map(i => [i.complete, i.naturalWidth])")
+    assert len(sizes) == 3 and all(done and width > 100 for done, width in sizes)  # decoded, not broken
+    assert page.locator("#step-1 .part-label").last.inner_text() == "2 figures"
+    assert view.errors == [] and view.requests == [view.url]
+    page.close()
+
+    # Beyond the budget, figures stay in the trajectory and the page says how many.
+    from super_bench.report import viewer
+
+    monkeypatch.setattr(viewer, "FIGURE_CHARS", len(task["steps"][0]["figs"][0][1]))
+    (task,) = by_id(build_view(tmp_path / "run", tmp_path / "small.html").read_text(encoding="utf-8")).values()
+    assert [len(step.get("figs", [])) for step in task["steps"]] == [1, 0]
+    assert task["steps"][1]["figs_omitted"] == 2

@@ -31,7 +31,8 @@ def edit(path: str, before: str, after: str, context: str = "") -> Cell:
 
 
 def setup_cells(repo: str) -> list[Cell]:
-    return [execute(f"!git clone {URL.format(repo)}"), execute(f"%cd {repo}\n!git checkout {COMMITS[repo]}")]
+    # "--": a repository argument is never read as an option of git, in gold solutions as in the harness.
+    return [execute(f"!git clone -- {URL.format(repo)}"), execute(f"%cd {repo}\n!git checkout {COMMITS[repo]}")]
 
 
 def repo_footer(repo: str) -> str:

@@ -12,6 +12,13 @@ from super_bench.errors import SuperBenchError
 ActionType = Literal["execute", "edit", "submit", "interrupt", "continue_wait"]
 ACTION_TYPES: tuple[str, ...] = ("execute", "edit", "submit", "interrupt", "continue_wait")
 
+# Bounds on what an agent hands over. An action is kept in the trajectory, and JSON readers refuse
+# deep nesting (pydantic's at about 200 levels, counted from the trajectory's top, Python's at about
+# 1000), so content nested deeper could be written but never read back. Gold answers are a few
+# levels deep and a few hundred characters long.
+MAX_CONTENT_DEPTH = 64
+MAX_ANSWER_CHARS = 1_000_000
+
 
 class Action(BaseModel):
     """``{"type": ..., "content": ...}``: for ``execute`` a cell, for ``edit`` the SUPER edit
@@ -40,6 +47,9 @@ class Action(BaseModel):
                 value = json.loads(value)
             except json.JSONDecodeError as e:
                 raise SuperBenchError(f"not an action: {value[:80]!r} is not JSON ({e.msg})") from e
+            except (RecursionError, ValueError) as e:
+                reason = "it is nested too deeply" if isinstance(e, RecursionError) else str(e)
+                raise SuperBenchError(f"not an action: {value[:80]!r} cannot be read ({reason})") from e
         if isinstance(value, dict) and "action" in value and "type" not in value:
             value = value["action"]  # {"action": {...}, "observation": ...} records
         try:
@@ -49,3 +59,73 @@ class Action(BaseModel):
                 f"not an action: {str(value)[:80]!r}; expected {{'type': one of {', '.join(ACTION_TYPES)}, "
                 f"'content': ...}} ({e.errors()[0]['msg']})"
             ) from e
+
+
+def content_problem(
+    value: Any, *, max_depth: int = MAX_CONTENT_DEPTH, max_chars: int | None = None, strict: bool = True
+) -> str | None:
+    """Why ``value`` cannot be kept as JSON, or None when it can: nesting deeper than ``max_depth``
+    containers, (an estimate of) more than ``max_chars`` characters of JSON text, and, when ``strict``,
+    a value JSON has no type for or a dict key that is not a string. Not strict, other values pass
+    here (a set, a path: the trajectory's writer turns them into lists and strings, or refuses them).
+    The walk uses no recursion and stops at the first problem, so neither a value nested 100,000 deep
+    nor one of a billion items can exhaust the stack or hold it up for long."""
+    size = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    containers = (dict, list, tuple) if strict else (dict, list, tuple, set, frozenset)
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif item is None or isinstance(item, bool | int | float):
+            # An int's digits without converting it (a 5000-digit int has no decimal text in Python).
+            size += item.bit_length() // 3 + 1 if isinstance(item, int) else 5
+        elif isinstance(item, containers):
+            if depth >= max_depth:
+                return f"is nested more than {max_depth} levels deep"
+            size += len(item) + 2
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    if strict and not isinstance(key, str):
+                        return f"has a dict key that is not a string ({type(key).__name__})"
+                    size += len(key) + 3 if isinstance(key, str) else 8
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in item)
+        elif strict:
+            return f"holds a value of type {type(item).__name__}, which JSON cannot hold"
+        if max_chars is not None and size > max_chars:
+            return f"is longer than {max_chars:,} characters as JSON"
+    return None
+
+
+def parse_answer(content: Any, *, max_chars: int = MAX_ANSWER_CHARS) -> Any:
+    """A submitted answer as the JSON value it is kept and scored as: JSON text is parsed, any other
+    value goes through JSON once (tuples become lists), so that scoring it now and re-scoring the
+    saved trajectory later see the same value. Raises ``ValueError`` with a message for the agent
+    when the answer is not JSON, is nested too deeply or is too long."""
+    if isinstance(content, str):
+        if len(content) > max_chars:
+            raise ValueError(f"the submission is longer than {max_chars:,} characters")
+        try:
+            value = json.loads(content)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"the submission is not valid JSON ({e.msg} at character {e.pos})") from e
+        except RecursionError as e:
+            raise ValueError(f"the submission is nested more than {MAX_CONTENT_DEPTH} levels deep") from e
+        except ValueError as e:  # an integer too long to read
+            raise ValueError(f"the submission cannot be read: {e}") from e
+        problem = content_problem(value)
+        if problem is not None:
+            raise ValueError(f"the submission {problem}")
+        return value
+    problem = content_problem(content, max_chars=max_chars)
+    if problem is not None:
+        raise ValueError(f"the submission {problem}")
+    try:
+        text = json.dumps(content)
+    except ValueError as e:  # an integer too long to write
+        raise ValueError(f"the submission cannot be written as JSON: {e}") from e
+    if len(text) > max_chars:
+        raise ValueError(f"the submission is longer than {max_chars:,} characters as JSON")
+    return json.loads(text)

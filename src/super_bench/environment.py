@@ -5,12 +5,12 @@ the step returns what the cell printed so far and says it is still running; the 
 ``continue_wait`` or ``interrupt``, and any other action interrupts it first. A dead kernel is
 replaced and the observation says that all state was lost. Every step is recorded in the
 trajectory; budgets on steps, execution time, prompt tokens and cost end the episode with a
-stop reason (agents report their model usage with ``add_usage``).
+stop reason (agents report their model usage with ``add_usage``). The raw output kept is capped
+per step and per episode, so no cell can make the trajectory, or the harness, grow without bound.
 """
 
 from __future__ import annotations
 
-import json
 import posixpath
 import signal
 from collections.abc import Callable
@@ -20,13 +20,23 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from super_bench.actions import Action
+from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, parse_answer
 from super_bench.edit import EditFailed, apply_edit, parse_edit
-from super_bench.errors import EnvironmentClosedError
-from super_bench.kernel import CellResult, NotebookKernel, cap_text, clean_output
+from super_bench.errors import EnvironmentClosedError, KernelError, KernelRestartError, SandboxError, SuperBenchError
+from super_bench.failures import classify_failure
+from super_bench.kernel import CellResult, NotebookKernel, cap_text, clean_and_cap
 from super_bench.sandbox import Sandbox, SandboxConfig, create_sandbox
 from super_bench.tasks.model import Task
-from super_bench.trajectory import Step, StepOutcome, StopReason, Trajectory, Usage, utcnow
+from super_bench.trajectory import (
+    Figure,
+    Step,
+    StepOutcome,
+    StopReason,
+    Trajectory,
+    Usage,
+    metadata_problem,
+    utcnow,
+)
 
 
 class EnvConfig(BaseModel):
@@ -44,6 +54,12 @@ class EnvConfig(BaseModel):
     pre_execute_timeout: float = Field(3600, gt=0, description="Limit for each pre-executed (Masked) cell")
     observation_limit: int = Field(100_000, ge=1000, description="Characters of output shown per step")
     output_limit: int = Field(128_000_000, ge=1000, description="Characters of raw output kept per step")
+    episode_output_limit: int = Field(
+        128_000_000,
+        ge=1000,
+        description="Characters of raw output (images included) kept per episode; once they are kept, each "
+        "further step keeps a head and a tail of about observation_limit characters",
+    )
     startup_timeout: float = Field(60, gt=0)
     interrupt_grace: float = Field(10, gt=0, description="Seconds an interrupted cell gets to stop")
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
@@ -83,6 +99,10 @@ class Environment:
         # walk the whole trajectory (which would make an episode quadratic in its length).
         self._agent_steps = 0
         self._execution_time = 0.0
+        self._agent_acted = False
+        self._output_kept = 0
+        # Set when the agent's actions left a kernel that cannot be restarted: (stop reason, why).
+        self._broken: tuple[StopReason, str] | None = None
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -120,6 +140,7 @@ class Environment:
         self._task = task
         self._trajectory = Trajectory(task_id=task.task_id, query=task.query, agent=agent, model=model)
         self._agent_steps, self._execution_time = 0, 0.0
+        self._agent_acted, self._output_kept, self._broken = False, 0, None
         sandbox = self._sandbox_factory(self.config.sandbox, task.task_id)
         self._sandbox = sandbox
         sandbox.start()
@@ -154,6 +175,11 @@ class Environment:
             self._sandbox = None
 
     @property
+    def agent_acted(self) -> bool:
+        """Whether the agent has begun an action in this episode (pre-executed cells are not its own)."""
+        return self._agent_acted
+
+    @property
     def max_tokens(self) -> int:
         """The prompt-token budget of this episode."""
         return self.config.max_tokens or DEFAULT_MAX_TOKENS[self.task.task_set]
@@ -185,17 +211,38 @@ class Environment:
                 "the episode is over" + (f" ({self.trajectory.stop_reason})" if self.done else "; call reset(task)")
             )
         action = Action.coerce(action)
+        if thought is not None and not isinstance(thought, str):
+            raise SuperBenchError(f"a step's thought must be text, not {type(thought).__name__}")
+        problem = metadata_problem(metadata) if metadata else None
+        if problem is not None:
+            raise SuperBenchError(f"the step's metadata {problem}; it could not be kept in the trajectory")
+        self._agent_acted = True
         start = utcnow()
-        handler = {
-            "execute": self._execute,
-            "continue_wait": self._continue_wait,
-            "interrupt": self._interrupt,
-            "edit": self._edit,
-            "submit": self._submit,
-        }[action.type]
-        step = self._record(action, thought, start, handler(action))
+        problem = (
+            None if action.type == "submit" or isinstance(action.content, str) else content_problem(action.content)
+        )
+        if problem is not None:
+            result = _Outcome(
+                f"[super-bench] The {action.type} action was not performed: its content {problem}.",
+                None,
+                "invalid",
+                action=_unkept(action, problem),
+            )
+        else:
+            handler = {
+                "execute": self._execute,
+                "continue_wait": self._continue_wait,
+                "interrupt": self._interrupt,
+                "edit": self._edit,
+                "submit": self._submit,
+            }[action.type]
+            result = handler(action)
+        step = self._record(action, thought, start, result)
         if metadata:
             step.metadata.update(metadata)
+        if self._broken is not None:
+            self.stop(self._broken[0])
+            self.trajectory.metadata["error"] = self._broken[1]
         self.check_budgets()
         return step
 
@@ -212,15 +259,18 @@ class Environment:
         step = Step(
             index=len(trajectory.steps),
             thought=thought,
-            action=action,
+            action=result.action or action,
             observation=result.observation,
             output=None if result.output == result.observation else result.output,
+            figures=list(result.figures),
             outcome=result.outcome,
             exit_code=result.exit_code,
             pre_executed=pre_executed,
             start_time=start,
             end_time=utcnow(),
         )
+        if result.dropped:
+            step.metadata["output_dropped"] = result.dropped
         trajectory.steps.append(step)
         if not pre_executed:
             self._agent_steps += 1
@@ -253,44 +303,93 @@ class Environment:
         if action.type != "execute":
             return _Outcome(f"[super-bench] A pre-executed {action.type!r} action was skipped.", None, "invalid")
         self._cell_started = utcnow()
-        result = self.kernel.execute(str(action.content or ""), self.config.pre_execute_timeout)
+        result = self._kernel_call(
+            lambda: self.kernel.execute(str(action.content or ""), self.config.pre_execute_timeout)
+        )
         notes = ""
         if result.state == "running":
-            rest = self.kernel.interrupt()
-            result = CellResult(result.output + rest.output, rest.state, rest.exit_code, rest.error_name, True)
+            rest = self._kernel_call(self.kernel.interrupt)
+            result = CellResult(
+                result.output + rest.output,
+                rest.state,
+                rest.exit_code,
+                rest.error_name,
+                True,
+                result.figures + rest.figures,
+                result.dropped + rest.dropped,
+            )
             notes = f"\n[super-bench] The cell ran over {self.config.pre_execute_timeout:.0f} s and was interrupted."
         return self._observe(result, notes)
 
     def _execute(self, action: Action) -> _Outcome:
         prefix = self._settle()
+        if self._broken is not None:
+            return _Outcome(prefix.rstrip("\n"), None, "kernel_died")
         self._cell_started = utcnow()
-        result = self.kernel.execute(str(action.content or ""), self.config.cell_timeout)
+        result = self._kernel_call(lambda: self.kernel.execute(str(action.content or ""), self.config.cell_timeout))
         return self._observe(result, "", prefix)
 
     def _continue_wait(self, action: Action) -> _Outcome:
         if not self.kernel.running:
             return _Outcome("[super-bench] No cell is running, so there is nothing to wait for.", None, "invalid")
-        return self._observe(self.kernel.wait(self.config.cell_timeout), "")
+        return self._observe(self._kernel_call(lambda: self.kernel.wait(self.config.cell_timeout)), "")
 
     def _interrupt(self, action: Action) -> _Outcome:
         if not self.kernel.running:
             return _Outcome("[super-bench] No cell is running, so there is nothing to interrupt.", None, "invalid")
-        return self._observe(self.kernel.interrupt(), "\n[super-bench] The cell was interrupted.")
+        return self._observe(self._kernel_call(self.kernel.interrupt), "\n[super-bench] The cell was interrupted.")
+
+    def _kernel_call(self, call: Callable[[], CellResult]) -> CellResult:
+        """Run a cell, wait for it or interrupt it, keeping no more output than the episode has room for:
+        the per-step limit while the episode's is not spent, then about what the agent is shown."""
+        config = self.config
+        left = config.episode_output_limit - self._output_kept
+        self.kernel.set_output_limit(min(config.output_limit, max(left, config.observation_limit)))
+        result = call()
+        self._output_kept += len(result.output) + sum(len(f.data) for f in result.figures)
+        metadata = self.trajectory.metadata
+        spent = self._output_kept >= config.episode_output_limit
+        if (spent or (result.dropped and left < config.output_limit)) and "output_limit_reached" not in metadata:
+            metadata["output_limit_reached"] = {
+                "limit": config.episode_output_limit,
+                "step": len(self.trajectory.steps),
+            }
+        return result
 
     def _settle(self) -> str:
         """Before a new action: interrupt a still-running cell, restart a dead kernel; returns a note."""
         kernel = self.kernel
         if kernel.running:
             if kernel.interrupt().state == "died":
-                kernel.restart()
-                return (
+                return self._restart() or (
                     "[super-bench] The previous cell was still running and did not stop when interrupted; "
                     "the kernel was restarted and all Python state was lost.\n"
                 )
             return "[super-bench] The previous cell was still running; it was interrupted first.\n"
         if not kernel.alive and not self.sandbox.expired:
-            kernel.restart()
-            return "[super-bench] The kernel had died; a new one was started and all Python state was lost.\n"
+            return self._restart() or (
+                "[super-bench] The kernel had died; a new one was started and all Python state was lost.\n"
+            )
+        return ""
+
+    def _restart(self) -> str:
+        """Start a new kernel in place of the old one; returns "" when one runs, else the note that no
+        kernel could be started, which ends the episode. Whose failure that is, ``classify_failure``
+        says: before the agent's first action it is the infrastructure's (raised), after it the agent's."""
+        try:
+            self.kernel.restart()
+        except (KernelError, SandboxError) as e:
+            error = (
+                e if isinstance(e, KernelRestartError) else KernelRestartError(f"no new kernel could be started: {e}")
+            )
+            failure = classify_failure(error, agent_acted=self._agent_acted)
+            if failure.status == "infra_error":
+                raise error from e
+            self._broken = (failure.stop_reason, str(error))
+            return (
+                f"[super-bench] The kernel was stopped, and no new kernel could be started: {e}\n"
+                "[super-bench] The episode ends here: what was done in this notebook left it unable to run code.\n"
+            )
         return ""
 
     def _observe(self, result: CellResult, notes: str, prefix: str = "") -> _Outcome:
@@ -307,8 +406,8 @@ class Environment:
             outcome = "interrupted"
         else:
             outcome = "error" if result.state == "error" else "ok"
-        observation = prefix + cap_text(clean_output(result.output), self.config.observation_limit) + notes
-        return _Outcome(observation, result.output, outcome, result.exit_code)
+        observation = prefix + clean_and_cap(result.output, self.config.observation_limit) + notes
+        return _Outcome(observation, result.output, outcome, result.exit_code, tuple(result.figures), result.dropped)
 
     def _replace_dead_kernel(self) -> str:
         """Start a new kernel in place of a dead one; returns the note that tells the agent why."""
@@ -329,15 +428,18 @@ class Environment:
         else:
             cause = "stopped responding and was killed"
         log = "\n".join(kernel.log_tail().strip().splitlines()[-5:])
-        kernel.restart()
         note = (
             f"\n[super-bench] The kernel died ({cause}). A new kernel was started: all Python state was lost "
             "(variables, imports, the working directory); files on disk are kept."
         )
+        if broken := self._restart():
+            note = f"\n[super-bench] The kernel died ({cause}).\n{broken.rstrip()}"
         return note + (f"\nLast lines of the kernel's log:\n{log}" if log else "")
 
     def _edit(self, action: Action) -> _Outcome:
         notes = self._settle()
+        if self._broken is not None:
+            return _Outcome(notes.rstrip("\n"), None, "kernel_died")
         try:
             request = parse_edit(str(action.content or ""))
             cwd = self.kernel.cwd or self.sandbox.workdir
@@ -357,22 +459,33 @@ class Environment:
         return _Outcome(notes + message, None, "ok")
 
     def _submit(self, action: Action) -> _Outcome:
-        content = action.content
-        if isinstance(content, str):
-            try:
-                content = json.loads(content)
-            except json.JSONDecodeError as e:
-                return _Outcome(
-                    f"[super-bench] The submission is not valid JSON ({e.msg} at character {e.pos}); nothing was "
-                    'submitted. Submit a JSON value, for example {"accuracy": 0.81}.',
-                    None,
-                    "invalid",
-                )
+        try:
+            answer = parse_answer(action.content)
+        except ValueError as e:
+            # The step keeps the agent's text (capped), or a description of a value JSON cannot hold.
+            kept = (
+                action.model_copy(update={"content": cap_text(action.content, self.config.observation_limit)})
+                if isinstance(action.content, str)
+                else _unkept(action, str(e).removeprefix("the submission "))
+            )
+            return _Outcome(
+                f"[super-bench] Nothing was submitted: {e}. Submit a JSON value nested at most "
+                f'{MAX_CONTENT_DEPTH} levels deep, for example {{"accuracy": 0.81}}.',
+                None,
+                "invalid",
+                action=kept,
+            )
         trajectory = self.trajectory
-        trajectory.submission = content
+        trajectory.submission = answer
         trajectory.submitted = True
         trajectory.stop_reason = "submitted"
         return _Outcome("", None, "ok")
+
+
+def _unkept(action: Action, problem: str) -> Action:
+    """The action as recorded when its content cannot be kept: a note in its place."""
+    kind = type(action.content).__name__
+    return action.model_copy(update={"content": f"[super-bench: a {kind} not kept: it {problem}]"})
 
 
 class _Outcome(NamedTuple):
@@ -382,3 +495,6 @@ class _Outcome(NamedTuple):
     output: str | None
     outcome: StepOutcome
     exit_code: int | None = None
+    figures: tuple[Figure, ...] = ()
+    dropped: int = 0
+    action: Action | None = None  # the action as recorded, where it differs from the one sent

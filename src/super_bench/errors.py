@@ -44,6 +44,10 @@ class KernelError(SuperBenchError):
     """The notebook kernel could not be started or talked to."""
 
 
+class KernelRestartError(KernelError):
+    """A kernel that died or was stopped could not be replaced by a new one."""
+
+
 class EnvironmentClosedError(SuperBenchError):
     """An action was sent to an environment that is closed or finished."""
 

@@ -59,9 +59,13 @@ def _step_cells(step: Step) -> list[dict[str, Any]]:
     action = step.action
     cell_id = f"step-{step.index}"
     if action.type == "execute":
-        outputs = (
+        outputs: list[dict[str, Any]] = (
             [{"output_type": "stream", "name": "stdout", "text": _lines(step.observation)}] if step.observation else []
         )
+        outputs += [
+            {"output_type": "display_data", "data": {figure.mime: figure.data}, "metadata": {}}
+            for figure in step.figures
+        ]
         code = {
             "id": f"{cell_id}-code",
             "cell_type": "code",
@@ -78,4 +82,6 @@ def _step_cells(step: Step) -> list[dict[str, Any]]:
         text += f"\n\n```\n{content}\n```"
     if step.observation:
         text += f"\n\n**Observation:**\n\n```\n{step.observation}\n```"
+    for n, figure in enumerate(step.figures, start=1):  # a cell that went on after a timeout drew them
+        text += f"\n\n![figure {n}](data:{figure.mime};base64,{figure.data})"
     return [_markdown(cell_id, text)]

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_json
 
-from super_bench.actions import Action
+from super_bench.actions import Action, content_problem
 
 SCHEMA_VERSION = 1
 
@@ -26,6 +27,7 @@ StopReason = Literal[
     "format_error",  # the model kept answering in an unparsable format
     "agent_stopped",  # the agent ended without submitting
     "agent_error",  # the agent's own code raised
+    "environment_broken",  # the agent's actions left a kernel that could not be restarted
     "infra_error",  # sandbox, kernel or model API failure
     "cancelled",  # the user stopped the run
 ]
@@ -33,6 +35,16 @@ StopReason = Literal[
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+class Figure(BaseModel):
+    """An image a cell displayed (a matplotlib figure, say), kept as the notebook's output holds it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mime: Literal["image/png", "image/jpeg"]
+    # Plain base64 and nothing else, so that a page can put it in a data: URL as it is.
+    data: str = Field(pattern=r"^[A-Za-z0-9+/]*={0,2}$", description="The image, base64-encoded")
 
 
 class Step(BaseModel):
@@ -46,6 +58,9 @@ class Step(BaseModel):
     observation: str = Field("", description="What the agent was shown: cleaned, capped, with harness notes")
     output: str | None = Field(
         None, description="The raw, uncleaned output, kept for grading when it differs from the observation"
+    )
+    figures: list[Figure] = Field(
+        default_factory=list, description="Images the cell displayed, in order; the text shows where (<Figure ...>)"
     )
     outcome: StepOutcome = "ok"
     exit_code: int | None = Field(None, description="Status of the cell's last !command, if it ran one")
@@ -112,12 +127,34 @@ class Trajectory(BaseModel):
         """Seconds the agent's own steps spent executing."""
         return sum(s.duration for s in self.agent_steps)
 
+    def drop_unkeepable(self) -> list[str]:
+        """Replace, in the parts agent code may fill freely (the submission, metadata), each value that
+        cannot be written or read back by a note; returns what was replaced. The environment refuses
+        such values as they arrive; this is for code that wrote into the trajectory directly. The
+        submission must be plain JSON (see ``actions.parse_answer``); metadata, what this trajectory's
+        JSON writer can write (a set becomes a list), within ``actions.MAX_CONTENT_DEPTH`` levels."""
+        found = []
+        places: list[tuple[str, dict[str, Any]]] = [("metadata", self.metadata)]
+        places += [(f"step {s.index} metadata", s.metadata) for s in self.steps]
+        for where, values in places:
+            for key, value in values.items():
+                problem = metadata_problem(value)
+                if problem is not None:
+                    values[key] = f"[super-bench: a {type(value).__name__} not kept: it {problem}]"
+                    found.append(f"{where} {key!r} {problem}")
+        problem = content_problem(self.submission)
+        if problem is not None:
+            self.submission = f"[super-bench: a {type(self.submission).__name__} not kept: it {problem}]"
+            found.append(f"the submission {problem}")
+        return found
+
     # -- files ---------------------------------------------------------------------------------
     def save(self, directory: Path, *, notebook: bool = True) -> Path:
         """Write ``trajectory.json`` (atomically) and, by default, ``trajectory.ipynb``."""
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "trajectory.json"
-        atomic_write(path, self.model_dump_json(indent=1))
+        # Encoded straight to bytes: one copy of a trajectory that may hold a hundred megabytes of output.
+        atomic_write(path, self.__pydantic_serializer__.to_json(self, indent=1))
         if notebook:
             from super_bench.notebook import trajectory_to_notebook
 
@@ -132,12 +169,24 @@ class Trajectory(BaseModel):
         return cls.model_validate_json(path.read_bytes())
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write a file so that readers see the old or the new content, never a torn one."""
+def metadata_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be kept in a trajectory's metadata, or None when it can."""
+    problem = content_problem(value, strict=False)
+    if problem is not None:
+        return problem
+    try:
+        to_json(value)
+    except ValueError as e:  # an object pydantic has no JSON for
+        return f"cannot be written as JSON ({e})"
+    return None
+
+
+def atomic_write(path: Path, content: str | bytes) -> None:
+    """Write a file (text as UTF-8) so that readers see the old or the new content, never a torn one."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content.encode("utf-8") if isinstance(content, str) else content)
         # mkstemp makes the file private (0600); give it the mode a plain open() would have.
         umask = os.umask(0)
         os.umask(umask)

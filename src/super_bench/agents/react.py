@@ -199,6 +199,8 @@ class ReActAgent(LLMAgent):
                 value = json.loads(content)
             except json.JSONDecodeError as e:
                 raise FormatError(f"the submitted answer is not valid JSON ({e.msg}): {content[:200]!r}") from e
+            except (RecursionError, ValueError):
+                value = content  # too deep, or a number too long, to read here: the environment says which
         return Parsed(before[thought.end() :].strip(), Action.coerce({"type": kind, "content": value}))
 
     def render_action(self, step: Step) -> str:

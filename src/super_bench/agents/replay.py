@@ -17,12 +17,25 @@ from super_bench.errors import AgentError, SuperBenchError
 if TYPE_CHECKING:
     from super_bench.environment import Environment
 
+# A trajectory.json holds every step's output (up to the episode's limit of kept output, in JSON's
+# escapes), and parsing takes several times a file's size in memory: refuse what no run writes.
+MAX_REPLAY_BYTES = 1 << 30
+
 
 def load_actions(path: Path) -> list[tuple[Action, str | None]]:
     """(action, thought) pairs from an action list or a trajectory file."""
     try:
+        size = path.stat().st_size
+        if size > MAX_REPLAY_BYTES:
+            raise AgentError(
+                f"replay: {path} is {size / 2**20:,.0f} MiB, more than a replay file may be "
+                f"({MAX_REPLAY_BYTES >> 20:,} MiB); keep only the actions, for example with "
+                "jq '[.steps[] | select(.pre_executed | not) | {action, thought}]'"
+            )
         data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
+    except RecursionError:
+        raise AgentError(f"replay: cannot read actions from {path}: its JSON is nested too deeply") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
         raise AgentError(f"replay: cannot read actions from {path}: {e}") from e
     if isinstance(data, dict) and isinstance(data.get("steps"), list):
         items = [s for s in data["steps"] if not s.get("pre_executed")]
@@ -37,7 +50,10 @@ def load_actions(path: Path) -> list[tuple[Action, str | None]]:
             action = Action.coerce(record.get("action", item) if "action" in record else item)
         except SuperBenchError as e:
             raise AgentError(f"replay: {path}, action {i}: {e}") from e
-        pairs.append((action, record.get("thought")))
+        thought = record.get("thought")
+        if thought is not None and not isinstance(thought, str):
+            raise AgentError(f"replay: {path}, action {i}: the thought must be text, not {type(thought).__name__}")
+        pairs.append((action, thought))
     return pairs
 
 

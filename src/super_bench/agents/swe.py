@@ -187,6 +187,8 @@ class SWEAgent(LLMAgent):
                 return Action.submit(json.loads(answer)), None
             except json.JSONDecodeError as e:
                 raise FormatError(f"the submitted answer is not valid JSON ({e.msg}): {answer[:200]!r}") from e
+            except (RecursionError, ValueError):
+                return Action.submit(answer), None  # too deep, or a number too long, to read: the environment says
         if word == "edit":
             match = _EDIT.match(command.strip("\n") + "\n")
             if match is None:

@@ -90,7 +90,7 @@ set_option = click.option(
 
 
 def budget_options(function: F) -> F:
-    """--cell-timeout, --max-steps and --max-compute: the environment's limits per task."""
+    """--cell-timeout, --max-steps, --max-compute and --output-limit: the environment's limits per task."""
     options = (
         click.option(
             "--cell-timeout",
@@ -109,6 +109,13 @@ def budget_options(function: F) -> F:
             show_default=True,
             help="Seconds of execution per task.",
         ),
+        click.option(
+            "--output-limit",
+            metavar="SIZE",
+            callback=_output_limit,
+            help="Raw output (images included) kept per task, in characters; 256m means 256 Mi. Beyond it, "
+            "each step keeps a head and a tail. [default: 128,000,000]",
+        ),
     )
     for option in reversed(options):
         function = option(function)
@@ -123,6 +130,13 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
         return None if value is None else parse_size(value)
     except ValueError as e:
         raise click.BadParameter(str(e)) from e
+
+
+def _output_limit(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    size = _size(ctx, param, value)
+    if size is not None and size < 1000:
+        raise click.BadParameter(f"{value} is below the least output a task may keep, 1000 characters")
+    return size
 
 
 _SANDBOX_OPTIONS = (

@@ -35,6 +35,7 @@ def play_command(
     cell_timeout: float,
     max_steps: int,
     max_compute: float,
+    output_limit: int | None,
 ) -> None:
     """Play a task yourself: type cells, see their output, edit files and submit an answer.
 
@@ -58,6 +59,7 @@ def play_command(
             cell_timeout=cell_timeout,
             max_steps=max_steps,
             max_compute=max_compute,
+            **({"episode_output_limit": output_limit} if output_limit else {}),
             sandbox=sandbox,
         ),
     )

@@ -54,6 +54,7 @@ def serve_command(
     cell_timeout: float,
     max_steps: int,
     max_compute: float,
+    output_limit: int | None,
     mode: str,
 ) -> None:
     """Serve the notebook environment over HTTP, for agents in any language.
@@ -87,6 +88,7 @@ def serve_command(
             cell_timeout=cell_timeout,
             max_steps=max_steps,
             max_compute=max_compute,
+            **({"episode_output_limit": output_limit} if output_limit else {}),
             sandbox=sandbox,
         ),
         sources=sources or ("demo", "hf"),

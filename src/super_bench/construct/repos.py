@@ -92,7 +92,7 @@ def open_repository(source: str, workdir: Path) -> Repository:
     """A local path as it is, or a URL cloned into ``workdir``."""
     if is_remote(source):
         path = workdir / re.sub(r"[^\w.-]+", "-", source)[-80:]
-        git("clone", "--quiet", "--depth", "1", source, str(path))
+        git("clone", "--quiet", "--depth", "1", "--", source, str(path))
         url = source
     else:
         path = Path(source).expanduser().resolve()

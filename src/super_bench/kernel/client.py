@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from queue import Empty
 from typing import Any, Literal, NoReturn
 
@@ -19,6 +20,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from super_bench.errors import KernelError
 from super_bench.kernel.output import OutputBuffer
 from super_bench.sandbox.base import KernelProcess, Sandbox
+from super_bench.trajectory import Figure
 
 CellState = Literal["ok", "error", "running", "died"]
 
@@ -28,6 +30,12 @@ _EXEC_LINES = [
     "get_ipython().events.register('pre_run_cell', lambda *_: get_ipython().user_ns.__setitem__('_exit_code', None))"
 ]
 _USER_EXPRESSIONS = {"exit_code": "_exit_code", "cwd": "__import__('os').getcwd()"}
+
+# Images kept from display outputs, in order of preference; others are shown by their text only.
+FIGURE_TYPES = ("image/png", "image/jpeg")
+# The largest image kept (base64 characters): a matplotlib figure is tens of kilobytes.
+MAX_FIGURE_CHARS = 4_000_000
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
 @dataclass
@@ -39,14 +47,59 @@ class CellResult:
     exit_code: int | None = None
     error_name: str | None = None
     interrupted: bool = False
+    figures: list[Figure] = field(default_factory=list)
+    dropped: int = 0  # characters of output left out: the middle of a flood, images not kept
 
 
 @dataclass
 class _RunningCell:
     msg_id: str
     buffer: OutputBuffer
+    # IPython runs nothing for an empty or blank cell (no pre_run_cell event resets `_exit_code`),
+    # so such a cell has no exit status of its own.
+    runs_code: bool = True
     error_name: str | None = None
     interrupted: bool = False
+    figures: list[Figure] = field(default_factory=list)
+    figure_chars: int = 0
+    figures_dropped: int = 0  # base64 characters of images not kept
+
+    def keep_figure(self, data: dict[str, Any]) -> None:
+        """Keep the image of a display output, if it has one that fits; else say in the text why not."""
+        mime = next((m for m in FIGURE_TYPES if isinstance(data.get(m), str)), None)
+        if mime is None:
+            return
+        encoded: str = data[mime]
+        size = len(encoded)
+        if size > MAX_FIGURE_CHARS or self.figure_chars + size + len(self.buffer) > self.buffer.max_chars:
+            self.figures_dropped += size
+            self.buffer.append(
+                f"[super-bench: an image ({mime}, {size:,} characters of base64) was not kept: images are kept "
+                f"up to {MAX_FIGURE_CHARS:,} characters each, within the limit of output kept]\n"
+            )
+            return
+        encoded = "".join(encoded.split())  # base64 may come in lines
+        if not _BASE64.fullmatch(encoded):
+            self.buffer.append(f"[super-bench: an image ({mime}) was not kept: its data is not base64]\n")
+            return
+        self.figures.append(Figure(mime=mime, data=encoded))
+        self.figure_chars += size
+
+    def result(self, state: CellState, exit_code: int | None = None) -> CellResult:
+        """What the cell produced since the last result; the next result starts afresh."""
+        text = self.buffer.text()
+        dropped, figures = self.buffer.dropped + self.figures_dropped, self.figures
+        self.buffer.take()
+        self.figures, self.figure_chars, self.figures_dropped = [], 0, 0
+        return CellResult(
+            text,
+            state,
+            exit_code=exit_code if self.runs_code else None,
+            error_name=self.error_name,
+            interrupted=self.interrupted,
+            figures=figures,
+            dropped=dropped,
+        )
 
 
 class NotebookKernel:
@@ -151,6 +204,13 @@ class NotebookKernel:
     def exit_status(self) -> int | None:
         return self._process.poll() if self._process else None
 
+    def set_output_limit(self, chars: int) -> None:
+        """Keep at most ``chars`` characters of output (text and images) in the next result, the
+        running cell's included."""
+        self.max_output_chars = chars
+        if self._cell is not None:
+            self._cell.buffer.max_chars = chars
+
     @property
     def running(self) -> bool:
         """A cell is still executing (its soft timeout expired before it finished)."""
@@ -171,7 +231,7 @@ class NotebookKernel:
             raise KernelError("a cell is still running; wait for it or interrupt it first")
         client = self._require_client()
         msg_id = client.execute(code, store_history=True, allow_stdin=False, user_expressions=_USER_EXPRESSIONS)
-        self._cell = _RunningCell(msg_id, OutputBuffer(self.max_output_chars))
+        self._cell = _RunningCell(msg_id, OutputBuffer(self.max_output_chars), runs_code=bool(code.strip()))
         return self._collect(time.monotonic() + timeout)
 
     def wait(self, timeout: float) -> CellResult:
@@ -193,9 +253,8 @@ class NotebookKernel:
         client.control_channel.send(client.session.msg("interrupt_request", {}))
         result = self._collect(time.monotonic() + self.interrupt_grace)
         if result.state == "running":
-            output = result.output
             self.shutdown()
-            return CellResult(output, "died", interrupted=True)
+            result.state = "died"
         return result
 
     def _collect(self, deadline: float) -> CellResult:
@@ -205,42 +264,46 @@ class NotebookKernel:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return CellResult(cell.buffer.take(), "running", interrupted=cell.interrupted)
+                return cell.result("running")
             try:
                 msg = client.iopub_channel.get_msg(timeout=min(self.poll_interval, remaining))
             except Empty:
                 if not self.alive:
                     self._cell = None
-                    return CellResult(cell.buffer.take(), "died", interrupted=cell.interrupted)
+                    return cell.result("died")
                 continue
             if msg["parent_header"].get("msg_id") != cell.msg_id:
                 continue  # left over from an earlier, interrupted cell
             if self._handle(cell, msg["msg_type"], msg["content"]):
                 self._cell = None
                 reply = self._reply(cell.msg_id)
-                return CellResult(
-                    cell.buffer.take(),
-                    "error" if cell.error_name else "ok",
-                    exit_code=reply.get("exit_code"),
-                    error_name=cell.error_name,
-                    interrupted=cell.interrupted,
-                )
+                return cell.result("error" if cell.error_name else "ok", reply.get("exit_code"))
 
     @staticmethod
     def _handle(cell: _RunningCell, msg_type: str, content: dict[str, Any]) -> bool:
-        """Fold one IOPub message into the cell's output; True when the cell is finished."""
+        """Fold one IOPub message into the cell's output; True when the cell is finished.
+
+        Agent code runs in the kernel and can send messages of its own making, so nothing here
+        trusts a field's type."""
         if msg_type == "stream":
-            cell.buffer.append(content.get("text", ""))
+            text = content.get("text")
+            if isinstance(text, str):
+                cell.buffer.append(text)
         elif msg_type in ("execute_result", "display_data"):
-            data = content.get("data", {})
+            data = content.get("data")
+            data = data if isinstance(data, dict) else {}
             text = data.get("text/plain")
-            if text is None:
-                kinds = ", ".join(sorted(data)) or "empty"
+            if not isinstance(text, str):
+                kinds = ", ".join(sorted(map(str, data))) or "empty"
                 text = f"<display output: {kinds}>"
+            # The text first: a figure's is `<Figure size 640x480 with 1 Axes>`, as a notebook shows it.
             cell.buffer.append(text if text.endswith("\n") else text + "\n")
+            cell.keep_figure(data)
         elif msg_type == "error":
-            cell.error_name = content.get("ename") or "Error"
-            cell.buffer.append("\n".join(content.get("traceback", [])) + "\n")
+            cell.error_name = str(content.get("ename") or "Error")
+            traceback = content.get("traceback")
+            lines = traceback if isinstance(traceback, list) else []
+            cell.buffer.append("\n".join(map(str, lines)) + "\n")
         elif msg_type == "status":
             return bool(content.get("execution_state") == "idle")
         return False

@@ -8,6 +8,8 @@ line), so a cell that prints 100 MB of progress bars costs a second, not hours.
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Iterator
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and lone ESC pairs.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -25,15 +27,53 @@ def clean_output(text: str) -> str:
     """What a terminal would show: no ANSI codes, each carriage-return redraw collapsed to its last state."""
     if len(text) <= _BLOCK:
         return _clean(text)
-    # Block by block, each ending at a newline: the same result (nothing below spans a line), at the
-    # same speed for 100 MB as for 1 MB, since each block's copies stay in the CPU's caches.
-    parts, start = [], 0
+    return "".join(map(_clean, _blocks(text)))
+
+
+def _blocks(text: str) -> Iterator[str]:
+    """``text`` in blocks of about a megabyte, each ending at a newline. Cleaned block by block, a text
+    gives the same result as in one pass (nothing in the cleaning spans a line), at the same speed for
+    100 MB as for 1 MB, since each block's copies stay in the CPU's caches."""
+    start = 0
     while start < len(text):
         end = text.find("\n", start + _BLOCK)
         end = len(text) if end < 0 else end + 1
-        parts.append(_clean(text[start:end]))
+        yield text[start:end]
         start = end
-    return "".join(parts)
+
+
+def clean_and_cap(text: str, limit: int, head_fraction: float = 0.1) -> str:
+    """``cap_text(clean_output(text), limit, head_fraction)``, holding no more than about ``limit``
+    characters of the cleaned text at a time (not all of it, as that would: a copy of a flood)."""
+    if len(text) <= _BLOCK or limit <= 0:
+        return cap_text(clean_output(text), limit, head_fraction)
+    head_size = int(limit * head_fraction)
+    tail_size = limit - head_size
+    whole: list[str] | None = []  # all of it, while it still fits in the limit
+    head: list[str] = []
+    tail: deque[str] = deque()
+    total = kept_head = kept_tail = 0
+    for block in _blocks(text):
+        cleaned = _clean(block)
+        total += len(cleaned)
+        if whole is not None:
+            whole.append(cleaned)
+            if total > limit:
+                whole = None
+        if kept_head < head_size:
+            head.append(cleaned)
+            kept_head += len(cleaned)
+        tail.append(cleaned)
+        kept_tail += len(cleaned)
+        while len(tail) > 1 and kept_tail - len(tail[0]) >= tail_size:
+            kept_tail -= len(tail.popleft())
+    if whole is not None:
+        return "".join(whole)
+    ending = "".join(tail)
+    return (
+        f"{''.join(head)[:head_size]}\n[... {total - head_size - tail_size:,} characters omitted ...]\n"
+        f"{ending[len(ending) - tail_size :]}"
+    )
 
 
 def _clean(text: str) -> str:

@@ -3,7 +3,8 @@
 The page carries the summary and the task table as JSON, and each task's trajectory as gzip-compressed
 JSON in its own inert ``<script>`` element, decoded only when that task is opened; observations are cut
 to a head, a tail and a window around every landmark match, so a run of hundreds of tasks and 100 MB
-of trajectories stays a file of a few megabytes that opens at once.
+of trajectories stays a file of a few megabytes that opens at once. Figures are embedded up to a
+budget per task; the rest are counted, and stay in the trajectory.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 THOUGHT_LIMIT = 4000
 ACTION_HEAD, ACTION_TAIL = 6000, 2000
+FIGURE_CHARS = 8_000_000  # base64 characters of figures embedded per task (a figure is some tens of thousands)
 COLUMNS = ["task", "set", "category", "status", "stop", "steps", *METRICS, "cost", "time"]
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
@@ -164,6 +166,14 @@ def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
         if step_index is not None:
             by_step.setdefault(step_index, []).append((number, re.compile(pattern)))
     data["steps"] = [_step(step, trajectory.started_at, by_step.get(step.index, [])) for step in trajectory.steps]
+    room = FIGURE_CHARS
+    for step, entry in zip(trajectory.steps, data["steps"]):
+        for figure in step.figures:
+            if len(figure.data) > room:
+                entry["figs_omitted"] = entry.get("figs_omitted", 0) + 1
+            else:
+                room -= len(figure.data)
+                entry.setdefault("figs", []).append([figure.mime, figure.data])
     return data
 
 

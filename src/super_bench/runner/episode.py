@@ -1,5 +1,6 @@
 """One task, start to finish: sandbox, agent, trajectory, score. Never raises for a task's
-failure; a failure becomes the result's status (``agent_error`` or ``infra_error``). A
+failure; a failure becomes the result's status and stop reason, as ``failures.classify_failure``
+decides (the agent's failures are scored; ``infra_error`` is retried and left out). A
 configuration error (a rejected API key, an unknown model) is not the task's failure: it
 stops the run, and the task is run again when the run is resumed. Neither is a cancelled
 run: the episode raises ``Cancelled`` and the task is left unfinished."""
@@ -18,16 +19,14 @@ from typing import Any, TextIO
 from super_bench.actions import Action
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
-from super_bench.errors import ConfigError, EnvironmentClosedError, KernelError, ModelUnavailableError, SandboxError
-from super_bench.runner.results import TaskResult, TaskStatus
+from super_bench.errors import ConfigError, EnvironmentClosedError
+from super_bench.failures import Failure, TaskStatus, classify_failure
+from super_bench.runner.results import TaskResult
 from super_bench.scoring import ScoreMode, score_trajectory
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, Trajectory, step_line
 
 log = logging.getLogger(__name__)
-
-# Failures of the machinery rather than of the agent: the sandbox, the kernel or the model service.
-INFRA_ERRORS = (SandboxError, KernelError, ModelUnavailableError)
 
 
 class Cancelled(BaseException):  # a BaseException, like KeyboardInterrupt: no task failure to catch
@@ -103,6 +102,27 @@ class _StepLog:
             self._file = None
 
 
+def _play(env: Environment, task: Task, agent_spec: str, options: AgentOptions) -> tuple[Failure | None, str | None]:
+    """The agent's episode on ``task``; a failure comes back classified, with its message."""
+    try:
+        agent = create_agent(agent_spec, options)
+        env.reset(task, agent=agent.name, model=options.model)
+        agent.run(env)
+        if not env.done:
+            env.stop("agent_stopped")
+    except ConfigError:
+        raise  # a bad key, model name or setting would fail every task alike: stop the run
+    except Exception as e:
+        failure = classify_failure(e, agent_acted=env.agent_acted)
+        if failure.status == "agent_error":
+            log.warning("task %s: the agent failed: %s: %s", task.task_id, type(e).__name__, e)
+            return failure, "".join(traceback.format_exception(e)).strip()
+        error = f"{type(e).__name__}: {e}"
+        log.warning("task %s: %s: %s", task.task_id, failure.stop_reason.replace("_", " "), error)
+        return failure, error
+    return None, None
+
+
 def run_episode(
     task: Task,
     agent_spec: str,
@@ -130,23 +150,11 @@ def run_episode(
     if cancellation is not None:
         cancellation.watch(env)
     wall_start = time.monotonic()
-    status: TaskStatus = "completed"
+    failure: Failure | None = None
     error: str | None = None
     trajectory: Trajectory | None = None
     try:
-        agent = create_agent(agent_spec, agent_options)
-        env.reset(task, agent=agent.name, model=agent_options.model)
-        agent.run(env)
-        if not env.done:
-            env.stop("agent_stopped")
-    except ConfigError:
-        raise  # a bad key, model name or setting would fail every task alike: stop the run
-    except INFRA_ERRORS as e:
-        status, error = "infra_error", f"{type(e).__name__}: {e}"
-        log.warning("task %s: infrastructure failure: %s", task.task_id, error)
-    except Exception as e:
-        status, error = "agent_error", "".join(traceback.format_exception(e)).strip()
-        log.warning("task %s: the agent failed: %s: %s", task.task_id, type(e).__name__, e)
+        failure, error = _play(env, task, agent_spec, agent_options)
     finally:
         trajectory = env.close()
         step_log.close()
@@ -158,9 +166,17 @@ def run_episode(
         trajectory = Trajectory(task_id=task.task_id, query=task.query, agent=agent_spec, model=agent_options.model)
     if epoch > 1:
         trajectory.metadata["epoch"] = epoch
-    if status != "completed":
-        trajectory.stop_reason = trajectory.stop_reason or ("infra_error" if status == "infra_error" else "agent_error")
+    unkept = trajectory.drop_unkeepable()
+    if unkept and failure is None:
+        failure = Failure("agent_error", "agent_error")
+        error = "the agent put values into the trajectory that cannot be kept as JSON: " + "; ".join(unkept)
+    status: TaskStatus = "completed"
+    if failure is not None:
+        status = failure.status
+        trajectory.stop_reason = trajectory.stop_reason or failure.stop_reason
         trajectory.metadata["error"] = error
+    # An episode the environment ended itself on the agent's account (environment_broken) says why there.
+    error = error or trajectory.metadata.get("error")
     trajectory.finished_at = trajectory.finished_at or trajectory.started_at
     path = trajectory.save(task_dir)
     (task_dir / "steps.jsonl").unlink(missing_ok=True)

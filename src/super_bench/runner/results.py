@@ -6,11 +6,12 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench._names import METRICS
+from super_bench.failures import TaskStatus
 from super_bench.scoring import Metrics, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.trajectory import StopReason, Trajectory, Usage
@@ -18,7 +19,6 @@ from super_bench.trajectory import StopReason, Trajectory, Usage
 if TYPE_CHECKING:
     from super_bench.runner.rundir import RunDir
 
-TaskStatus = Literal["completed", "agent_error", "infra_error"]
 RECORDED_MODE = "recorded"  # metrics imported as the original harness recorded them
 
 

@@ -7,15 +7,17 @@
       tasks.jsonl                  the task records, so the run can be re-scored offline
       results.jsonl                one line per finished task (and epoch), appended as tasks finish
       summary.json                 means, confidence intervals and counts
-      tasks/<task_id>/trajectory.json, trajectory.ipynb
-      tasks/<task_id>/steps.jsonl  only while the task runs: its steps so far
-      tasks/<task_id>@<k>/         epoch k (from 2 on) of a run with --epochs
+      tasks/<name>/trajectory.json, trajectory.ipynb
+      tasks/<name>/steps.jsonl     only while the task runs: its steps so far
+      tasks/<name>@<k>/            epoch k (from 2 on) of a run with --epochs
+                                   (<name>: the task id, or a readable form of it and a hash; task_dirname)
       .lock                        held by the process writing the run
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -39,10 +41,24 @@ log = logging.getLogger(__name__)
 RUN_FILES = ("run.json", "tasks.jsonl", "results.jsonl", "summary.json", "view.html", "tasks")
 
 
+# Task ids that are their own directory name: lower case (so that no two differ only in case, which
+# a case-insensitive file system would merge), no path syntax, no '@' (epochs) or '~' (below), short.
+_PLAIN_ID = re.compile(r"[a-z0-9_][a-z0-9_.,+-]{0,99}")
+
+
 def task_dirname(task_id: str) -> str:
-    """A file-system-safe directory name for a task id."""
-    name = re.sub(r"[/\\\x00]", "_", task_id)
-    return "_" + name if name.startswith(".") or not name else name
+    """The directory name of a task: distinct task ids always get distinct names.
+
+    An id such as ``tinyreg`` or ``colbert_data,cpu`` is its own name (so were they before). Any other
+    id (``a/b``, ``..``, ``Task``, ``x@2``, unicode, very long) is named by a readable form of it (other
+    characters as ``_``, at most 60) and ``~`` with 16 hex digits of the SHA-256 of the exact id: plain
+    names hold no ``~``, so the two kinds never meet, and ids that differ only in what the readable form
+    drops (``a/b`` and ``a_b``, ``é`` and ``e``, or letter case) differ in the hash."""
+    if _PLAIN_ID.fullmatch(task_id):
+        return task_id
+    readable = re.sub(r"[^A-Za-z0-9_.,+-]+", "_", task_id)[:60].lstrip(".")
+    digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{readable}~{digest}"
 
 
 class RunDir:

@@ -175,7 +175,7 @@ class DockerSandbox(Sandbox):
             "HOME": "/root",
             "TMPDIR": "/tmp",
             "PYTHONUNBUFFERED": "1",
-            "MPLBACKEND": "Agg",
+            "MPLBACKEND": "module://matplotlib_inline.backend_inline",
             "GIT_TERMINAL_PROMPT": "0",
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "DEBIAN_FRONTEND": "noninteractive",

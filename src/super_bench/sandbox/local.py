@@ -149,7 +149,8 @@ class LocalSandbox(Sandbox):
             VIRTUAL_ENV=python,
             PYTHONNOUSERSITE="1",
             PYTHONUNBUFFERED="1",
-            MPLBACKEND="Agg",
+            # Figures display in the notebook (as <Figure ...> text and an image kept in the trajectory).
+            MPLBACKEND="module://matplotlib_inline.backend_inline",
             GIT_TERMINAL_PROMPT="0",
             PIP_DISABLE_PIP_VERSION_CHECK="1",
             DEBIAN_FRONTEND="noninteractive",

@@ -55,21 +55,23 @@ def available_offline(source: str) -> bool:
 def clone(source: str, dest: Path, *, bare: bool = False) -> Path:
     """Clone ``source`` (a URL or a local path) into ``dest``; returns ``dest``."""
     options = ["--bare", "--filter=blob:none"] if bare else ["--quiet"]
-    git("clone", "--quiet", *options, source, str(dest))
+    # "--": a task file's repository could be "--upload-pack=<command>"; it must never be read as an option.
+    git("clone", "--quiet", *options, "--", source, str(dest))
     return dest
 
 
 def resolve_commit(repo: Path, commit: str | None) -> str:
     """The full id of ``commit`` (a full or abbreviated id, a branch, a tag; HEAD when None)."""
     try:
-        return git("rev-parse", "--verify", "--quiet", f"{commit or 'HEAD'}^{{commit}}", cwd=repo).strip()
+        revision = f"{commit or 'HEAD'}^{{commit}}"
+        return git("rev-parse", "--verify", "--quiet", "--end-of-options", revision, cwd=repo).strip()
     except TaskSourceError:
         raise TaskSourceError(f"commit {commit} is not in the repository") from None
 
 
 def list_files(repo: Path, commit: str) -> list[str]:
     """Every file path in the tree of ``commit``."""
-    return git("ls-tree", "-r", "--name-only", "-z", commit, cwd=repo).strip("\0").split("\0")
+    return git("ls-tree", "-r", "--name-only", "-z", "--end-of-options", commit, cwd=repo).strip("\0").split("\0")
 
 
 def find_files(files: list[str], path: str) -> list[str]:

@@ -8,6 +8,7 @@ const METRICS = ["output_match", "landmarks", "entrypoint", "submitted"];
 const COL = Object.fromEntries(DATA.columns.map((name, i) => [name, i]));
 const ROW_KEY = DATA.columns.length; // the task's payload number follows the visible columns
 const NUMERIC = new Set(["steps", "cost", "time", ...METRICS]);
+const FIGURE_TYPES = new Set(["image/png", "image/jpeg"]); // the only images a page makes data: URLs of
 const ROWS_SHOWN = 250; // more on request: laying out a table of thousands of rows takes a noticeable time
 const parsed = document.readyState === "loading"
   ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }))
@@ -273,6 +274,15 @@ function stepNode(step, d) {
   if (step.raw) {
     const raw = el("details", { open: step.raw.m.length > 0 }, el("summary", { text: "raw output (what landmarks are matched on)" }), excerptNode(step.raw, d.landmarks));
     node.append(raw);
+  }
+  const figures = (step.figs || []).filter(([mime, data]) => FIGURE_TYPES.has(mime) && /^[A-Za-z0-9+/]*={0,2}$/.test(data));
+  if (figures.length) {
+    node.append(el("div", { class: "part-label", text: figures.length === 1 ? "figure" : `${figures.length} figures` }),
+      el("div", { class: "figures" }, figures.map(([mime, data], n) =>
+        el("img", { src: `data:${mime};base64,${data}`, alt: `figure ${n + 1} of step ${step.i + 1}` }))));
+  }
+  if (step.figs_omitted) {
+    node.append(el("p", { class: "muted", text: `${step.figs_omitted} more figure(s), not embedded in this page to keep it small: see the task's trajectory.json or trajectory.ipynb.` }));
   }
   return node;
 }
