@@ -3,6 +3,7 @@ each thing that is missing (bwrap, a container engine, a backend name)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -136,7 +137,7 @@ def test_the_base_environment_is_built_once_and_shared_read_only(
     requirements.write_text("sbbasepkg\n")
     base = tmp_path / "base-env"
     monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(base))
-    offline = ["--pip-arg=--no-index", f"--pip-arg=--find-links={wheels}"]
+    offline = ["--pip-arg=--no-index", f"--pip-arg=--find-links={wheels}", "--python", sys.executable]
     result = subprocess.run(
         [*SUPER_BENCH, "sandbox", "build", "--backend", backend, "--requirements", str(requirements), *offline],
         capture_output=True,
@@ -163,3 +164,51 @@ def test_the_base_environment_is_built_once_and_shared_read_only(
     finally:
         env.close()
     assert sorted(p.name for p in base_site.iterdir()) == before  # the shared base is unchanged
+
+
+def test_the_build_leaves_out_what_cannot_be_had_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    tiny_wheel(wheels, "sbbasepkg", 7)
+    requirements = tmp_path / "requirements.txt"
+    # An index that does not answer (pip would retry it for minutes), a package no index has, and one that is there.
+    requirements.write_text("--extra-index-url http://127.0.0.1:9/simple\nsbbasepkg==1.0\nsbnowherepkg==9.9\n")
+    monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(tmp_path / "base-env"))
+    python = shutil.which("python3") or sys.executable  # a command on PATH is taken as well as a path
+    offline = ["--pip-arg=--no-index", f"--pip-arg=--find-links={wheels}", "--python", Path(python).name]
+    result = subprocess.run(
+        [*SUPER_BENCH, "sandbox", "build", "--requirements", str(requirements), *offline],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "300", "PATH": f"{Path(python).parent}:{os.environ['PATH']}"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Left out sbnowherepkg==9.9" in result.stdout
+    assert "http://127.0.0.1:9/simple is unreachable" in result.stdout
+    record = json.loads((tmp_path / "base-env" / "super-bench-base.json").read_text())
+    assert list(record["skipped"]) == ["sbnowherepkg==9.9"] and record["installed"]["sbbasepkg"] == "1.0"
+    check = cli("sandbox", "check")
+    assert "Task environment: SUPER's, built by `super-bench sandbox build`" in " ".join(check.stdout.split())
+
+
+def test_a_python_that_does_not_run_is_one_clear_line(tmp_path: Path) -> None:
+    broken = tmp_path / "python3.10"
+    broken.write_text("#!/bin/sh\necho 'pyenv: python3.10: command not found' >&2\nexit 127\n")
+    broken.chmod(0o755)
+    result = subprocess.run(
+        [*SUPER_BENCH, "sandbox", "build", "--python", str(broken)], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"--python {broken} does not work: pyenv: python3.10: command not found" in " ".join(result.stderr.split())
+
+
+def test_sandbox_check_says_how_memory_is_limited_and_which_environment_tasks_get(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from super_bench.sandbox.memory import describe, memory_mechanism
+
+    monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(tmp_path / "never-built"))
+    out = " ".join(cli("sandbox", "check").stdout.split())
+    assert f"--memory-limit is enforced by: {' '.join(describe(memory_mechanism()).split())}" in out
+    assert "Task environment: the minimal default" in out and "super-bench sandbox build" in out

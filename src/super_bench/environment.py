@@ -416,7 +416,10 @@ class Environment:
             limit = self.config.sandbox.wall_time_limit
             return f"\n[super-bench] The task's wall-time limit ({limit:g} s) has passed; all it ran was stopped."
         status = kernel.exit_status
-        if status is not None and status < 0:
+        if self.sandbox.out_of_memory():
+            limit = self.config.sandbox.memory_limit or 0
+            cause = f"killed for going over the task's memory limit of {limit / 2**30:.3g} GiB: out of memory"
+        elif status is not None and status < 0:
             try:
                 cause = f"killed by signal {signal.Signals(-status).name}"
             except ValueError:

@@ -127,7 +127,9 @@ class NotebookKernel:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        args = [f"--IPKernelApp.exec_lines={json.dumps(_EXEC_LINES)}"]
+        # parent_handle=1: no parent poller (the sandbox ties the kernel's life to the harness), and no
+        # "how to connect" banner in the kernel's log, whose tail the agent sees when the kernel dies.
+        args = [f"--IPKernelApp.exec_lines={json.dumps(_EXEC_LINES)}", "--IPKernelApp.parent_handle=1"]
         try:
             launch = self.sandbox.launch_kernel(args, self.startup_timeout)
         except KernelError as e:

@@ -66,23 +66,30 @@ def find_python(requested: str | None) -> str:
     where there is one (on PATH or installed by pyenv), else the closest version found, else this one."""
     if requested is not None:
         found = shutil.which(requested) if os.sep not in requested else requested
-        if found is None or not _works(found):
-            raise SandboxError(
-                f"--python {requested}: no working interpreter by that name (give a path or a command on PATH)"
-            )
-        return found
+        if found is None:
+            raise SandboxError(f"--python {requested}: no such interpreter (give a path or a command on PATH)")
+        real, problem = _interpreter(found)
+        if real is None:
+            raise SandboxError(f"--python {requested} does not work: {problem}")
+        return real
     for version in _NEAREST:
         for candidate in [shutil.which(f"python{version}"), *_pyenv_pythons(version)]:
-            if candidate and _works(candidate):
-                return candidate
+            if candidate and (real := _interpreter(candidate)[0]):
+                return real
     return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
 
 
-def _works(python: str) -> bool:
+def _interpreter(python: str) -> tuple[str | None, str]:
+    """The real interpreter behind ``python`` (a shim, a link), or None and why it does not run."""
+    code = "import os, sys, venv; print(os.path.realpath(getattr(sys, '_base_executable', sys.executable)))"
     try:
-        return subprocess.run([python, "-c", "import venv"], capture_output=True, timeout=60).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+        proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, str(e)
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        return None, lines[0] if lines else f"exit status {proc.returncode}"
+    return proc.stdout.strip(), ""
 
 
 def _pyenv_pythons(version: str) -> list[str]:
