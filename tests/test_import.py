@@ -34,7 +34,9 @@ def notebook_step_count(path: Path) -> int:
     return sum(c["cell_type"] == "markdown" and "".join(c["source"]).startswith("### Step ") for c in cells)
 
 
-@pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"the paper's sample trajectories are not at {SAMPLE}")
+@pytest.mark.skipif(
+    not SAMPLE.is_dir(), reason="the paper's sample trajectories are not here (see SUPER_BENCH_REFERENCE_TRAJECTORIES)"
+)
 def test_every_sample_notebook_imports_with_all_its_steps(tmp_path: Path) -> None:
     outcome = import_trajectories(SAMPLE, tmp_path / "run")
     notebooks = sorted(SAMPLE.glob("*/history.ipynb"))
@@ -68,7 +70,9 @@ def test_every_sample_notebook_imports_with_all_its_steps(tmp_path: Path) -> Non
     assert 0.33 < (summary.metrics["landmarks"] or 0) < 0.47
 
 
-@pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"the paper's sample trajectories are not at {SAMPLE}")
+@pytest.mark.skipif(
+    not SAMPLE.is_dir(), reason="the paper's sample trajectories are not here (see SUPER_BENCH_REFERENCE_TRAJECTORIES)"
+)
 def test_sample_thoughts_actions_and_observations_are_kept() -> None:
     trajectory = notebook_trajectory(SAMPLE / "acqsurvey" / "history.ipynb", "acqsurvey", model="gpt-4o")
     first = trajectory.steps[0]
