@@ -87,9 +87,12 @@ def _plain(cell: object) -> str:
     return cell.plain if isinstance(cell, Text) else Text.from_markup(cell).plain if isinstance(cell, str) else ""
 
 
-def _compact(table: Table) -> Table:
-    """The same table with light rules and no outer padding: some ten columns' worth of characters."""
-    table.box, table.show_edge, table.pad_edge = box.SIMPLE_HEAD, False, False
+def _compact(table: Table, tight: bool = False) -> Table:
+    """The same table with light rules, no outer padding and two spaces between columns (one if
+    ``tight``): some three characters a column fewer."""
+    table.box, table.show_edge, table.pad_edge, table.collapse_padding = box.SIMPLE_HEAD, False, False, True
+    if tight:
+        table.padding = (0, 0)
     return table
 
 
@@ -105,7 +108,8 @@ class _Layout:
     time: bool = True
     steps: bool = True
     merged: bool = False  # status and stop reason as one column
-    compact: bool = False
+    compact: int = 0  # light rules: 1 with two spaces between columns, 2 with one
+    intervals: bool = True  # the row of 95% intervals, nine characters a metric
 
 
 _LAYOUTS = (
@@ -114,7 +118,9 @@ _LAYOUTS = (
     _Layout(uniform=False, time=False),
     _Layout(uniform=False, time=False, steps=False),
     _Layout(uniform=False, time=False, steps=False, merged=True),
-    _Layout(uniform=False, time=False, steps=False, merged=True, compact=True),
+    _Layout(uniform=False, time=False, steps=False, merged=True, compact=1),
+    _Layout(uniform=False, time=False, steps=False, merged=True, compact=2),
+    _Layout(uniform=False, time=False, steps=False, merged=True, compact=2, intervals=False),
 )
 
 
@@ -148,9 +154,8 @@ def _score_table(results: list[TaskResult], summary: Summary, title: str, layout
     same += [f"stop reason {stops.pop()}"] if rows and not show_stop else []
     if same:
         notes.insert(0, ("the task: " if len(rows) == 1 else "every task: ") + ", ".join(same))
-    merged = layout.merged and show_status and show_stop
-    caption = "; ".join(part for part in (_counts(summary), "; ".join(notes)) if part)
-    table = Table(title=Text(title), title_justify="left", caption=caption or None, caption_justify="left")
+    merged = layout.merged and (show_status or show_stop)
+    table = Table(title=Text(title), title_justify="left", caption_justify="left")
     table.add_column("task", no_wrap=True)
     columns: list[tuple[str, Callable[[TaskResult], str]]] = []
     if summary.epochs > 1:
@@ -180,11 +185,15 @@ def _score_table(results: list[TaskResult], summary: Summary, title: str, layout
         "tasks": {m: str(_n(summary.stats.get(m))) for m in metrics},
     }
     if any(s.n > 1 for s in summary.stats.values()):
-        footer["95% CI"] = {m: _interval(summary.stats.get(m)) for m in metrics}
+        if layout.intervals:
+            footer["95% CI"] = {m: _interval(summary.stats.get(m)) for m in metrics}
+        else:
+            notes.append("95% intervals in summary.json")
     for label, values in footer.items():
         cells = [values.get(name.replace(" ", "_"), "") for name in names]
         table.add_row(label, *cells, style="bold" if label == "mean" else None)
-    return _compact(table) if layout.compact else table
+    table.caption = "; ".join(part for part in (_counts(summary), *notes) if part) or None
+    return _compact(table, tight=layout.compact > 1) if layout.compact else table
 
 
 def _metric_cell(metric: str, result: TaskResult) -> str:

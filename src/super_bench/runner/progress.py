@@ -71,7 +71,7 @@ class RunProgress:
 
     def begin(self, total: int, finished: list[TaskResult]) -> None:
         if self.header:
-            self.console.print(self.header, highlight=False)
+            self.console.print(self.header, highlight=False, soft_wrap=True)  # a path stays whole
         for result in finished:
             self._count(result)
         self.bar = self.progress.add_task(
