@@ -485,7 +485,7 @@ def test_a_query_needs_an_agent_that_works_on_its_own(tmp_path: Path) -> None:
     # So with tasks that have no solution at all; one task with a solution is enough to run.
     no_solutions = tmp_path / "tasks.jsonl"
     no_solutions.write_text(json.dumps({"task_id": "a", "query": "q", "answer": 1}) + "\n")
-    with pytest.raises(ConfigError, match=r"none of the 1 task\(s\) has none.*--agent"):
+    with pytest.raises(ConfigError, match=r"none of the 1 task\(s\) has one; .*--agent"):
         sb.run(source=str(no_solutions), out=tmp_path / "run")
     with pytest.raises(ConfigError, match="--query"):
         sb.run(query="Report the MSE.", out=tmp_path / "run")

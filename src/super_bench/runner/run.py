@@ -152,10 +152,12 @@ def _check_solutions(config: RunConfig, agent: object, tasks: list[Task]) -> Non
     """An agent that replays gold solutions (``needs_solution``) cannot run tasks that have none."""
     if not getattr(agent, "needs_solution", False) or any(task.solution for task in tasks):
         return
-    which = "an ad-hoc --query task has" if config.query is not None else f"none of the {len(tasks)} task(s) has"
+    which = (
+        "an ad-hoc --query task has none" if config.query is not None else f"none of the {len(tasks)} task(s) has one"
+    )
     raise ConfigError(
-        f"the {config.agent} agent replays a task's gold solution, and {which} none; choose an agent that "
-        "works on its own with --agent, e.g. --agent react-super --model openai/gpt-4o"
+        f"the {config.agent} agent replays a task's gold solution, and {which}; choose an agent that works on "
+        "its own with --agent, e.g. --agent react-super --model openai/gpt-4o"
     )
 
 
