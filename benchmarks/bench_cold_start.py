@@ -50,6 +50,11 @@ def bwrap_kernel_spec(root: Path) -> dict[str, str]:
     spec.mkdir(parents=True)
     bwrap = shutil.which("bwrap") or "bwrap"
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # The private /tmp hides whatever lives under the host's /tmp: the Python that runs the kernel and
+    # its packages (a virtual environment made there, say) are bound back on top of it, read-only.
+    python = {sys.prefix, sys.base_prefix, str(Path(sys.executable).parent), str(Path(sys.executable).resolve().parent)}
+    for path in sorted(p for p in python | set(sys.path) if p and Path(p).is_dir() and Path(p).is_relative_to("/tmp")):
+        argv += ["--ro-bind", path, path]
     argv += ["--bind", str(root / "ipc"), str(root / "ipc"), "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     # Inside its PID namespace the kernel's parent is PID 1, which ipykernel would take for its
     # parent having exited, unless it is told that PID 1 is its parent.

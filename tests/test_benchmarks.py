@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tests.sandboxes import backend_settings
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -42,3 +46,34 @@ def test_rescoring_a_synthetic_run_keeps_every_task(benchmarks: ModuleType) -> N
 def test_the_reference_cleaning_benchmark_checks_linear_time(benchmarks: ModuleType) -> None:
     rows = benchmarks.bench_scoring.cleaning_rows(0.05, repeats=1)
     assert len(rows) == 4 and all("MB/s" in r.ours and r.met is not None for r in rows)
+
+
+def test_the_raw_kernel_in_bwrap_runs_a_python_that_lives_under_tmp(benchmarks: ModuleType) -> None:
+    # The cold-start reference's container has a private /tmp: a virtual environment made under the
+    # host's /tmp must still be seen inside it.
+    backend_settings("bwrap")
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        venv = Path(tmp) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        python = venv / "bin" / "python"
+        purelib = subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        # The new environment sees this one's packages (ipykernel, jupyter_client) through a .pth file.
+        (Path(purelib) / "parent.pth").write_text("\n".join(p for p in sys.path if p.endswith("-packages")) + "\n")
+        script = (
+            "import subprocess, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+            "import bench_cold_start as b; root = Path(sys.argv[2]); env = b.bwrap_kernel_spec(root); "
+            "command = [sys.executable, '-c', b.RAW, 'bwrap-raw', str(root / 'ipc' / 'kernel')]; "
+            "r = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120); "
+            "print(r.stdout, r.stderr[-2000:])"
+        )
+        root = Path(tmp) / "root"
+        root.mkdir()
+        result = subprocess.run(
+            [python, "-c", script, str(BENCHMARKS), str(root)], capture_output=True, text=True, timeout=180
+        )
+    assert result.stdout.split()[:1] == ["42"], result.stdout + result.stderr

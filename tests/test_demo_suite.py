@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,12 @@ def test_gold_agent_solves_every_demo_task_offline(tmp_path: Path, offline: list
     args = [] if task_set == "expert" else ["--set", task_set, "--out", str(tmp_path / "runs" / task_set)]
     result = run_offline(offline, args, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "output match" in result.stdout and "mean over" in result.stdout
+    assert re.search(r"│ mean +│", result.stdout), result.stdout
+    if task_set == "auto":  # the gold agent has nothing to submit there, which is no failure
+        assert "submitted: no task here has an answer to submit" in " ".join(result.stdout.split())
+        assert "output match" not in result.stdout.split("┡")[0] and "0.00" not in result.stdout
+    else:
+        assert "output match" in result.stdout
 
     (run_dir,) = (tmp_path / "runs").iterdir()
     results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]

@@ -8,6 +8,7 @@ import io
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,9 +24,10 @@ from tests.flaky_sandbox import FlakySandbox
 from tests.model_server import error, model_server
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run
-from super_bench.cli._display import RunProgress, score_table
+from super_bench.cli._display import score_table
 from super_bench.errors import ConfigError, RunDirError
 from super_bench.models import ModelOptions
+from super_bench.runner.progress import RunProgress
 from super_bench.runner.results import TaskResult, metric_stats, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.sandbox import SANDBOXES
@@ -194,6 +196,39 @@ def test_a_run_directory_is_not_shared_and_not_an_arbitrary_directory(tmp_path: 
     assert (tmp_path / "notes" / "paper.txt").read_text() == "mine"
 
 
+def test_the_lock_is_the_running_process_and_goes_with_it(tmp_path: Path) -> None:
+    busy = RunDir(tmp_path / "run")
+    busy.create()
+    hold = "import sys\nfrom super_bench.runner.rundir import RunDir\nwith RunDir(sys.argv[1]).lock():\n"
+    hold += "    print('held', flush=True)\n    sys.stdin.readline()\n"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(busy.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with pytest.raises(RunDirError, match=rf"in use by another super-bench run \(pid {holder.pid}\)"), busy.lock():
+        pass
+    holder.communicate("\n")  # the other run ends
+    assert holder.returncode == 0 and not (busy.path / ".lock").exists()
+    # A lock file that a killed process left behind holds nothing.
+    (busy.path / ".lock").write_text("pid 1\n")
+    with busy.lock():
+        assert (busy.path / ".lock").read_text() == f"pid {os.getpid()}\n"
+    assert not (busy.path / ".lock").exists()
+    run(config(tmp_path, task_ids=["tinyreg"]), progress=False)
+    assert not (busy.path / ".lock").exists() and (busy.path / "summary.json").is_file()
+
+
+def test_a_run_from_python_says_where_it_writes_and_shows_its_progress(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run(config(tmp_path, task_ids=["tinyreg"]))
+    shown = capfd.readouterr().err
+    assert f"super-bench: gold on 1 task(s), writing {tmp_path / 'run'}\n" in shown
+    assert "1/1" in shown
+    run(config(tmp_path, task_ids=["tinyreg"], out=tmp_path / "quiet"), progress=False)
+    assert "writing" not in capfd.readouterr().err
+
+
 def test_a_torn_last_line_is_dropped_and_its_task_runs_again(tmp_path: Path) -> None:
     first = run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"]))
     results = tmp_path / "run" / "results.jsonl"
@@ -238,7 +273,8 @@ def test_infrastructure_failures_are_retried_then_counted_apart(tmp_path: Path, 
     console = Console(file=io.StringIO(), width=200)
     console.print(score_table(outcome.results, outcome.summary))
     table = console.file.getvalue()  # type: ignore[attr-defined]
-    assert "mean over 2 of 3" in table
+    # The means leave the failure out: each metric is over the 2 tasks that ran.
+    assert re.search(r"^│ tasks +│.*│ +2 │", table, re.MULTILINE), table
     assert "1 infrastructure failure(s), left out of the means; 3 attempt(s) retried" in table
 
     # Resuming reruns only the infrastructure failure, now that the sandbox starts.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import socket
@@ -87,19 +88,30 @@ def step(server: LiveServer, session_id: str, **action: Any) -> dict[str, Any]:
 
 def test_every_request_needs_the_token(server: LiveServer) -> None:
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}, {"Authorization": ""}):
-        for method, path in (("GET", "/v1/sessions"), ("POST", "/v1/sessions"), ("GET", "/openapi.json")):
+        requests = [("GET", "/v1/sessions"), ("POST", "/v1/sessions"), ("POST", "/openapi.json")]
+        for method, path in [*requests, ("DELETE", "/openapi.json")]:
             response = httpx.request(method, server.url + path, headers=headers, json={"query": "x"})
             assert response.status_code == 401, (headers, path)
             assert response.headers["www-authenticate"] == "Bearer"
             assert "Authorization: Bearer" in response.json()["detail"]
+    # Only GET of exactly /openapi.json is open; paths that merely resemble it are not (sent as they are,
+    # which httpx would not do: it resolves dot segments).
+    host, port = server.url.removeprefix("http://").split(":")
+    for path in ("/openapi.json/", "/OPENAPI.JSON", "/v1/../openapi.json", "/openapi.json%00", "//openapi.json"):
+        connection = http.client.HTTPConnection(host, int(port), timeout=30)
+        connection.request("GET", path)
+        assert connection.getresponse().status == 401, path
+        connection.close()
     # Bad JSON without a token is refused for the token, before the body is looked at.
     response = httpx.post(server.url + "/v1/sessions", content=b"{not json")
     assert response.status_code == 401
     assert server.client.get("/v1/sessions").json() == []
 
 
-def test_openapi_description_is_served(server: LiveServer) -> None:
-    schema = server.client.get("/openapi.json").json()
+def test_openapi_description_is_served_without_the_token(server: LiveServer) -> None:
+    # As `super-bench serve --help` says: the description is open, for tools that read it.
+    assert httpx.get(server.url + "/openapi.json").json() == server.client.get("/openapi.json").json()
+    schema = httpx.get(server.url + "/openapi.json", headers={"Authorization": "Bearer wrong"}).json()
     assert {"/v1/sessions", "/v1/sessions/{session_id}", "/v1/sessions/{session_id}/step"} <= set(schema["paths"])
     assert schema["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
     assert {"get", "delete"} <= set(schema["paths"]["/v1/sessions/{session_id}"])

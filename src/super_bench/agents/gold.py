@@ -38,6 +38,7 @@ def printed_answer(output: str) -> Any:
 
 class GoldAgent:
     name = "gold"
+    needs_solution = True  # the runner refuses a run in which no task has a solution to replay
 
     def __init__(self, arg: str | None = None, options: AgentOptions | None = None) -> None:
         if arg:

@@ -1,28 +1,20 @@
-"""Rich rendering of scores and progress."""
+"""Rich rendering of scores, fitted to the terminal."""
 
 from __future__ import annotations
 
-import time
-from datetime import timedelta
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.progress import Task as ProgressTask
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from super_bench._names import BUDGET_STOPS, METRICS
-from super_bench.trajectory import Usage
 
 if TYPE_CHECKING:
     from super_bench.runner.results import MetricStats, Summary, TaskResult
@@ -33,47 +25,189 @@ err_console = Console(stderr=True)
 MAX_TASK_ROWS = 60
 
 
+class Fitted:
+    """A table laid out for the width it is printed at (see :func:`fitted`)."""
+
+    def __init__(self, layouts: Sequence[Callable[[], Table]]) -> None:
+        self.layouts = layouts
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield fitted(self.layouts, options.max_width)
+
+
+def fitted(layouts: Iterable[Callable[[], Table]], width: int) -> Table:
+    """The first of ``layouts`` (each more compact than the one before) that fits in ``width`` with every
+    column at least as wide as its longest word, and columns made with ``no_wrap`` (task ids) whole. If
+    none does, the last one with its other cells folded (cut across lines, never cut short), and if
+    even that does not fit, everything folded."""
+    table = Table()
+    for make in layouts:
+        table = make()
+        widths = _widths(table, width)
+        if widths is not None:
+            break
+    else:
+        for column in table.columns:
+            column.overflow = "fold"
+        widths = _widths(table, width, fold=True)
+        if widths is None:
+            for column in table.columns:
+                column.no_wrap = False
+            return table
+    for column, column_width in zip(table.columns, widths):
+        column.width = column_width
+    return table
+
+
+def _widths(table: Table, width: int, fold: bool = False) -> list[int] | None:
+    """Column widths that fit ``table`` in ``width``, or None. Rich would narrow the widest columns
+    first and cut their words; here the columns with the most room to wrap give way first, and none
+    below its longest word (below one character with ``fold``; never below its longest line for a
+    ``no_wrap`` column)."""
+    lows, highs = [], []
+    for column in table.columns:
+        texts = [_plain(cell) for cell in (column.header, *column.cells)]
+        lines = [line for text in texts for line in text.splitlines()] or [""]
+        highs.append(max(map(cell_len, lines)))
+        words = lines if column.no_wrap else ["."] if fold else [word for line in lines for word in line.split()]
+        lows.append(max(map(cell_len, words or [""])))
+    measuring = Console(width=10_000)
+    borders = Measurement.get(measuring, measuring.options, table).maximum - sum(highs)  # and padding
+    if sum(lows) + borders > width:
+        return None
+    widths, excess = highs[:], sum(highs) + borders - width
+    while excess > 0:
+        slack = max(range(len(widths)), key=lambda i: widths[i] - lows[i])
+        widths[slack] -= 1
+        excess -= 1
+    return widths
+
+
+def _plain(cell: object) -> str:
+    return cell.plain if isinstance(cell, Text) else Text.from_markup(cell).plain if isinstance(cell, str) else ""
+
+
+def _compact(table: Table, tight: bool = False) -> Table:
+    """The same table with light rules, no outer padding and two spaces between columns (one if
+    ``tight``): some three characters a column fewer."""
+    table.box, table.show_edge, table.pad_edge, table.collapse_padding = box.SIMPLE_HEAD, False, False, True
+    if tight:
+        table.padding = (0, 0)
+    return table
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def score_table(results: list[TaskResult], summary: Summary, title: str = "Scores") -> Table:
-    epochs = summary.epochs > 1
-    table = Table(title=title, title_justify="left", caption=_counts(summary), caption_justify="left")
-    table.add_column("task")
-    if epochs:
-        table.add_column("epoch", justify="right")
-    table.add_column("status")
-    table.add_column("stop reason")
-    table.add_column("steps", justify="right")
-    for name in METRICS:
-        table.add_column(name.replace("_", " "), justify="right")
-    table.add_column("time (s)", justify="right")
-    blank = [""] * (3 + epochs)
-    if len(results) <= MAX_TASK_ROWS:
-        for r in sorted(results, key=lambda r: (r.task_id, r.epoch)):
-            style = "red" if r.status != "completed" else None
-            table.add_row(
-                r.task_id,
-                *([str(r.epoch)] if epochs else []),
-                r.status,
-                r.stop_reason or "-",
-                str(r.n_steps),
-                *(_fmt(getattr(r.metrics, m)) for m in METRICS),
-                f"{r.wall_time:.1f}",
-                style=style,
-            )
+@dataclass(frozen=True)
+class _Layout:
+    """Which columns of the score table to show; each field gives up a little width."""
+
+    uniform: bool = True  # the status and stop-reason columns where every row has the same value
+    time: bool = True
+    steps: bool = True
+    merged: bool = False  # status and stop reason as one column
+    compact: int = 0  # light rules: 1 with two spaces between columns, 2 with one
+    intervals: bool = True  # the row of 95% intervals, nine characters a metric
+
+
+_LAYOUTS = (
+    _Layout(),
+    _Layout(uniform=False),
+    _Layout(uniform=False, time=False),
+    _Layout(uniform=False, time=False, steps=False),
+    _Layout(uniform=False, time=False, steps=False, merged=True),
+    _Layout(uniform=False, time=False, steps=False, merged=True, compact=1),
+    _Layout(uniform=False, time=False, steps=False, merged=True, compact=2),
+    _Layout(uniform=False, time=False, steps=False, merged=True, compact=2, intervals=False),
+)
+
+
+def shown_metrics(summary: Summary) -> tuple[list[str], list[str]]:
+    """The metrics that apply to the run's tasks, and why each of the others is left out: a metric no
+    task defines, and ``submitted`` where no task has an answer to submit (Auto tasks are graded on
+    their script alone)."""
+    defined = [m for m in METRICS if summary.metrics.get(m) is not None]
+    shown = [m for m in defined if m != "submitted" or "output_match" in defined]
+    absent = [m.replace("_", " ") for m in METRICS if m not in defined]
+    notes = [f"{', '.join(absent)}: no task here defines {'it' if len(absent) == 1 else 'them'}"] if absent else []
+    if "submitted" in defined and "submitted" not in shown:
+        notes.append("submitted: no task here has an answer to submit")
+    return shown, notes
+
+
+def score_table(results: list[TaskResult], summary: Summary, title: str = "Scores") -> Fitted:
+    """The per-task scores and their means, laid out for the width they are printed at: the narrower,
+    the fewer columns; task ids always whole."""
+    return Fitted([partial(_score_table, results, summary, title, layout) for layout in _LAYOUTS])
+
+
+def _score_table(results: list[TaskResult], summary: Summary, title: str, layout: _Layout) -> Table:
+    metrics, notes = shown_metrics(summary)
+    rows = sorted(results, key=lambda r: (r.task_id, r.epoch)) if len(results) <= MAX_TASK_ROWS else []
+    statuses = {r.status for r in rows}
+    stops = {r.stop_reason or "-" for r in rows}
+    show_status = layout.uniform or len(statuses) > 1
+    show_stop = layout.uniform or len(stops) > 1
+    same = [f"status {statuses.pop()}"] if rows and not show_status else []
+    same += [f"stop reason {stops.pop()}"] if rows and not show_stop else []
+    if same:
+        notes.insert(0, ("the task: " if len(rows) == 1 else "every task: ") + ", ".join(same))
+    merged = layout.merged and (show_status or show_stop)
+    table = Table(title=Text(title), title_justify="left", caption_justify="left")
+    table.add_column("task", no_wrap=True)
+    columns: list[tuple[str, Callable[[TaskResult], str]]] = []
+    if summary.epochs > 1:
+        columns.append(("epoch", lambda r: str(r.epoch)))
+    if merged:
+        columns.append(("outcome", _outcome))
+    else:
+        if show_status:
+            columns.append(("status", lambda r: r.status))
+        if show_stop:
+            columns.append(("stop reason", lambda r: r.stop_reason or "-"))
+    if layout.steps:
+        columns.append(("steps", lambda r: str(r.n_steps)))
+    columns += [(m.replace("_", " "), partial(_metric_cell, m)) for m in metrics]
+    if layout.time:
+        columns.append(("time (s)", lambda r: f"{r.wall_time:.1f}"))
+    for name, _ in columns:
+        table.add_column(name, justify="left" if name in ("status", "stop reason", "outcome") else "right")
+    for r in rows:
+        style = "red" if r.status != "completed" else None
+        table.add_row(Text(r.task_id), *(cell(r) for _, cell in columns), style=style)
+    if rows:
         table.add_section()
-    table.add_row(
-        f"mean over {summary.n_scored} of {summary.n_tasks}",
-        *blank,
-        *(_fmt(summary.metrics.get(m)) for m in METRICS),
-        "",
-        style="bold",
-    )
+    names = [name for name, _ in columns]
+    footer = {
+        "mean": {m: _fmt(summary.metrics.get(m)) for m in metrics},
+        "tasks": {m: str(_n(summary.stats.get(m))) for m in metrics},
+    }
     if any(s.n > 1 for s in summary.stats.values()):
-        table.add_row("95% CI over tasks", *blank, *(_interval(summary.stats.get(m)) for m in METRICS), "")
-    return table
+        if layout.intervals:
+            footer["95% CI"] = {m: _interval(summary.stats.get(m)) for m in metrics}
+        else:
+            notes.append("95% intervals in summary.json")
+    for label, values in footer.items():
+        cells = [values.get(name.replace(" ", "_"), "") for name in names]
+        table.add_row(label, *cells, style="bold" if label == "mean" else None)
+    table.caption = "; ".join(part for part in (_counts(summary), *notes) if part) or None
+    return _compact(table, tight=layout.compact > 1) if layout.compact else table
+
+
+def _metric_cell(metric: str, result: TaskResult) -> str:
+    return _fmt(getattr(result.metrics, metric))
+
+
+def _outcome(result: TaskResult) -> str:
+    """Status and stop reason in one, the words spaced so that the column can wrap."""
+    what = (result.stop_reason or "-") if result.status == "completed" else result.status
+    return what.replace("_", " ")
+
+
+def _n(stats: MetricStats | None) -> int:
+    return 0 if stats is None else stats.n
 
 
 def _interval(stats: MetricStats | None) -> str:
@@ -92,6 +226,40 @@ def _counts(summary: Summary) -> str | None:
     return "; ".join(parts) or None
 
 
+def task_list_table(tasks: list[Task], source: str) -> Fitted:
+    """``tasks list``: id, set, repository and what grades each task; narrower, the set moves to the
+    title when all tasks share it, and GitHub repositories lose their ``https://github.com/``."""
+    sets = {task.task_set for task in tasks}
+
+    def make(level: int) -> Table:
+        one_set = level >= 1 and len(sets) == 1
+        title = f"{len(tasks)} {next(iter(sets))} task(s)" if one_set else f"{len(tasks)} task(s)"
+        table = Table(title=Text(f"{title} from {source}"), title_justify="left")
+        table.add_column("task id", no_wrap=True)
+        if not one_set:
+            table.add_column("set")
+        table.add_column("repository")
+        table.add_column("graded by")
+        for task in tasks:
+            graded = [
+                name
+                for name, present in (
+                    ("answer", task.answer is not None),
+                    ("landmarks", task.landmarks),
+                    ("entrypoint", task.entrypoint),
+                )
+                if present
+            ]
+            repository = task.github_repo or "-"
+            if level >= 2:
+                repository = repository.removeprefix("https://github.com/")
+            cells = [task.task_id, *([] if one_set else [task.task_set]), repository, ", ".join(graded) or "-"]
+            table.add_row(*map(Text, cells))
+        return _compact(table) if level >= 3 else table
+
+    return Fitted([partial(make, level) for level in range(4)])
+
+
 def print_summary(results: list[TaskResult], summary: Summary, title: str = "Scores") -> None:
     console.print(score_table(results, summary, title))
     budget = {k: v for k, v in summary.stop_reasons.items() if k in BUDGET_STOPS}
@@ -108,91 +276,3 @@ def print_summary(results: list[TaskResult], summary: Summary, title: str = "Sco
         )
     for note in notes:
         console.print(f"  {note}")
-
-
-class _EtaColumn(ProgressColumn):
-    """Time left at the pace of the tasks finished since this run (or resume) began."""
-
-    def render(self, task: ProgressTask) -> Text:
-        finished, started = task.fields.get("finished_now", 0), task.fields.get("started_at")
-        if not finished or started is None or task.total is None:
-            return Text("ETA -:--:--", style="progress.remaining")
-        elapsed = time.monotonic() - started
-        left = max(0.0, (task.total - task.completed) * elapsed / finished)
-        return Text(f"ETA {timedelta(seconds=round(left))}", style="progress.remaining")
-
-
-class RunProgress:
-    """The live display of a run (a runner ``Reporter``): done / running / failed, the time left,
-    and the tokens and cost of the finished tasks."""
-
-    def __init__(self) -> None:
-        self.progress = Progress(
-            SpinnerColumn(),
-            TextColumn("[bold]tasks"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[counts]}"),
-            TimeElapsedColumn(),
-            _EtaColumn(),
-            TextColumn("{task.fields[usage]}"),
-            console=err_console,
-        )
-        self.bar: TaskID | None = None
-        self.running = self.failed = self.infra = self.retried = self.finished_now = 0
-        self.usage = Usage()
-
-    def __enter__(self) -> RunProgress:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def begin(self, total: int, finished: list[TaskResult]) -> None:
-        for result in finished:
-            self._count(result)
-        self.bar = self.progress.add_task(
-            "tasks", total=total, completed=len(finished), started_at=time.monotonic(), counts="", usage=""
-        )
-        self._refresh()
-        if finished:
-            err_console.print(f"resuming: {len(finished)} of {total} tasks already finished")
-
-    def task_started(self, task: Task) -> None:
-        self.running += 1
-        self._refresh()
-
-    def task_retried(self, result: TaskResult) -> None:
-        self.running -= 1
-        self.retried += 1
-        err_console.print(f"[yellow]{result.task_id}: infrastructure failure, trying again: {result.error}")
-        self._refresh()
-
-    def task_finished(self, result: TaskResult) -> None:
-        self.running -= 1
-        self.finished_now += 1
-        self._count(result)
-        self._refresh(advance=1)
-
-    def _count(self, result: TaskResult) -> None:
-        self.failed += result.status == "agent_error"
-        self.infra += result.status == "infra_error"
-        self.usage.add(result.usage)
-
-    def _refresh(self, advance: int = 0) -> None:
-        if self.bar is None:
-            return
-        counts = [f"{self.running} running"]
-        if self.failed:
-            counts.append(f"[red]{self.failed} failed[/]")
-        if self.infra:
-            counts.append(f"[red]{self.infra} infra errors[/]")
-        if self.retried:
-            counts.append(f"{self.retried} retried")
-        usage = ""
-        if self.usage.model_calls:
-            usage = f"{self.usage.prompt_tokens + self.usage.completion_tokens:,} tokens ${self.usage.cost:.2f}"
-        self.progress.update(
-            self.bar, advance=advance, counts=" ".join(counts), usage=usage, finished_now=self.finished_now
-        )

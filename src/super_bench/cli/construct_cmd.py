@@ -174,11 +174,12 @@ def mask_command(
     from rich.markup import escape
     from rich.table import Table
 
-    from super_bench.cli._display import RunProgress, console
+    from super_bench.cli._display import console
     from super_bench.construct.gold import gold_env
     from super_bench.construct.mask import ModelGoalWriter, failed_task, mask_tasks
     from super_bench.construct.notebook import task_line
     from super_bench.models import create_model
+    from super_bench.runner.progress import RunProgress
     from super_bench.tasks.loaders import default_set, load_tasks
 
     tasks = load_tasks(source, default_set(source, None), task_ids=as_list(task_ids))

@@ -47,8 +47,9 @@ def doctor_command(
     from rich.markup import escape
     from rich.table import Table
 
-    from super_bench.cli._display import RunProgress, console
+    from super_bench.cli._display import console
     from super_bench.construct.gold import check_gold, gold_env
+    from super_bench.runner.progress import RunProgress
     from super_bench.tasks.loaders import default_set, load_tasks
 
     tasks = load_tasks(source, default_set(source, task_set), task_ids=as_list(task_ids), limit=limit)

@@ -63,6 +63,6 @@ def play_command(
             sandbox=sandbox,
         ),
     )
-    outcome = run(config, tasks=[task])
+    outcome = run(config, tasks=[task], progress=False)  # no bar under the player's prompt
     print_summary(outcome.results, outcome.summary, title=f"You on {task.task_id}")
     console.print(f"Run directory: {outcome.run_dir.path}")

@@ -30,7 +30,11 @@ if TYPE_CHECKING:
 @set_option
 @click.option("--task-ids", cls=ManyValues, metavar="ID ...", help="Run only these tasks.")
 @click.option("--limit", type=click.IntRange(min=1), help="Run at most this many tasks.")
-@click.option("--query", help="Run one ad-hoc task with this query instead of a task set.")
+@click.option(
+    "--query",
+    help="Run one ad-hoc task with this query instead of a task set; it has no gold solution, so give an --agent "
+    "that works on its own.",
+)
 @click.option("--skip-invalid", is_flag=True, help="Skip invalid task rows instead of failing.")
 @click.option(
     "--agent",
@@ -44,7 +48,7 @@ if TYPE_CHECKING:
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Run directory; rerunning with the same one resumes. [default: runs/<time>-<set>-<agent>]",
+    help="Run directory; rerunning with the same one resumes. [default: runs/<time>-<set or query>-<agent>[-<model>]]",
 )
 @budget_options
 @click.option(
@@ -134,9 +138,10 @@ def run_command(
     With no options: the bundled demo Expert tasks, the gold agent, the safest sandbox available.
     Exits with status 3 when no task could be scored (every one an infrastructure failure).
     """
-    from super_bench.cli._display import RunProgress, console, err_console, print_summary
+    from super_bench.cli._display import console, err_console, print_summary
     from super_bench.environment import EnvConfig
     from super_bench.models import ModelOptions
+    from super_bench.runner.progress import RunProgress
     from super_bench.runner.run import RayOptions, RunConfig, run
     from super_bench.sandbox import check_backend
 

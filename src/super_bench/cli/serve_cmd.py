@@ -60,7 +60,8 @@ def serve_command(
     """Serve the notebook environment over HTTP, for agents in any language.
 
     POST /v1/sessions starts a task, POST /v1/sessions/ID/step sends an action, GET /v1/sessions/ID
-    returns the trajectory and scores, DELETE /v1/sessions/ID stops it. /openapi.json describes it all.
+    returns the trajectory and scores, DELETE /v1/sessions/ID stops it. Each needs the token; GET
+    /openapi.json, which describes them all, does not.
     """
     from super_bench.errors import ConfigError
 
@@ -111,9 +112,12 @@ def serve_command(
             err=True,
         )
     url_host = f"[{host}]" if ":" in host else host
-    click.echo(f"super-bench environment server on http://{url_host}:{bound_port}  (API description: /openapi.json)")
+    click.echo(f"super-bench environment server on http://{url_host}:{bound_port}")
     click.echo(token_note, nl=True)
-    click.echo("Send every request with the header 'Authorization: Bearer <token>'. Ctrl-C stops the server.")
+    click.echo(
+        "Send every request with the header 'Authorization: Bearer <token>'; the API description, "
+        "GET /openapi.json, needs none. Ctrl-C stops the server."
+    )
     config = uvicorn.Config(create_app(manager, token), log_level="info", timeout_graceful_shutdown=3)
     try:
         uvicorn.Server(config).run(sockets=[listener])

@@ -23,9 +23,7 @@ def tasks_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 def list_command(source: str, task_set: str | None, as_json: bool) -> None:
     """List tasks."""
-    from rich.table import Table
-
-    from super_bench.cli._display import console
+    from super_bench.cli._display import console, task_list_table
     from super_bench.tasks.loaders import default_set, load_tasks
 
     tasks = load_tasks(source, default_set(source, task_set))
@@ -33,21 +31,7 @@ def list_command(source: str, task_set: str | None, as_json: bool) -> None:
         for task in tasks:
             click.echo(task.model_dump_json())
         return
-    table = Table(title=f"{len(tasks)} task(s) from {source}", title_justify="left")
-    for column in ("task id", "set", "repository", "graded by"):
-        table.add_column(column)
-    for task in tasks:
-        graded = [
-            name
-            for name, present in (
-                ("answer", task.answer is not None),
-                ("landmarks", task.landmarks),
-                ("entrypoint", task.entrypoint),
-            )
-            if present
-        ]
-        table.add_row(task.task_id, task.task_set, task.github_repo or "-", ", ".join(graded) or "-")
-    console.print(table)
+    console.print(task_list_table(tasks, source))
 
 
 @tasks_group.command("show")

@@ -20,6 +20,7 @@ def view_command(run_dir: Path, out: Path | None, tasks_source: str | None, task
 
     The page needs no server and loads nothing from the network: open it from disk or send it along.
     """
+    from rich.filesize import decimal
     from rich.progress import Progress
 
     from super_bench.report.viewer import build_view
@@ -29,8 +30,7 @@ def view_command(run_dir: Path, out: Path | None, tasks_source: str | None, task
     with Progress(console=err_console, transient=True) as progress:
         bar = progress.add_task("reading trajectories", total=None)
         path = build_view(run_dir, out, lambda done, total: progress.update(bar, completed=done, total=total), tasks)
-    size = path.stat().st_size / 1e6
-    console.print(f"Wrote {path} ({size:.1f} MB); open it in a browser.")
+    console.print(f"Wrote {path} ({decimal(path.stat().st_size)}); open it in a browser.")
 
 
 @click.command("import-trajectories")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -10,12 +11,12 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from super_bench.agents import AgentOptions, create_agent
+from super_bench.agents import AGENTS, AgentOptions, create_agent
 from super_bench.environment import EnvConfig
-from super_bench.errors import RunDirError
+from super_bench.errors import ConfigError, RunDirError
 from super_bench.models import ModelOptions
 from super_bench.runner.dispatch import dispatch
-from super_bench.runner.executors import EXECUTORS, EpisodeSpec, WorkItem
+from super_bench.runner.executors import EXECUTORS, EpisodeSpec, ExecutorFactory, WorkItem
 from super_bench.runner.manifest import add_task_environment, build_manifest, check_same_run, identity
 from super_bench.runner.results import RunOutcome, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
@@ -59,7 +60,7 @@ class RunConfig(BaseModel):
     agent_settings: dict[str, Any] = Field(default_factory=dict)
     model_options: ModelOptions = Field(default_factory=ModelOptions)
     env: EnvConfig = Field(default_factory=EnvConfig)
-    out: Path | None = Field(None, description="Run directory (default: runs/<time>-<set>-<agent>)")
+    out: Path | None = Field(None, description="Run directory (default: runs/<time>-<set or query>-<agent>[-<model>])")
     mode: ScoreMode = "corrected"
     executor: str = Field("local", description="local (threads of this process) or ray")
     workers: int | None = Field(
@@ -91,9 +92,18 @@ class RunConfig(BaseModel):
         return self.seed if epoch == 1 else (self.seed or 0) + epoch - 1
 
     def default_out(self) -> Path:
+        """``runs/<time>-<what>-<agent>[-<model>]``, named after what ran: the task set, or ``query``
+        for an ad-hoc task; the agent with the agent it wraps (``reflexion-swe-agent``), not a file
+        it replays; the model's name without its provider."""
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        agent = self.agent.split(":", 1)[0]
-        return Path("runs") / f"{stamp}-{self.resolved_set() or 'tasks'}-{agent}"
+        what = "query" if self.query is not None else self.resolved_set() or "tasks"
+        name, _, arg = self.agent.partition(":")
+        parts = [stamp, what, name]
+        if arg in AGENTS.names():
+            parts.append(arg)
+        if self.model:
+            parts.append(self.model.rpartition("/")[2])
+        return Path("runs") / re.sub(r"[^\w.+-]+", "_", "-".join(parts))
 
 
 class Reporter(Protocol):
@@ -110,13 +120,15 @@ def run(
     *,
     tasks: list[Task] | None = None,
     reporter: Reporter | None = None,
+    progress: bool = True,
     **settings: Any,
 ) -> RunOutcome:
     """Run the configured agent on every task and return the results and their summary.
 
     Give a ``RunConfig``, or its fields as keywords: ``run(agent="gold", task_set="masked")``.
     Tasks already finished in the run directory (from an interrupted run) are not run again,
-    unless ``redo`` is set; a directory that holds a different run is refused.
+    unless ``redo`` is set; a directory that holds a different run is refused. Without a
+    ``reporter``, the run directory and a progress bar are shown on stderr (``progress=False``: nothing).
     """
     if config is not None and settings:
         raise TypeError("give either a RunConfig or keyword settings, not both")
@@ -124,13 +136,40 @@ def run(
     options = config.agent_options()
     # Fail on a bad agent or executor name (or a missing extra), or a sandbox that cannot run here,
     # now rather than once per task.
-    create_agent(config.agent, options)
+    agent = create_agent(config.agent, options)
     check_backend(config.env.sandbox)
     _announce_task_environment(config.env.sandbox)
     make_executor = EXECUTORS.get(config.executor)
     tasks = config.load() if tasks is None else tasks
+    _check_solutions(config, agent, tasks)
     run_dir = RunDir(config.out or config.default_out())
     run_dir.create()
+    if reporter is None and progress:
+        from super_bench.runner.progress import RunProgress
+
+        header = f"super-bench: {config.agent} on {len(tasks)} task(s), writing {run_dir.path}"
+        with RunProgress(header=header) as shown:
+            return _run(config, tasks, run_dir, make_executor, shown)
+    return _run(config, tasks, run_dir, make_executor, reporter)
+
+
+def _check_solutions(config: RunConfig, agent: object, tasks: list[Task]) -> None:
+    """An agent that replays gold solutions (``needs_solution``) cannot run tasks that have none."""
+    if not getattr(agent, "needs_solution", False) or any(task.solution for task in tasks):
+        return
+    which = (
+        "an ad-hoc --query task has none" if config.query is not None else f"none of the {len(tasks)} task(s) has one"
+    )
+    raise ConfigError(
+        f"the {config.agent} agent replays a task's gold solution, and {which}; choose an agent that works on "
+        "its own with --agent, e.g. --agent react-super --model openai/gpt-4o"
+    )
+
+
+def _run(
+    config: RunConfig, tasks: list[Task], run_dir: RunDir, make_executor: ExecutorFactory, reporter: Reporter | None
+) -> RunOutcome:
+    options = config.agent_options()
     # The run's sandboxes live in a scratch directory of its own, which nobody else uses while it holds the lock.
     sandbox = config.env.sandbox
     scratch = scratch_dir(run_dir.path, sandbox.root)

@@ -11,7 +11,7 @@
       tasks/<name>/steps.jsonl     only while the task runs: its steps so far
       tasks/<name>@<k>/            epoch k (from 2 on) of a run with --epochs
                                    (<name>: the task id, or a readable form of it and a hash; task_dirname)
-      .lock                        held by the process writing the run
+      .lock                        only while a process writes the run: which one
 """
 
 from __future__ import annotations
@@ -44,6 +44,14 @@ RUN_FILES = ("run.json", "tasks.jsonl", "results.jsonl", "summary.json", "view.h
 # Task ids that are their own directory name: lower case (so that no two differ only in case, which
 # a case-insensitive file system would merge), no path syntax, no '@' (epochs) or '~' (below), short.
 _PLAIN_ID = re.compile(r"[a-z0-9_][a-z0-9_.,+-]{0,99}")
+
+
+def _same_file(f: Any, path: Path) -> bool:
+    try:
+        here, there = os.fstat(f.fileno()), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def task_dirname(task_id: str) -> str:
@@ -98,18 +106,28 @@ class RunDir:
 
     @contextmanager
     def lock(self) -> Iterator[None]:
-        """Hold the run directory for this process; another run on it fails at once. The operating
-        system releases the lock when the process ends, however it ends."""
-        with open(self.path / ".lock", "a+", encoding="utf-8") as f:
+        """Hold the run directory for this process; another run on it fails at once. The ``.lock`` file
+        is removed when the run ends; if the process dies first, the operating system releases the
+        lock and the file left behind holds nothing."""
+        path = self.path / ".lock"
+        while True:
+            f = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (closed below, or kept open while held)
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 f.seek(0)
                 holder = f.read().strip() or "another process"
+                f.close()
                 raise RunDirError(
                     f"{self.path} is in use by another super-bench run ({holder}); wait for it to end, "
                     "or give another --out"
                 ) from None
+            # The holder before us may have removed the file between our open and our lock: then we
+            # hold a file no one else will open, and must lock the one now at the path instead.
+            if _same_file(f, path):
+                break
+            f.close()
+        with f:
             f.seek(0)
             f.truncate()
             f.write(f"pid {os.getpid()}\n")
@@ -117,6 +135,7 @@ class RunDir:
             try:
                 yield
             finally:
+                path.unlink(missing_ok=True)  # while still holding it, so no one locks a removed file
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     # -- tasks ---------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The HTTP JSON API over the notebook environment (FastAPI).
 
-Every request, the OpenAPI description included, needs ``Authorization: Bearer <token>``. Errors
+Every request needs ``Authorization: Bearer <token>``, except ``GET /openapi.json``: the description
+of the API, which is the same for every server and tells nothing about its sessions. Errors
 are JSON ``{"detail": "..."}`` with a 4xx status that says what was wrong; a failed sandbox is a
 503; nothing answers with a traceback.
 """
@@ -174,15 +175,21 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
     return app
 
 
+# What a client may ask without the token: exactly this method and path, so that tools that read the
+# API description (code generators, API explorers) need no credentials.
+_OPEN = {("GET", "/openapi.json")}
+
+
 class _BearerAuth:
-    """Refuses any request without the right bearer token, before anything else looks at it."""
+    """Refuses any request without the right bearer token (but those in ``_OPEN``), before anything
+    else looks at it."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self.token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and (scope["method"], scope["path"]) not in _OPEN:
             scheme, _, given = Headers(scope=scope).get("authorization", "").partition(" ")
             # compare_digest takes constant time, so the comparison does not leak how much matched
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):

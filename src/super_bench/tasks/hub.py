@@ -26,7 +26,7 @@ OLD_SPLITS = {"expert": ("Expert",), "masked": ("Masked", "Scenarios"), "auto": 
 
 _OFFLINE_HELP = (
     "To use a local copy, download it on a machine with network access:\n"
-    "    huggingface-cli download {repo} --repo-type dataset --local-dir super-data\n"
+    "    hf download {repo} --repo-type dataset --local-dir super-data\n"
     "then run with --source super-data (a directory of .jsonl files works as a task source)."
 )
 
