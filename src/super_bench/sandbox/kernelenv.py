@@ -11,20 +11,17 @@ builders never see half of one.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
 from packaging.requirements import Requirement
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.cache import cache_dir
+from super_bench.sandbox.cache import build_once
 
 BOOT_SCRIPT = Path(__file__).resolve().parent / "data" / "kernel_boot.py"
 _KERNEL_REQUIREMENT = "ipykernel"
@@ -90,30 +87,17 @@ def kernel_env(python: str, version: str) -> Path:
         manifest = [f"{d.metadata['Name']}=={d.version}" for d in dists]
     else:
         dists, manifest = [], [f"pip:{_KERNEL_REQUIREMENT}"]
-    digest = hashlib.sha256(json.dumps([_LAYOUT, version, manifest, boot.hex()]).encode()).hexdigest()[:16]
-    target = cache_dir() / "kernels" / f"py{version}-{digest}"
-    if (target / "kernel_boot.py").is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        packages = building / "packages"
+
+    def fill(directory: Path) -> None:
+        packages = directory / "packages"
         packages.mkdir()
         if dists:
             copy_distributions(dists, packages)
         else:
             _pip_install_target(python, version, packages)
-        (building / "kernel_boot.py").write_bytes(boot)
-        # Shared by the tasks of every user id a sandbox runs agent code as.
-        readable_by_all(building)
-        try:
-            os.rename(building, target)
-        except OSError:
-            if not (target / "kernel_boot.py").is_file():
-                raise
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
-    return target
+        (directory / "kernel_boot.py").write_bytes(boot)
+
+    return build_once("kernels", [_LAYOUT, version, manifest, hashlib.sha256(boot).hexdigest()], fill)
 
 
 def _pip_install_target(python: str, version: str, target: Path) -> None:
@@ -130,12 +114,3 @@ def _pip_install_target(python: str, version: str, target: Path) -> None:
             f"cannot install the kernel's packages for Python {version} (pip install --target ... ipykernel "
             f"needs the package index): {' / '.join(detail)}"
         )
-
-
-def readable_by_all(root: Path) -> None:
-    """Give a tree the modes that let any user read it and only its owner change it."""
-    for dirpath, _, filenames in os.walk(root):
-        os.chmod(dirpath, 0o755)
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            os.chmod(path, 0o755 if os.stat(path).st_mode & 0o100 else 0o644)

@@ -25,7 +25,6 @@ from super_bench.errors import SandboxError
 from super_bench.sandbox.reaper import kill_cgroup
 
 Mechanism = Literal["cgroup2", "cgroup1", "address-space"]
-MECHANISMS: tuple[Mechanism, ...] = ("cgroup2", "cgroup1", "address-space")
 _DESCRIPTION = {
     "cgroup2": "a cgroup v2 of each task's own (memory.max: all its processes together, shared memory included)",
     "cgroup1": "a v1 memory cgroup of each task's own (memory.limit_in_bytes: all its processes, shared memory too)",

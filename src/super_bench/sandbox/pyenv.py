@@ -17,13 +17,10 @@ upgrades or breaks stays in the task directory (pip refuses to uninstall anythin
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import venv
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,8 +28,8 @@ from pathlib import Path
 from typing import Literal
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.cache import cache_dir
-from super_bench.sandbox.kernelenv import copy_distributions, distribution_closure, kernel_env, readable_by_all
+from super_bench.sandbox.cache import build_once
+from super_bench.sandbox.kernelenv import copy_distributions, distribution_closure, kernel_env
 
 BaseKind = Literal["default", "built", "custom"]
 
@@ -74,8 +71,6 @@ class BasePython:
     # them read-only, minus ``hidden``, the interpreter's own site directories the base does not use.
     paths: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
-    # Where it came from: the interpreter given, or the default packages' directory.
-    origin: str = ""
 
     @property
     def kernel_dir(self) -> Path:
@@ -126,7 +121,6 @@ def from_interpreter(python: Path | str, kind: BaseKind = "custom") -> BasePytho
         kind=kind,
         paths=_real_dirs(_strings(info, "system") + extra),
         hidden=_real_dirs(global_dirs),
-        origin=str(python),
     )
 
 
@@ -144,7 +138,6 @@ def default_base() -> BasePython:
         kind="default",
         paths=_real_dirs(_strings(info, "system")),
         hidden=_real_dirs(_strings(info, "global_site_dirs") + _strings(info, "site_dirs")),
-        origin=str(packages),
     )
 
 
@@ -156,25 +149,9 @@ def _default_packages(version: str) -> Path:
             dists += distribution_closure([name])
         except SandboxError:
             continue  # setuptools and wheel are welcome, not needed
-    names = sorted({f"{d.metadata['Name']}=={d.version}" for d in dists})
-    digest = hashlib.sha256(json.dumps([version, names]).encode()).hexdigest()[:16]
-    target = cache_dir() / "task-packages" / f"py{version}-{digest}"
-    if (target / ".complete").is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        copy_distributions(list({d.metadata["Name"]: d for d in dists}.values()), building)
-        (building / ".complete").write_text(json.dumps(names) + "\n")
-        readable_by_all(building)
-        try:
-            os.rename(building, target)
-        except OSError:
-            if not (target / ".complete").is_file():
-                raise
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
-    return target
+    unique = list({d.metadata["Name"]: d for d in dists}.values())
+    names = sorted(f"{d.metadata['Name']}=={d.version}" for d in unique)
+    return build_once("task-packages", [version, names], lambda directory: copy_distributions(unique, directory))
 
 
 def _real_dirs(paths: list[str]) -> tuple[str, ...]:

@@ -89,10 +89,6 @@ class _Watchdog:
             start_new_session=True,
         )
 
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
 
 _watchdog = _Watchdog()
 
@@ -104,8 +100,3 @@ def register(kind: Kind, value: Any) -> None:
 
 def unregister(kind: Kind, value: Any) -> None:
     _watchdog.send("remove", kind, value)
-
-
-def watchdog_pid() -> int | None:
-    """The watchdog's process id, once one has started."""
-    return _watchdog.pid
