@@ -31,6 +31,7 @@ from super_bench import demo
 from super_bench.errors import SandboxError
 from super_bench.sandbox.base import KernelProcess, SandboxConfig, file_io, rlimit_prefix
 from super_bench.sandbox.local import LocalSandbox
+from super_bench.sandbox.mirrors import mirror_paths
 
 # Top-level directories agent code never sees: users' files, daemons' sockets, mounted disks.
 _HIDDEN_TOP = ("home", "root", "run", "mnt", "media")
@@ -159,9 +160,9 @@ class BwrapSandbox(LocalSandbox):
         return {os.path.realpath(p) for p in candidates if p and os.path.isdir(p)} - {"/"}
 
     def _read_only_paths(self) -> list[str]:
-        """Host paths put back, read-only, over the hidden ones: the Pythons, the git bundles, DNS."""
+        """Host paths put back, read-only, over the hidden ones: the Pythons, the mirrors, DNS."""
         assert self._base is not None
-        paths = [*self._base.paths, str(demo.BUNDLES), *self.config.git_url_rewrites.values()]
+        paths = [*self._base.paths, *mirror_paths(self.config)]
         if self.config.network:
             paths.append(os.path.realpath("/etc/resolv.conf"))
         return [p for p in {os.path.realpath(p) for p in paths} if os.path.exists(p)]

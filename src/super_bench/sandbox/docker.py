@@ -21,7 +21,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from super_bench import __version__, demo
+from super_bench import __version__
 from super_bench.errors import SandboxError
 from super_bench.sandbox.base import (
     CommandResult,
@@ -30,9 +30,9 @@ from super_bench.sandbox.base import (
     Sandbox,
     SandboxConfig,
     file_io,
-    git_rewrite_env,
 )
 from super_bench.sandbox.local import MARKER, make_task_dirs, remove_tree
+from super_bench.sandbox.mirrors import check_task_pip, mirror_environ, mirror_paths
 from super_bench.sandbox.pyenv import COLAB_REQUIREMENTS
 
 DEFAULT_IMAGE = f"super-bench-task:{__version__}"
@@ -147,12 +147,19 @@ class DockerSandbox(Sandbox):
         if self._exec(["touch", "/tmp/.super-bench-owner"]).returncode == 0:
             self._host_owns_files = made.stat().st_uid == os.getuid()
             made.unlink()
+        if self.config.packages_as_of is not None:
+            try:
+                pip = self._exec(["python3", "-m", "pip", "--version"]).stdout.decode()
+                check_task_pip(self.config, pip, f"python3 of the image {self.config.image or DEFAULT_IMAGE}")
+            except SandboxError:
+                self.stop()
+                raise
 
     def _run_command(self) -> list[str]:
         config, root = self.config, self.root
         mounts = {f"{root}/content": "/content", f"{root}/home": "/root", f"{root}/tmp": "/tmp"}
         mounts[str(self.runtime_dir)] = str(self.runtime_dir)
-        read_only = {str(demo.BUNDLES), *config.git_url_rewrites.values()}
+        read_only = set(mirror_paths(config))
         env = {
             "HOME": "/root",
             "TMPDIR": "/tmp",
@@ -162,7 +169,7 @@ class DockerSandbox(Sandbox):
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "DEBIAN_FRONTEND": "noninteractive",
             MARKER: self.id,
-            **git_rewrite_env({**demo.git_url_rewrites(), **config.git_url_rewrites}),
+            **mirror_environ(config),
             **config.env,
         }
         args = [self._engine, "run", "-d", "--rm", "--name", self.container, "--label", "super-bench=1"]

@@ -18,7 +18,6 @@ import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
-from super_bench import demo
 from super_bench.errors import SandboxError
 from super_bench.sandbox.base import (
     CommandResult,
@@ -26,10 +25,10 @@ from super_bench.sandbox.base import (
     PopenKernelProcess,
     Sandbox,
     SandboxConfig,
-    git_rewrite_env,
     rlimit_prefix,
     scrubbed_environ,
 )
+from super_bench.sandbox.mirrors import check_task_pip, mirror_environ
 from super_bench.sandbox.pyenv import BasePython, built_base_python, create_task_env
 
 MARKER = "SUPER_BENCH_SANDBOX"
@@ -142,6 +141,12 @@ class LocalSandbox(Sandbox):
         self._root, self._runtime = make_task_dirs(self.config, self.label)
         self._base = self.base_python()
         create_task_env(self.python_dir, self._base, visible_at=self.inside(self.python_dir))
+        if self.config.packages_as_of is not None:
+            try:
+                _check_pip(self.config, self.python_dir / "bin" / "python")
+            except SandboxError:
+                self.stop()
+                raise
         self._env = self.agent_environ()
         self._start_wall_clock()
 
@@ -162,7 +167,7 @@ class LocalSandbox(Sandbox):
             DEBIAN_FRONTEND="noninteractive",
         )
         env[MARKER] = self.id
-        env.update(git_rewrite_env({**demo.git_url_rewrites(), **self.config.git_url_rewrites}))
+        env.update(mirror_environ(self.config))
         env.update(self.config.env)
         return env
 
@@ -261,3 +266,15 @@ def _text(data: str | bytes | None) -> str:
     if data is None:
         return ""
     return data if isinstance(data, str) else data.decode("utf-8", "replace")
+
+
+def _check_pip(config: SandboxConfig, python: Path) -> None:
+    """Refuse a task environment whose pip would ignore ``packages_as_of``."""
+    try:
+        proc = subprocess.run(
+            [python, "-m", "pip", "--version"], capture_output=True, text=True, timeout=120, env=scrubbed_environ()
+        )
+        found = proc.stdout
+    except (OSError, subprocess.SubprocessError):
+        found = ""
+    check_task_pip(config, found, str(python))
