@@ -71,20 +71,21 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> bool:
         time.sleep(0.1)
 
 
-def tiny_wheel(directory: Path, name: str = "sbtinypkg", value: int = 42) -> Path:
+def tiny_wheel(directory: Path, name: str = "sbtinypkg", value: int = 42, version: str = "1.0") -> Path:
     """A minimal pure-Python wheel, built by hand so that tests need no network."""
+    info = f"{name}-{version}.dist-info"
     files = {
         f"{name}/__init__.py": f"VALUE = {value}\n",
-        f"{name}-1.0.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
-        f"{name}-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = []
     for path, text in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
         record.append(f"{path},sha256={digest},{len(text.encode())}")
-    record.append(f"{name}-1.0.dist-info/RECORD,,")
-    files[f"{name}-1.0.dist-info/RECORD"] = "\n".join(record) + "\n"
-    wheel = directory / f"{name}-1.0-py3-none-any.whl"
+    record.append(f"{info}/RECORD,,")
+    files[f"{info}/RECORD"] = "\n".join(record) + "\n"
+    wheel = directory / f"{name}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         for path, text in files.items():
             zf.writestr(path, text)

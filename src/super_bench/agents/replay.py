@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +19,19 @@ if TYPE_CHECKING:
     from super_bench.environment import Environment
 
 
-def load_actions(path: Path) -> list[tuple[Action, str | None]]:
-    """(action, thought) pairs from an action list or a trajectory file."""
+@dataclass(frozen=True)
+class Replayed:
+    """One action to replay; ``invalid`` holds the recorded observation of a step that was not a
+    valid action (an imported trajectory's unreadable reply), replayed as invalid without running."""
+
+    action: Action
+    thought: str | None = None
+    invalid: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def load_actions(path: Path) -> list[Replayed]:
+    """The actions of an action list or a trajectory file."""
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
@@ -30,15 +42,22 @@ def load_actions(path: Path) -> list[tuple[Action, str | None]]:
         items = data
     else:
         raise AgentError(f"replay: {path} must hold a JSON list of actions or a trajectory.json")
-    pairs = []
+    replayed = []
     for i, item in enumerate(items):
         try:
             record = item if isinstance(item, dict) else {}
             action = Action.coerce(record.get("action", item) if "action" in record else item)
         except SuperBenchError as e:
             raise AgentError(f"replay: {path}, action {i}: {e}") from e
-        pairs.append((action, record.get("thought")))
-    return pairs
+        recorded = record.get("metadata") or {}
+        # An imported step that was no action of ours (its notebook label kept) never ran: it is
+        # replayed as the invalid step it was, not as the placeholder cell that stands for it.
+        if record.get("outcome") == "invalid" and isinstance(recorded, dict) and "notebook_action" in recorded:
+            label = {"notebook_action": recorded["notebook_action"]}
+            replayed.append(Replayed(action, record.get("thought"), str(record.get("observation") or ""), label))
+        else:
+            replayed.append(Replayed(action, record.get("thought")))
+    return replayed
 
 
 class ReplayAgent:
@@ -51,7 +70,10 @@ class ReplayAgent:
         self.actions = load_actions(self.path)
 
     def run(self, env: Environment) -> None:
-        for action, thought in self.actions:
+        for item in self.actions:
             if env.done:
                 return
-            env.step(action, thought=thought)
+            if item.invalid is not None:
+                env.record_invalid(item.action, item.invalid, thought=item.thought, metadata=item.metadata)
+            else:
+                env.step(item.action, thought=item.thought)

@@ -115,7 +115,8 @@ def git_config_text(mirrors: dict[str, str]) -> str:
         f"\tpath = {_quote(HOST_GIT_SYSTEM_CONFIG)}",
     ]
     # Other users' mirrors: git refuses to read a repository its user does not own unless told to.
-    repositories = sorted({p for p in mirrors.values() if not os.path.isfile(p)})
+    # A clone is checked as its work tree, or as its .git when git serves it (upload-pack).
+    repositories = sorted({q for p in mirrors.values() if not os.path.isfile(p) for q in (p, f"{p}/.git")})
     if repositories:
         lines.append("[safe]")
         lines += [f"\tdirectory = {_quote(path)}" for path in repositories]
