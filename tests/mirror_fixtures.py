@@ -13,7 +13,11 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pytest
 from tests.sandboxes import tiny_wheel
+
+from super_bench.sandbox.mirrors import PIP_WITH_UPLOAD_FILTER
+from super_bench.sandbox.pyenv import BasePython, create_task_env
 
 GIT_ENV = {
     **os.environ,
@@ -128,3 +132,29 @@ def package_index(packages: dict[str, dict[str, tuple[Path, str]]]) -> Iterator[
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="session")
+def pip26_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A task Python with a pip new enough for the upload-time filter (layered over this one)."""
+    target = tmp_path_factory.mktemp("pip26") / "env"
+    create_task_env(target, BasePython.current())
+    python = target / "bin" / "python"
+    done = subprocess.run(
+        [python, "-m", "pip", "install", "-q", f"pip>={PIP_WITH_UPLOAD_FILTER[0]}"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    subprocess.run(["chmod", "-R", "a+rX", str(target)], check=True)
+    return python
+
+
+# sbdated 1.0, 2.0 and 3.0 (VALUE 1, 2, 3), uploaded in 2023, mid-2024 and 2025.
+UPLOADS = {"1.0": "2023-05-01T10:00:00Z", "2.0": "2024-06-01T12:00:00Z", "3.0": "2025-02-01T00:00:00Z"}
+
+
+@pytest.fixture(scope="session")
+def dated_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
+    """The index URL serving sbdated, and the paths requested from it so far."""
+    wheels = dated_wheels(tmp_path_factory.mktemp("wheels"), "sbdated", UPLOADS)
+    with package_index({"sbdated": wheels}) as served:
+        yield served

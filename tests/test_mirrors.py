@@ -7,22 +7,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.conftest import make_task
-from tests.mirror_fixtures import dated_wheels, give_away, make_mirror, package_index
+from tests.mirror_fixtures import dated_index, give_away, make_mirror, pip26_python
 from tests.sandboxes import backend_settings
 from tests.test_cli import cli
 
 from super_bench import SandboxConfig
 from super_bench.errors import SandboxError
-from super_bench.sandbox.mirrors import PIP_WITH_UPLOAD_FILTER, check_task_pip, mirror_environ
-from super_bench.sandbox.pyenv import BasePython, create_task_env
+from super_bench.sandbox.mirrors import check_task_pip, mirror_environ
 
 ISOLATING = ["local", "bwrap"]
+__all__ = ["dated_index", "pip26_python"]  # fixtures
 URL = "https://git.invalid/lab/proj"
 
 
@@ -117,35 +116,6 @@ def test_bad_mirror_settings_say_what_and_where(tmp_path: Path) -> None:
 
 
 # -- pip: packages as of a date, from one index ---------------------------------------------------------
-@pytest.fixture(scope="module")
-def pip26_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A task Python with a pip new enough for the upload-time filter (layered over this one)."""
-    target = tmp_path_factory.mktemp("pip26") / "env"
-    create_task_env(target, BasePython.current())
-    python = target / "bin" / "python"
-    done = subprocess.run(
-        [python, "-m", "pip", "install", "-q", f"pip>={PIP_WITH_UPLOAD_FILTER[0]}"], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    give_away_readable(target)
-    return python
-
-
-def give_away_readable(path: Path) -> None:
-    subprocess.run(["chmod", "-R", "a+rX", str(path)], check=True)
-
-
-@pytest.fixture(scope="module")
-def dated_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
-    wheels = dated_wheels(
-        tmp_path_factory.mktemp("wheels"),
-        "sbdated",
-        {"1.0": "2023-05-01T10:00:00Z", "2.0": "2024-06-01T12:00:00Z", "3.0": "2025-02-01T00:00:00Z"},
-    )
-    with package_index({"sbdated": wheels}) as served:
-        yield served
-
-
 @pytest.mark.parametrize(
     ("backend", "as_of", "version"),
     [
