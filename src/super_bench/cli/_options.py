@@ -6,11 +6,14 @@ import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from super_bench._names import TASK_SETS
+
+if TYPE_CHECKING:
+    from super_bench.sandbox import SandboxConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -145,6 +148,21 @@ git_mirror_option = click.option(
     help="Serve this repository URL (with or without .git) from PATH: a bare repository, a clone or a git "
     "bundle; or a URL prefix from a directory of them (repeatable).",
 )
+
+
+def harness_mirrors(git_mirrors: dict[str, Path], **settings: Any) -> SandboxConfig:
+    """The mirror settings of a command that fetches without a sandbox (``mirror``, ``construct from-notebook``)."""
+    from pydantic import ValidationError
+
+    from super_bench.sandbox import SandboxConfig
+
+    try:
+        return SandboxConfig(git_mirrors=git_mirrors, **settings)
+    except ValidationError as e:
+        error = e.errors()[0]
+        option = "--" + str(error["loc"][0]).replace("_", "-").replace("git-mirrors", "git-mirror")
+        raise click.BadParameter(str(error["msg"]).removeprefix("Value error, "), param_hint=option) from None
+
 
 _SANDBOX_OPTIONS = (
     click.option(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from super_bench.cli._options import ManyValues, as_list, git_mirror_option, set_option, source_option
+from super_bench.cli._options import ManyValues, as_list, git_mirror_option, harness_mirrors, set_option, source_option
 
 
 @click.command("mirror")
@@ -43,18 +43,13 @@ def mirror_command(
 
     Exit status 1 when something could not be bundled (listed; the rest is bundled).
     """
-    from pydantic import ValidationError
     from rich.markup import escape
 
     from super_bench.cli._display import console
-    from super_bench.sandbox import SandboxConfig
     from super_bench.tasks.loaders import default_set, load_tasks
     from super_bench.tasks.offline import make_offline_bundle
 
-    try:
-        mirrors = SandboxConfig(git_mirrors=git_mirrors, packages_as_of=packages_as_of, pip_index=pip_index)
-    except ValidationError as e:
-        raise click.UsageError(str(e.errors()[0]["msg"]).removeprefix("Value error, ")) from None
+    mirrors = harness_mirrors(git_mirrors, packages_as_of=packages_as_of, pip_index=pip_index)
     tasks = load_tasks(source, default_set(source, task_set), task_ids=as_list(task_ids), limit=limit)
     if not tasks:
         raise click.UsageError("no tasks selected")

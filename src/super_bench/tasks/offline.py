@@ -150,6 +150,7 @@ def make_offline_bundle(
 
     mirrors = mirrors or SandboxConfig()
     python = python or sys.executable
+    out = out.resolve()  # git writes the bundles from inside the clones
     if wheels:
         _check_pip(mirrors, python)
     out.mkdir(parents=True, exist_ok=True)
@@ -165,7 +166,7 @@ def make_offline_bundle(
         wheels="wheels" if wheels else None,
         packages_as_of=mirrors.packages_as_of,
         pip_index=mirrors.pip_index,
-        root=out.resolve(),
+        root=out,
     )
     if wheels:
         (out / "wheels").mkdir(exist_ok=True)
