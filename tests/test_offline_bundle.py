@@ -111,3 +111,13 @@ def test_a_directory_that_is_not_a_bundle_is_refused_with_the_fix(tmp_path: Path
     (tmp_path / MANIFEST).write_text('{"format": 1}')
     result = cli("run", "--offline-bundle", str(tmp_path))
     assert result.returncode == 2 and "not a readable offline bundle manifest" in result.stderr
+
+
+def test_a_manifest_cannot_point_outside_its_bundle(tmp_path: Path) -> None:
+    bundle = tmp_path / "offline"
+    bundle.mkdir()
+    record = {"created_at": "2026-01-01T00:00:00Z", "super_bench_version": "0", "tasks": ["t"]}
+    record["repositories"] = [{"url": URL, "bundle": "../../etc/passwd"}]  # type: ignore[assignment]
+    (bundle / MANIFEST).write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"\.\./\.\./etc/passwd lies outside the bundle"):
+        SandboxConfig(offline_bundle=bundle)

@@ -62,7 +62,11 @@ class OfflineBundle(BaseModel):
             raise SandboxError(f"{manifest}: not a readable offline bundle manifest: {e}") from e
         if bundle.format != FORMAT:
             raise SandboxError(f"{manifest}: format {bundle.format}; this super-bench reads format {FORMAT}")
-        return bundle.model_copy(update={"root": Path(path).resolve()})
+        root = Path(path).resolve()
+        for relative in [r.bundle for r in bundle.repositories] + [bundle.wheels or "."]:
+            if not (root / relative).resolve().is_relative_to(root):
+                raise SandboxError(f"{manifest}: {relative} lies outside the bundle")
+        return bundle.model_copy(update={"root": root})
 
     def write(self) -> Path:
         path = self.root / MANIFEST
