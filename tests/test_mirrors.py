@@ -18,7 +18,7 @@ from tests.test_cli import cli
 
 from super_bench import SandboxConfig
 from super_bench.errors import SandboxError
-from super_bench.sandbox.mirrors import check_task_pip, mirror_environ
+from super_bench.sandbox.mirrors import check_task_pip
 
 ISOLATING = ["local", "bwrap"]
 __all__ = ["dated_index", "pip26_python"]  # fixtures
@@ -93,14 +93,23 @@ def test_mirrors_are_read_only_to_agent_code(env_factory: Any, tmp_path: Path) -
     assert step.raw_output.count("Read-only file system") == 2, step.raw_output
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="agent code runs as a user of its own when the harness is root")
+def test_a_mirror_agent_code_could_not_read_is_refused_with_the_fix(env_factory: Any, tmp_path: Path) -> None:
+    mirror = make_mirror(tmp_path / "proj.git", "bare", "mirrored")
+    mirror.chmod(0o700)
+    env = env_factory(sandbox={**backend_settings("bwrap"), "git_mirrors": {URL: mirror}})
+    with pytest.raises(SandboxError, match=rf"{mirror} is not readable by other users.*chmod -R a\+rX {mirror}"):
+        env.reset(make_task())
+
+
 def test_bad_mirror_settings_say_what_and_where(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     with pytest.raises(ValueError, match="does not exist"):
         SandboxConfig(git_mirrors={URL: tmp_path / "nope"})
     with pytest.raises(ValueError, match="not a repository URL"):
         SandboxConfig(git_mirrors={"proj": tmp_path})
-    with pytest.raises(SandboxError, match=r"holds no git repository or bundle"):
-        mirror_environ(SandboxConfig(git_mirrors={URL: tmp_path / "plain"}))
+    with pytest.raises(ValueError, match=r"plain holds no git repository or bundle"):
+        SandboxConfig(git_mirrors={URL: tmp_path / "plain"})
     result = cli("run", "--git-mirror", str(tmp_path))
     assert result.returncode == 2 and "expected URL=PATH" in (result.stdout + result.stderr)
     result = cli("run", "--git-mirror", f"{URL}={tmp_path / 'nope'}")

@@ -1,7 +1,8 @@
 """The replay agent: performs a fixed list of actions, the same for every task.
 
 ``replay:FILE`` where FILE is a JSON list of ``{"type", "content"}`` actions (optionally with a
-``thought``), or a saved ``trajectory.json`` whose agent steps are replayed.
+``thought``), or a saved ``trajectory.json`` whose agent steps are replayed; the invalid steps of an
+imported trajectory are recorded as invalid again, not run.
 """
 
 from __future__ import annotations

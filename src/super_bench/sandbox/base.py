@@ -137,6 +137,12 @@ class SandboxConfig(BaseModel):
                     f"git mirror {url!r}: not a repository URL (write it like https://github.com/OWNER/NAME)"
                 )
             mirrors[url] = _existing(path, f"git mirror for {url}")
+            from super_bench.sandbox.mirrors import expand_mirrors
+
+            try:
+                expand_mirrors(url, mirrors[url])  # a directory without repositories is a mistake to name now
+            except SandboxError as e:
+                raise ValueError(str(e)) from None
         return mirrors
 
     @field_validator("hf_cache", "offline_bundle")

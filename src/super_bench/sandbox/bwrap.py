@@ -31,7 +31,7 @@ from super_bench import demo
 from super_bench.errors import SandboxError
 from super_bench.sandbox.base import KernelProcess, SandboxConfig, file_io, rlimit_prefix
 from super_bench.sandbox.local import LocalSandbox
-from super_bench.sandbox.mirrors import mirror_paths
+from super_bench.sandbox.mirrors import check_readable_by_all, mirror_paths
 
 # Top-level directories agent code never sees: users' files, daemons' sockets, mounted disks.
 _HIDDEN_TOP = ("home", "root", "run", "mnt", "media")
@@ -162,6 +162,8 @@ class BwrapSandbox(LocalSandbox):
     def _read_only_paths(self) -> list[str]:
         """Host paths put back, read-only, over the hidden ones: the Pythons, the mirrors, DNS."""
         assert self._base is not None
+        if os.geteuid() == 0:
+            check_readable_by_all(self.config)
         paths = [*self._base.paths, *mirror_paths(self.config)]
         if self.config.network:
             paths.append(os.path.realpath("/etc/resolv.conf"))

@@ -136,19 +136,23 @@ def git_config_file(config: SandboxConfig) -> Path:
     """The generated git configuration for ``config``, written once under a name that is its digest."""
     text = git_config_text(git_mirrors(config))
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "super-bench" / "git-mirrors"
-    path = cache / f"{digest}.gitconfig"
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return path
+    # In the temporary directory, not in the home: the sandboxes show this file, and its parents with it.
+    private = Path(tempfile.gettempdir()) / f"super-bench-{os.getuid()}"
+    path = private / f"git-mirrors-{digest}.gitconfig"
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-        cache.chmod(0o755)  # agent code, under a user id of its own, reads it
-        with tempfile.NamedTemporaryFile("w", dir=cache, delete=False, encoding="utf-8") as f:
+        private.mkdir(mode=0o700, exist_ok=True)
+        if private.is_symlink() or private.stat().st_uid != os.getuid():
+            raise SandboxError(
+                f"{private} belongs to another user; remove it (it holds super-bench's git mirror rules)"
+            )
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            return path
+        with tempfile.NamedTemporaryFile("w", dir=private, delete=False, encoding="utf-8") as f:
             f.write(text)
-        os.chmod(f.name, 0o644)
+        os.chmod(f.name, 0o644)  # agent code, under a user id of its own, reads it
         os.replace(f.name, path)
     except OSError as e:
-        raise SandboxError(f"cannot write the git mirror configuration in {cache}: {e}") from e
+        raise SandboxError(f"cannot write the git mirror configuration in {private}: {e}") from e
     return path
 
 
@@ -212,6 +216,19 @@ def mirror_paths(config: SandboxConfig) -> list[str]:
         if not any(path.startswith(f.rstrip("/") + "/") for f in found):
             found.append(path)  # a path under one already shown is shown with it
     return found
+
+
+def check_readable_by_all(config: SandboxConfig) -> None:
+    """Refuse mirrors that agent code running as a user of its own could not read (checked at their top)."""
+    paths = [str(p) for p in config.git_mirrors.values()]
+    paths += [str(p) for p in (config.hf_cache, config.offline_bundle) if p is not None]
+    for path in paths:
+        mode = os.stat(path).st_mode
+        if mode & (0o005 if os.path.isdir(path) else 0o004) != (0o005 if os.path.isdir(path) else 0o004):
+            raise SandboxError(
+                f"{path} is not readable by other users, and agent code runs as a user of its own here: "
+                f"make it readable with chmod -R a+rX {path}"
+            )
 
 
 def check_task_pip(config: SandboxConfig, pip_version_output: str, python: str) -> None:
