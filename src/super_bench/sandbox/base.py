@@ -14,14 +14,14 @@ import signal
 import subprocess
 import time
 from abc import ABC, abstractmethod
-from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
 
 # Environment variables that look like credentials never reach agent code.
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
@@ -62,16 +62,7 @@ _USER_CONFIG = {
     "CONTAINER_HOST",
 }
 _USER_CONFIG_PREFIXES = ("CONDA_", "GIT_CONFIG", "DOCKER_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_")
-_REPO_URL = re.compile(r"^([a-z][a-z0-9+.-]*://[^/\s]+/|[^@/\s]+@[^:/\s]+:)\S*$")
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", re.IGNORECASE)
-
-
-def _existing(path: Path, what: str) -> Path:
-    """``path`` made absolute (agent code runs elsewhere), after checking that it exists."""
-    full = path.expanduser().absolute()
-    if not full.exists():
-        raise ValueError(f"{what}: {path} does not exist")
-    return full
 
 
 def parse_size(value: str | int) -> int:
@@ -110,74 +101,25 @@ class SandboxConfig(BaseModel):
     image: str | None = Field(None, description="Image of the docker backend (default: the one sandbox build makes)")
     engine: str | None = Field(None, description="Container engine of the docker backend: docker or podman")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for agent code")
-    git_mirrors: dict[str, Path] = Field(
+    # Mirrors and time travel (sandbox/mirrors.py; docs/environment.md).
+    git_mirrors: GitMirrorMap = Field(
         default_factory=dict,
         description="Repository URL -> a bare repository, clone or git bundle serving it; or URL prefix -> "
-        "a directory of such mirrors (see docs/environment.md)",
+        "a directory of such mirrors",
     )
-    pip_index: str | None = Field(None, description="The package index (or proxy) pip uses, and no other")
-    packages_as_of: date | datetime | None = Field(
+    pip_index: PipIndexUrl = Field(None, description="The package index (or proxy) pip uses, and no other")
+    packages_as_of: PackagesAsOf = Field(
         None, description="pip installs what was uploaded by the end of this day (UTC), or before this moment"
     )
-    hf_cache: Path | None = Field(None, description="A Hugging Face cache shown read-only to tasks, used offline")
-    offline_bundle: Path | None = Field(None, description="A directory `super-bench mirror` made: repositories, wheels")
+    hf_cache: HfCacheDir = Field(None, description="A Hugging Face cache shown read-only to tasks, used offline")
+    offline_bundle: OfflineBundleDir = Field(
+        None, description="A directory `super-bench mirror` made: repositories, wheels"
+    )
 
     @field_validator("memory_limit", "max_file_size", mode="before")
     @classmethod
     def _size(cls, value: Any) -> Any:
         return parse_size(value) if isinstance(value, str) else value
-
-    @field_validator("git_mirrors")
-    @classmethod
-    def _mirrors(cls, value: dict[str, Path]) -> dict[str, Path]:
-        mirrors = {}
-        for url, path in value.items():
-            if not _REPO_URL.match(url):
-                raise ValueError(
-                    f"git mirror {url!r}: not a repository URL (write it like https://github.com/OWNER/NAME)"
-                )
-            mirrors[url] = _existing(path, f"git mirror for {url}")
-            from super_bench.sandbox.mirrors import expand_mirrors
-
-            try:
-                expand_mirrors(url, mirrors[url])  # a directory without repositories is a mistake to name now
-            except SandboxError as e:
-                raise ValueError(str(e)) from None
-        return mirrors
-
-    @field_validator("hf_cache", "offline_bundle")
-    @classmethod
-    def _directory(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        if value is None:
-            return None
-        path = _existing(value, info.field_name or "path")
-        if not path.is_dir():
-            raise ValueError(f"{info.field_name}: {value} is not a directory")
-        if info.field_name == "offline_bundle":
-            from super_bench.sandbox.offline import OfflineBundle
-
-            try:
-                OfflineBundle.open(path)
-            except SandboxError as e:
-                raise ValueError(str(e)) from None
-        return path
-
-    @field_validator("pip_index")
-    @classmethod
-    def _index(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"(https?|file)://", value):
-            raise ValueError(f"pip index {value!r}: not a URL (write it like http://127.0.0.1:3141/simple)")
-        return value
-
-    @field_validator("packages_as_of", mode="before")
-    @classmethod
-    def _as_of(cls, value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
-        try:
-            return date.fromisoformat(value) if len(value.strip()) == 10 else datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError(f"packages as of {value!r}: not a date (write it like 2024-03-01)") from None
 
 
 class CommandResult(BaseModel):

@@ -21,11 +21,14 @@ import string
 import tempfile
 from datetime import datetime, time, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from super_bench import demo
 from super_bench.errors import SandboxError
-from super_bench.sandbox.base import SandboxConfig
 from super_bench.sandbox.offline import OfflineBundle
+
+if TYPE_CHECKING:
+    from super_bench.sandbox.base import SandboxConfig
 
 # The oldest pip with --uploaded-prior-to; older ones ignore PIP_UPLOADED_PRIOR_TO without a word.
 PIP_WITH_UPLOAD_FILTER = (26, 0)
