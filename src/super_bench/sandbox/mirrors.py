@@ -15,10 +15,13 @@ loads are served from, the same in every sandbox.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
 import string
 import tempfile
+import threading
 from datetime import datetime, time, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -136,27 +139,34 @@ def _quote(value: str) -> str:
 
 
 def git_config_file(config: SandboxConfig) -> Path:
-    """The generated git configuration for ``config``, written once under a name that is its digest."""
+    """The generated git configuration for ``config``, written once under a name that is its digest, in a
+    private directory of this process (not in the home: the sandboxes show the file, and its parents)."""
     text = git_config_text(git_mirrors(config))
-    digest = hashlib.sha256(text.encode()).hexdigest()[:24]
-    # In the temporary directory, not in the home: the sandboxes show this file, and its parents with it.
-    private = Path(tempfile.gettempdir()) / f"super-bench-{os.getuid()}"
-    path = private / f"git-mirrors-{digest}.gitconfig"
+    path = _private_dir() / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.gitconfig"
+    if path.is_file():
+        return path
     try:
-        private.mkdir(mode=0o700, exist_ok=True)
-        if private.is_symlink() or private.stat().st_uid != os.getuid():
-            raise SandboxError(
-                f"{private} belongs to another user; remove it (it holds super-bench's git mirror rules)"
-            )
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            return path
-        with tempfile.NamedTemporaryFile("w", dir=private, delete=False, encoding="utf-8") as f:
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8") as f:
             f.write(text)
         os.chmod(f.name, 0o644)  # agent code, under a user id of its own, reads it
         os.replace(f.name, path)
     except OSError as e:
-        raise SandboxError(f"cannot write the git mirror configuration in {private}: {e}") from e
+        raise SandboxError(f"cannot write the git mirror configuration in {path.parent}: {e}") from e
     return path
+
+
+_private: Path | None = None
+_private_lock = threading.Lock()
+
+
+def _private_dir() -> Path:
+    """A directory of this process, removed when it exits."""
+    global _private
+    with _private_lock:
+        if _private is None or not _private.is_dir():
+            _private = Path(tempfile.mkdtemp(prefix="super-bench-git-"))
+            atexit.register(shutil.rmtree, _private, ignore_errors=True)
+        return _private
 
 
 def upload_cutoff(config: SandboxConfig) -> datetime | None:
