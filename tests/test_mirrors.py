@@ -19,6 +19,7 @@ from tests.test_cli import cli
 from super_bench import SandboxConfig
 from super_bench.errors import SandboxError
 from super_bench.sandbox.mirrors import check_task_pip
+from super_bench.sandbox.pyenv import BasePython, create_task_env
 
 ISOLATING = ["local", "bwrap"]
 __all__ = ["dated_index", "pip26_python"]  # fixtures
@@ -149,6 +150,21 @@ def test_pip_installs_what_there_was_on_the_date(
     )
     assert install.outcome == "ok" and install.exit_code == 0, install.raw_output
     assert check.raw_output.strip() == version
+
+
+def test_a_task_python_whose_pip_would_ignore_the_date_is_refused(env_factory: Any, tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    create_task_env(old, BasePython.current())
+    done = subprocess.run(
+        [old / "bin" / "python", "-m", "pip", "install", "-q", "pip<26"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    env = env_factory(
+        sandbox={"backend": "local", "task_python": old / "bin" / "python", "packages_as_of": "2024-01-01"}
+    )
+    with pytest.raises(SandboxError, match=r"--packages-as-of needs pip 26.0 or newer.*install 'pip>=26'"):
+        env.reset(make_task())
+    assert not any((tmp_path / "sandboxes").iterdir())  # the task directory went with the refusal
 
 
 def test_a_pip_too_old_for_the_date_filter_is_refused_with_the_fix() -> None:
