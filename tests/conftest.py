@@ -23,6 +23,12 @@ REFERENCE_TRAJECTORIES = Path(
     or Path(__file__).resolve().parents[2] / "shared" / "reference" / "super-trajectories"
 )
 
+# Git bundles of real research repositories from SUPER's Expert set, located the same way.
+REFERENCE_REPOS = Path(
+    os.environ.get("SUPER_BENCH_REFERENCE_REPOS")
+    or Path(__file__).resolve().parents[2] / "shared" / "reference" / "repos"
+)
+
 
 def make_task(task_id: str = "t", query: str = "do it", **fields: Any) -> Task:
     return Task(task_id=task_id, query=query, **fields)

@@ -72,7 +72,7 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> bool:
 
 
 def tiny_wheel(
-    directory: Path, name: str = "sbtinypkg", value: int = 42, *, version: str = "1.0", module: str | None = None
+    directory: Path, name: str = "sbtinypkg", value: int = 42, version: str = "1.0", *, module: str | None = None
 ) -> Path:
     """A minimal pure-Python wheel, built by hand so that tests need no network: distribution ``name`` at
     ``version``, whose package ``module`` (default: ``name``) holds ``VALUE`` and ``__version__`` only."""

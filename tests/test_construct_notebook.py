@@ -129,6 +129,20 @@ def test_from_notebook_builds_the_expert_task_that_was_solved(solved: Path, tmp_
     assert again.returncode == 2 and "already has task(s) tinyreg-nb" in again.stderr
 
 
+def test_from_notebook_checks_the_commit_in_a_git_mirror(solved: Path, tmp_path: Path) -> None:
+    url = "https://git.invalid/lab/tinyreg"
+    mirror = tmp_path / "tinyreg.bundle"
+    mirror.write_bytes((demo.BUNDLES / "tinyreg.bundle").read_bytes())
+    args = ["construct", "from-notebook", str(solved), "--repo", url, "--query", QUERY, "--yes"]
+    offline = cli(*args)
+    assert "could not check commit" in offline.stderr  # the URL does not resolve
+    mirrored = cli(*args, "--git-mirror", f"{url}.git={mirror}")
+    assert mirrored.returncode == 0, mirrored.stderr
+    assert "could not check commit" not in mirrored.stderr
+    (expected,) = load_tasks("demo", "expert", task_ids=["tinyreg"])
+    assert json.loads(mirrored.stdout)["git_commit"] == expected.git_commit
+
+
 def test_from_notebook_asks_before_it_accepts_suggestions(solved: Path) -> None:
     args = ["construct", "from-notebook", str(solved), "--repo", TINYREG, "--query", QUERY]
     result = cli(*args)  # not a terminal, no --yes

@@ -246,6 +246,25 @@ class Environment:
         self.check_budgets()
         return step
 
+    def record_invalid(
+        self,
+        action: Action | dict[str, Any],
+        observation: str,
+        thought: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Step:
+        """Record, without carrying it out, an action that was not a valid one (an unreadable reply in
+        an imported trajectory, say): an ``invalid`` step that counts towards the step budget."""
+        if self._kernel is None or self.done:
+            raise EnvironmentClosedError(
+                "the episode is over" + (f" ({self.trajectory.stop_reason})" if self.done else "; call reset(task)")
+            )
+        step = self._record(Action.coerce(action), thought, utcnow(), _Outcome(observation, None, "invalid"))
+        if metadata:
+            step.metadata.update(metadata)
+        self.check_budgets()
+        return step
+
     def _record(
         self,
         action: Action,

@@ -49,16 +49,22 @@ def make(
 
     ``task``: a :class:`Task`, or a task id looked up in ``source`` (the demo suite by default; in
     every set unless ``task_set`` is given). ``sandbox``: a backend name or a :class:`SandboxConfig`.
-    ``settings``: any :class:`EnvConfig` field, such as ``cell_timeout``, ``max_steps`` or ``max_compute``.
+    ``settings``: any :class:`EnvConfig` field, such as ``cell_timeout``, ``max_steps`` or ``max_compute``,
+    and any :class:`SandboxConfig` field, such as ``git_mirrors``, ``packages_as_of`` or ``hf_cache``.
     """
     if isinstance(task, str):
         task = find_task(task, source, task_set)
-    sandbox_config = SandboxConfig(backend=sandbox) if isinstance(sandbox, str) else sandbox
-    SANDBOXES.get(resolve_backend(sandbox_config.backend))  # an unknown backend fails here, not at reset
+    base = {"backend": sandbox} if isinstance(sandbox, str) else sandbox.model_dump(exclude_unset=True)
+    sandbox_settings = {k: settings.pop(k) for k in list(settings) if k in SandboxConfig.model_fields}
     try:
+        sandbox_config = SandboxConfig(**{**base, **sandbox_settings})
         config = EnvConfig(sandbox=sandbox_config, **settings)
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
         known = ", ".join(name for name in EnvConfig.model_fields if name != "sandbox")
-        raise ConfigError(f"invalid environment settings ({problems}); the settings are: {known}") from e
+        raise ConfigError(
+            f"invalid environment settings ({problems}); the settings are: {known}, and the sandbox's "
+            f"({', '.join(SandboxConfig.model_fields)})"
+        ) from e
+    SANDBOXES.get(resolve_backend(sandbox_config.backend))  # an unknown backend fails here, not at reset
     return TaskEnvironment(task, config)

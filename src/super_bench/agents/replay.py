@@ -1,12 +1,14 @@
 """The replay agent: performs a fixed list of actions, the same for every task.
 
 ``replay:FILE`` where FILE is a JSON list of ``{"type", "content"}`` actions (optionally with a
-``thought``), or a saved ``trajectory.json`` whose agent steps are replayed.
+``thought``), or a saved ``trajectory.json`` whose agent steps are replayed; the invalid steps of an
+imported trajectory are recorded as invalid again, not run.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +24,19 @@ if TYPE_CHECKING:
 MAX_REPLAY_BYTES = 1 << 30
 
 
-def load_actions(path: Path) -> list[tuple[Action, str | None]]:
-    """(action, thought) pairs from an action list or a trajectory file."""
+@dataclass(frozen=True)
+class Replayed:
+    """One action to replay; ``invalid`` holds the recorded observation of a step that was not a
+    valid action (an imported trajectory's unreadable reply), replayed as invalid without running."""
+
+    action: Action
+    thought: str | None = None
+    invalid: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def load_actions(path: Path) -> list[Replayed]:
+    """The actions of an action list or a trajectory file."""
     try:
         size = path.stat().st_size
         if size > MAX_REPLAY_BYTES:
@@ -43,7 +56,7 @@ def load_actions(path: Path) -> list[tuple[Action, str | None]]:
         items = data
     else:
         raise AgentError(f"replay: {path} must hold a JSON list of actions or a trajectory.json")
-    pairs = []
+    replayed = []
     for i, item in enumerate(items):
         try:
             record = item if isinstance(item, dict) else {}
@@ -53,8 +66,15 @@ def load_actions(path: Path) -> list[tuple[Action, str | None]]:
         thought = record.get("thought")
         if thought is not None and not isinstance(thought, str):
             raise AgentError(f"replay: {path}, action {i}: the thought must be text, not {type(thought).__name__}")
-        pairs.append((action, thought))
-    return pairs
+        recorded = record.get("metadata") or {}
+        # An imported step that was no action of ours (its notebook label kept) never ran: it is
+        # replayed as the invalid step it was, not as the placeholder cell that stands for it.
+        if record.get("outcome") == "invalid" and isinstance(recorded, dict) and "notebook_action" in recorded:
+            label = {"notebook_action": recorded["notebook_action"]}
+            replayed.append(Replayed(action, thought, str(record.get("observation") or ""), label))
+        else:
+            replayed.append(Replayed(action, thought))
+    return replayed
 
 
 class ReplayAgent:
@@ -67,7 +87,10 @@ class ReplayAgent:
         self.actions = load_actions(self.path)
 
     def run(self, env: Environment) -> None:
-        for action, thought in self.actions:
+        for item in self.actions:
             if env.done:
                 return
-            env.step(action, thought=thought)
+            if item.invalid is not None:
+                env.record_invalid(item.action, item.invalid, thought=item.thought, metadata=item.metadata)
+            else:
+                env.step(item.action, thought=item.thought)

@@ -32,6 +32,7 @@ _COMMANDS = {
     "plot": "super_bench.cli.report_cmd:plot_command",
     "construct": "super_bench.cli.construct_cmd:construct_group",
     "doctor": "super_bench.cli.doctor_cmd:doctor_command",
+    "mirror": "super_bench.cli.mirror_cmd:mirror_command",
 }
 
 

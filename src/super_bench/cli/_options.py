@@ -6,11 +6,14 @@ import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from super_bench._names import TASK_SETS
+
+if TYPE_CHECKING:
+    from super_bench.sandbox import SandboxConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -139,6 +142,42 @@ def _output_limit(ctx: click.Context, param: click.Parameter, value: str | None)
     return size
 
 
+def _mirrors(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Path]:
+    """``--git-mirror URL=PATH`` values as a dict (the URL may itself hold '=': the last one splits)."""
+    mirrors: dict[str, Path] = {}
+    for item in values:
+        url, sep, path = item.rpartition("=")
+        if not sep or not url.strip() or not path.strip():
+            raise click.BadParameter(f"expected URL=PATH, got {item!r}")
+        mirrors[url.strip()] = Path(path.strip())
+    return mirrors
+
+
+git_mirror_option = click.option(
+    "--git-mirror",
+    "git_mirrors",
+    multiple=True,
+    metavar="URL=PATH",
+    callback=_mirrors,
+    help="Serve this repository URL (with or without .git) from PATH: a bare repository, a clone or a git "
+    "bundle; or a URL prefix from a directory of them (repeatable).",
+)
+
+
+def harness_mirrors(git_mirrors: dict[str, Path], **settings: Any) -> SandboxConfig:
+    """The mirror settings of a command that fetches without a sandbox (``mirror``, ``construct from-notebook``)."""
+    from pydantic import ValidationError
+
+    from super_bench.sandbox import SandboxConfig
+
+    try:
+        return SandboxConfig(git_mirrors=git_mirrors, **settings)
+    except ValidationError as e:
+        error = e.errors()[0]
+        option = "--" + str(error["loc"][0]).replace("_", "-").replace("git-mirrors", "git-mirror")
+        raise click.BadParameter(str(error["msg"]).removeprefix("Value error, "), param_hint=option) from None
+
+
 _SANDBOX_OPTIONS = (
     click.option(
         "--sandbox",
@@ -191,6 +230,27 @@ _SANDBOX_OPTIONS = (
     ),
     click.option("--image", help="Image for --sandbox docker. [default: the one `super-bench sandbox build` makes]"),
     click.option("--engine", type=click.Choice(["docker", "podman"]), help="Container engine for --sandbox docker."),
+    git_mirror_option,
+    click.option(
+        "--packages-as-of",
+        metavar="DATE",
+        help="pip inside tasks installs only what was uploaded by then: 2024-03-01 (the end of that day, UTC) "
+        "or 2024-03-01T12:00:00Z. Needs pip 26+ in the task Python and an index with upload times.",
+    ),
+    click.option(
+        "--pip-index", metavar="URL", help="The package index (or proxy) pip inside tasks uses, and no other."
+    ),
+    click.option(
+        "--hf-cache",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="A Hugging Face cache (an HF_HOME or its hub folder) shown read-only to tasks; models and datasets "
+        "load from it, offline.",
+    ),
+    click.option(
+        "--offline-bundle",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Run from what `super-bench mirror` bundled: repositories from their git bundles, pip from its wheels.",
+    ),
 )
 
 
@@ -202,6 +262,8 @@ def sandbox_options(function: F) -> F:
     def with_config(
         *args: Any, sandbox: str, task_python: Path | None, keep_workdirs: bool, network: str, **kwargs: Any
     ) -> Any:
+        from pydantic import ValidationError
+
         from super_bench.sandbox import SandboxConfig
 
         names = (
@@ -213,13 +275,20 @@ def sandbox_options(function: F) -> F:
             "image",
             "engine",
         )
-        config = SandboxConfig(
-            backend=sandbox,
-            task_python=task_python,
-            keep=keep_workdirs,
-            network=network == "on",
-            **{name: kwargs.pop(name) for name in names},
-        )
+        mirrors = ("git_mirrors", "pip_index", "packages_as_of", "hf_cache", "offline_bundle")
+        try:
+            config = SandboxConfig(
+                backend=sandbox,
+                task_python=task_python,
+                keep=keep_workdirs,
+                network=network == "on",
+                **{name: kwargs.pop(name) for name in (*names, *mirrors)},
+            )
+        except ValidationError as e:
+            error = e.errors()[0]
+            field = str(error["loc"][0]) if error["loc"] else "backend"
+            option = {"git_mirrors": "--git-mirror", "backend": "--sandbox"}.get(field, "--" + field.replace("_", "-"))
+            raise click.BadParameter(str(error["msg"]).removeprefix("Value error, "), param_hint=option) from None
         return function(*args, sandbox=config, **kwargs)
 
     wrapped: F = with_config  # type: ignore[assignment]

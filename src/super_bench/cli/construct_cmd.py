@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from super_bench.cli._options import ManyValues, as_list, gold_run_options, source_option
+from super_bench.cli._options import (
+    ManyValues,
+    as_list,
+    git_mirror_option,
+    gold_run_options,
+    harness_mirrors,
+    source_option,
+)
 
 if TYPE_CHECKING:
     from super_bench.construct.notebook import NotebookTask
@@ -36,6 +43,7 @@ def construct_group() -> None:
 @click.option("--yes", "-y", is_flag=True, help="Accept the suggested landmarks without asking.")
 @click.option("--max-landmarks", type=click.IntRange(min=0), default=3, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="JSONL file to add the task to.")
+@git_mirror_option
 def from_notebook_command(
     notebook: Path,
     repo: str,
@@ -46,6 +54,7 @@ def from_notebook_command(
     yes: bool,
     max_landmarks: int,
     out: Path | None,
+    git_mirrors: dict[str, Path],
 ) -> None:
     """An Expert task from a solved notebook: its code cells are the solution, the JSON its last cell
     prints is the answer, and milestone lines of its outputs are suggested as landmarks.
@@ -59,7 +68,7 @@ def from_notebook_command(
 
     task_id = task_id or re.sub(r"\.git$", "", repo.rstrip("/").rsplit("/", 1)[-1])
     wanted = commit or commit_in(read_cells(notebook))
-    with RepoCache() as cache:
+    with RepoCache(harness_mirrors(git_mirrors)) as cache:
         try:
             commit = resolve_commit(cache.get(repo), wanted)
         except TaskSourceError as e:

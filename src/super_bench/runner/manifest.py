@@ -23,6 +23,7 @@ from super_bench.tasks.loaders import TASK_FILE_SUFFIXES
 if TYPE_CHECKING:
     from super_bench.runner.run import RunConfig
     from super_bench.runner.rundir import RunDir
+    from super_bench.sandbox import SandboxConfig
 
 
 def _is_named_source(source: str) -> bool:
@@ -81,7 +82,7 @@ def build_manifest(config: RunConfig, run_dir: RunDir, previous: dict[str, Any])
         "created_at": previous.get("created_at") or now,
         "identity": identity(config),
         "tasks": _task_source(config, run_dir),
-        "sandbox": {"backend": resolve_backend(config.env.sandbox.backend)},
+        "sandbox": {"backend": resolve_backend(config.env.sandbox.backend), **_mirrors(config.env.sandbox)},
         "executor": {"name": config.executor, "workers": config.workers, "epochs": config.epochs},
         "config": config.model_dump(mode="json"),
     }
@@ -90,6 +91,39 @@ def build_manifest(config: RunConfig, run_dir: RunDir, previous: dict[str, Any])
     if config.executor == "ray":
         manifest["executor"]["ray"] = config.ray.model_dump(mode="json")
     return manifest
+
+
+def _mirrors(sandbox: SandboxConfig) -> dict[str, Any]:
+    """Where the tasks' repositories and packages came from, when not from the network as of today:
+    each git mirror with the commit its HEAD was at, the package index and date, the HF cache."""
+    from super_bench.errors import TaskSourceError
+    from super_bench.sandbox.mirrors import git_mirrors, repository_kind, upload_cutoff
+    from super_bench.tasks.repos import git
+
+    info: dict[str, Any] = {}
+    mirrors = {}
+    for url, path in git_mirrors(sandbox, demo_suite=False).items():
+        try:
+            head = git("ls-remote", path, "HEAD", mirrors=sandbox, timeout=60).split()[0]
+        except (TaskSourceError, IndexError):
+            head = None
+        mirrors[url] = {"path": path, "kind": repository_kind(Path(path)), "head": head}
+    if mirrors:
+        info["git_mirrors"] = mirrors
+    if sandbox.offline_bundle is not None:
+        from super_bench.sandbox.offline import OfflineBundle
+
+        bundle = OfflineBundle.open(sandbox.offline_bundle)
+        info["offline_bundle"] = {"path": str(sandbox.offline_bundle), **bundle.model_dump(mode="json")}
+    if sandbox.pip_index is not None:
+        info["pip_index"] = sandbox.pip_index
+    cutoff = upload_cutoff(sandbox)
+    if cutoff is not None:
+        info["packages_as_of"] = str(sandbox.packages_as_of)
+        info["packages_uploaded_before"] = cutoff.isoformat()
+    if sandbox.hf_cache is not None:
+        info["hf_cache"] = str(sandbox.hf_cache)
+    return info
 
 
 def _task_source(config: RunConfig, run_dir: RunDir) -> dict[str, Any]:

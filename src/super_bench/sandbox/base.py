@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from super_bench.errors import SandboxError
 from super_bench.sandbox import supervisor
+from super_bench.sandbox.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
 
 # Environment variables that look like credentials never reach agent code.
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
@@ -107,9 +108,19 @@ class SandboxConfig(BaseModel):
     image: str | None = Field(None, description="Image of the docker backend (default: the one sandbox build makes)")
     engine: str | None = Field(None, description="Container engine of the docker backend: docker or podman")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for agent code")
-    git_url_rewrites: dict[str, str] = Field(
+    # Mirrors and time travel (sandbox/mirrors.py; docs/environment.md).
+    git_mirrors: GitMirrorMap = Field(
         default_factory=dict,
-        description="URL prefix -> local directory, so offline tasks can `git clone` URLs",
+        description="Repository URL -> a bare repository, clone or git bundle serving it; or URL prefix -> "
+        "a directory of such mirrors",
+    )
+    pip_index: PipIndexUrl = Field(None, description="The package index (or proxy) pip uses, and no other")
+    packages_as_of: PackagesAsOf = Field(
+        None, description="pip installs what was uploaded by the end of this day (UTC), or before this moment"
+    )
+    hf_cache: HfCacheDir = Field(None, description="A Hugging Face cache shown read-only to tasks, used offline")
+    offline_bundle: OfflineBundleDir = Field(
+        None, description="A directory `super-bench mirror` made: repositories, wheels"
     )
 
     @field_validator("memory_limit", "max_file_size", mode="before")
@@ -318,14 +329,3 @@ def file_io(proc: subprocess.CompletedProcess[bytes], path: str) -> bytes:
     if "Permission denied" in message or "Read-only" in message:
         raise PermissionError(13, message, path)
     raise OSError(message)
-
-
-def git_rewrite_env(rewrites: dict[str, str]) -> dict[str, str]:
-    """Environment variables that make ``git`` fetch URL prefixes from local paths (``insteadOf``)."""
-    env: dict[str, str] = {}
-    for i, (prefix, local) in enumerate(sorted(rewrites.items())):
-        env[f"GIT_CONFIG_KEY_{i}"] = f"url.{local}.insteadOf"
-        env[f"GIT_CONFIG_VALUE_{i}"] = prefix
-    if env:
-        env["GIT_CONFIG_COUNT"] = str(len(rewrites))
-    return env

@@ -38,6 +38,7 @@ from super_bench import demo
 from super_bench.errors import SandboxError
 from super_bench.sandbox.base import SandboxConfig, file_io
 from super_bench.sandbox.local import LocalSandbox
+from super_bench.sandbox.mirrors import check_readable_by_all, git_config_dir, mirror_paths
 
 # The host's system, shown read-only (a top-level symlink, as on merged-/usr systems, stays a symlink).
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
@@ -116,6 +117,8 @@ class BwrapSandbox(LocalSandbox):
         problem = bwrap_problem()
         if problem is not None:
             raise SandboxError(problem)
+        if os.geteuid() == 0:  # agent code then runs as a user of its own, who must be able to read the mirrors
+            check_readable_by_all(config)
 
     def inside(self, host: Path) -> str:
         return _LAYOUT[host.name] if host.parent == self.root and host.name in _LAYOUT else str(host)
@@ -129,11 +132,11 @@ class BwrapSandbox(LocalSandbox):
     def _shared(self) -> dict[str, str]:
         """The paths the harness shares read-only, by host path, and where agent code sees them: neutral
         places, so that nothing of the host's layout (a checkout, a home) shows."""
-        shared = {str(self.base.kernel_dir): f"{SHARED_INSIDE}/kernel", str(demo.BUNDLES): f"{SHARED_INSIDE}/demo"}
+        shared = {str(self.base.kernel_dir): f"{SHARED_INSIDE}/kernel", str(git_config_dir()): f"{SHARED_INSIDE}/git"}
         for i, site_dir in enumerate(self.base.site_dirs):
             shared.setdefault(site_dir, f"{SHARED_INSIDE}/packages/{i}")
-        for i, local in enumerate(sorted(set(self.config.git_url_rewrites.values()))):
-            shared.setdefault(local.rstrip("/"), f"{SHARED_INSIDE}/git/{i}")
+        for i, path in enumerate(mirror_paths(self.config)):
+            shared.setdefault(path, f"{SHARED_INSIDE}/mirrors/{i}")
         return shared
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
@@ -144,10 +147,8 @@ class BwrapSandbox(LocalSandbox):
     def _agent_uid(self) -> int | None:
         return self._uid if os.geteuid() == 0 else None
 
-    def start(self) -> None:
-        if self._root is not None:
-            return
-        super().start()
+    def _prepare(self) -> None:
+        super()._prepare()
         if os.geteuid() == 0:
             _chown_tree(self.root, self._uid)
         self._bwrap_args = self._container_args()

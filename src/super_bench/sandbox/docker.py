@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from super_bench import __version__, demo
+from super_bench import __version__
 from super_bench.errors import KernelError, SandboxError
 from super_bench.sandbox import supervisor
 from super_bench.sandbox.base import (
@@ -33,10 +33,10 @@ from super_bench.sandbox.base import (
     Sandbox,
     SandboxConfig,
     file_io,
-    git_rewrite_env,
 )
 from super_bench.sandbox.kernelenv import BOOT_SCRIPT
 from super_bench.sandbox.local import MARKER, make_task_dir
+from super_bench.sandbox.mirrors import check_task_pip, git_config_dir, mirror_environ, mirror_paths
 from super_bench.sandbox.reaper import remove_container, remove_tree
 from super_bench.sandbox.runtime import KernelRuntime
 from super_bench.sandbox.scratch import runtime_tag
@@ -165,12 +165,19 @@ class DockerSandbox(Sandbox):
         if self._exec(["touch", "/tmp/.super-bench-owner"]).returncode == 0:
             self._host_owns_files = made.stat().st_uid == os.getuid()
             made.unlink()
+        if self.config.packages_as_of is not None:
+            try:
+                pip = self._exec(["python3", "-m", "pip", "--version"]).stdout.decode()
+                check_task_pip(self.config, pip, f"python3 of the image {self.config.image or DEFAULT_IMAGE}")
+            except SandboxError:
+                self.stop()
+                raise
 
     def _run_command(self) -> list[str]:
         config, root = self.config, self.root
         mounts = {f"{root}/content": "/content", f"{root}/home": "/root", f"{root}/tmp": "/tmp"}
         mounts[str(self.runtime_dir / "sockets")] = SOCKETS_INSIDE
-        read_only = {str(demo.BUNDLES), *config.git_url_rewrites.values()}
+        read_only = {*mirror_paths(config), str(git_config_dir())}
         env = {
             "HOME": "/root",
             "TMPDIR": "/tmp",
@@ -180,7 +187,7 @@ class DockerSandbox(Sandbox):
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "DEBIAN_FRONTEND": "noninteractive",
             MARKER: self.id,
-            **git_rewrite_env({**demo.git_url_rewrites(), **config.git_url_rewrites}),
+            **mirror_environ(config),
             **config.env,
         }
         args = [self._engine, "run", "-d", "--rm", "--name", self.container, "--label", "super-bench=1"]

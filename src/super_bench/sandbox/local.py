@@ -17,7 +17,6 @@ import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
-from super_bench import demo
 from super_bench.errors import KernelError, SandboxError
 from super_bench.sandbox import supervisor
 from super_bench.sandbox.base import (
@@ -26,11 +25,11 @@ from super_bench.sandbox.base import (
     PopenKernelProcess,
     Sandbox,
     SandboxConfig,
-    git_rewrite_env,
     rlimit_prefix,
     scrubbed_environ,
 )
 from super_bench.sandbox.memory import MemoryCgroup, memory_mechanism
+from super_bench.sandbox.mirrors import check_task_pip, mirror_environ
 from super_bench.sandbox.pyenv import BasePython, create_task_env
 from super_bench.sandbox.reaper import MARKER, kill_marked, processes_with_marker, remove_tree
 from super_bench.sandbox.runtime import KernelRuntime
@@ -125,6 +124,15 @@ class LocalSandbox(Sandbox):
         self._root = make_task_dir(self.config, self.label)
         if not self.config.keep:
             supervisor.register("dir", str(self._root))
+        try:
+            self._prepare()
+        except BaseException:
+            self.stop()  # a start that failed half-way leaves nothing either
+            raise
+        self._start_wall_clock()
+
+    def _prepare(self) -> None:
+        """The runtime directory, the task's Python environment, its variables and its memory cgroup."""
         self._runtime = KernelRuntime.create(runtime_tag(self.config.root), socket_owner=self._agent_uid())
         supervisor.register("dir", str(self._runtime.root))
         self._base = task_base(self.config.task_python)
@@ -132,11 +140,12 @@ class LocalSandbox(Sandbox):
         # inline backend) is there for its scripts too, as in SUPER's environment, and never shadows its own.
         site_dirs = [self.shown_at(d) for d in (*self._base.site_dirs, str(self._base.kernel_dir / "packages"))]
         create_task_env(self.python_dir, self._base, visible_at=self.inside(self.python_dir), site_dirs=site_dirs)
+        if self.config.packages_as_of is not None:
+            _check_pip(self.config, self.python_dir / "bin" / "python")
         self._env = self.agent_environ()
         if self.config.memory_limit is not None and memory_mechanism(self.config.memory_enforcement) != "address-space":
             self._cgroup = MemoryCgroup(self.label, self.config.memory_limit)
             supervisor.register("cgroup", str(self._cgroup.path))
-        self._start_wall_clock()
 
     def agent_environ(self) -> dict[str, str]:
         """The environment agent code sees: scrubbed host variables plus the task's own settings."""
@@ -156,8 +165,7 @@ class LocalSandbox(Sandbox):
             DEBIAN_FRONTEND="noninteractive",
         )
         env[MARKER] = self.id
-        rewrites = {**demo.git_url_rewrites(), **self.config.git_url_rewrites}
-        env.update(git_rewrite_env({prefix: self.shown_at(local) for prefix, local in rewrites.items()}))
+        env.update(mirror_environ(self.config, shown_at=self.shown_at))
         env.update(self.config.env)
         return env
 
@@ -284,3 +292,15 @@ def _text(data: str | bytes | None) -> str:
     if data is None:
         return ""
     return data if isinstance(data, str) else data.decode("utf-8", "replace")
+
+
+def _check_pip(config: SandboxConfig, python: Path) -> None:
+    """Refuse a task environment whose pip would ignore ``packages_as_of``."""
+    try:
+        proc = subprocess.run(
+            [python, "-m", "pip", "--version"], capture_output=True, text=True, timeout=120, env=scrubbed_environ()
+        )
+        found = proc.stdout
+    except (OSError, subprocess.SubprocessError):
+        found = ""
+    check_task_pip(config, found, str(python))

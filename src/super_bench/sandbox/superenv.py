@@ -126,7 +126,8 @@ def build_base_env(
     notes: list[str] = []
     version = _full_version(interpreter)
     if not version.startswith(PAPER_PYTHON + "."):
-        notes.append(f"Python {version}, not {PAPER_PYTHON} as in the paper's environment (none was found here)")
+        why = "as asked" if python is not None else f"no Python {PAPER_PYTHON} was found here"
+        notes.append(f"Python {version} ({why}), not {PAPER_PYTHON} as in the paper's environment")
     echo(f"Building SUPER's task environment in {target} from {interpreter} (Python {version}) ...")
     # Paths inside a virtual environment are absolute, so it is built in place; the record, written
     # last, says the build finished.

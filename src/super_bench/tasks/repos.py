@@ -16,23 +16,26 @@ from pathlib import Path
 from types import TracebackType
 
 from super_bench import demo
-from super_bench.errors import TaskSourceError
+from super_bench.errors import SuperBenchError, TaskSourceError
+from super_bench.sandbox.base import SandboxConfig
+from super_bench.sandbox.mirrors import git_config_file
 
 GIT_TIMEOUT = 600.0
 
 
-def git(*args: str, cwd: Path | None = None, timeout: float = GIT_TIMEOUT) -> str:
-    """Run git (demo URLs rewritten to the bundles; never asking for credentials); returns stdout."""
+def git(*args: str, cwd: Path | None = None, timeout: float = GIT_TIMEOUT, mirrors: SandboxConfig | None = None) -> str:
+    """Run git (never asking for credentials); returns stdout. Mirrored URLs (the demo suite's, and
+    those of ``mirrors``' git mirrors and offline bundle) are served from their mirrors, as in the sandboxes."""
     if shutil.which("git") is None:
         raise TaskSourceError("git is not installed; it is needed to read task repositories")
-    rewrites = []
-    for prefix, local in sorted(demo.git_url_rewrites().items()):
-        rewrites += ["-c", f"url.{local}.insteadOf={prefix}"]
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
     try:
-        done = subprocess.run(
-            ["git", *rewrites, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-        )
+        config = git_config_file(mirrors or SandboxConfig())
+    except SuperBenchError as e:
+        raise TaskSourceError(str(e)) from e
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "GIT_CONFIG_SYSTEM": str(config)}
+    env.pop("GIT_CONFIG_NOSYSTEM", None)
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         raise TaskSourceError(f"git {' '.join(args[:2])} took more than {timeout:g} s") from e
     if done.returncode != 0:
@@ -52,11 +55,14 @@ def available_offline(source: str) -> bool:
     return not is_remote(source) or source.startswith(demo.DEMO_URL_PREFIX)
 
 
-def clone(source: str, dest: Path, *, bare: bool = False) -> Path:
-    """Clone ``source`` (a URL or a local path) into ``dest``; returns ``dest``."""
-    options = ["--bare", "--filter=blob:none"] if bare else ["--quiet"]
+def clone(
+    source: str, dest: Path, *, bare: bool = False, full: bool = False, mirrors: SandboxConfig | None = None
+) -> Path:
+    """Clone ``source`` (a URL or a local path) into ``dest``; returns ``dest``. A bare clone is
+    without file contents (fetched when read) unless ``full``."""
+    options = (["--bare"] if full else ["--bare", "--filter=blob:none"]) if bare else ["--quiet"]
     # "--": a task file's repository could be "--upload-pack=<command>"; it must never be read as an option.
-    git("clone", "--quiet", *options, "--", source, str(dest))
+    git("clone", "--quiet", *options, "--", source, str(dest), mirrors=mirrors)
     return dest
 
 
@@ -84,7 +90,8 @@ def find_files(files: list[str], path: str) -> list[str]:
 class RepoCache:
     """Bare clones of repositories, one per URL, in a temporary directory removed on exit."""
 
-    def __init__(self) -> None:
+    def __init__(self, mirrors: SandboxConfig | None = None) -> None:
+        self.mirrors = mirrors
         self._root = Path(tempfile.mkdtemp(prefix="super-bench-repos-"))
         self._repos: dict[str, Path | TaskSourceError] = {}
 
@@ -92,7 +99,7 @@ class RepoCache:
         """The bare clone of ``source``; a repository that cannot be cloned raises the same error each time."""
         if source not in self._repos:
             try:
-                self._repos[source] = clone(source, self._root / str(len(self._repos)), bare=True)
+                self._repos[source] = clone(source, self._root / str(len(self._repos)), bare=True, mirrors=self.mirrors)
             except TaskSourceError as e:
                 self._repos[source] = TaskSourceError(f"cannot clone {source}: {e}")
         found = self._repos[source]

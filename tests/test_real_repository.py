@@ -1,0 +1,85 @@
+"""A real research repository, run again: GPT-4o's recorded actions on an Expert task of the paper,
+replayed with the repository served from a git mirror (a bundle), compared step by step with what was
+recorded (the kind of each result, and the metrics printed, within 1e-2).
+
+Its ``pip install -r requirements.txt`` installs torch 2.1.2 with CUDA libraries from the package index
+(about 5 GB, a few minutes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from tests.conftest import REFERENCE_REPOS, REFERENCE_TRAJECTORIES
+
+from super_bench import run
+from super_bench.environment import EnvConfig
+from super_bench.report.notebooks import notebook_trajectory
+from super_bench.sandbox import SandboxConfig
+from super_bench.tasks.model import Task
+
+TASK = "unsupervisedhierarchicalsymbolicregression"
+URL = "https://github.com/SiyuLou/UnsupervisedHierarchicalSymbolicRegression"
+BUNDLE = REFERENCE_REPOS / "UnsupervisedHierarchicalSymbolicRegression.bundle"
+NOTEBOOK = REFERENCE_TRAJECTORIES / "react-super_expert" / TASK / "history.ipynb"
+# The metrics the scripts print: "R_square: 0.4694470167160034; MSE: 0.00488999058501889", and per epoch
+# "train loss: 0.0120, val loss: 0.0010 RMSE: 0.0704, R_square: 0.4687".
+METRIC = re.compile(r"(train loss|val loss|RMSE|MSE|R_square): (-?\d+(?:\.\d+)?(?:e-?\d+)?)")
+ERROR = re.compile(r"^(\w+(?:Error|Exception)):", re.M)
+
+
+def metrics(text: str) -> dict[str, list[float]]:
+    """Each metric's distinct values, in the order printed (progress bars repeat lines)."""
+    found: dict[str, list[float]] = {}
+    for name, value in METRIC.findall(text):
+        values = found.setdefault(name, [])
+        if float(value) not in values:
+            values.append(float(value))
+    return found
+
+
+def kind(step: dict[str, object]) -> tuple[object, ...]:
+    """The kind of a step's result: its outcome, the errors it shows, whether pip installed things."""
+    text = str(step["observation"])
+    return step["outcome"], tuple(sorted(set(ERROR.findall(text)))), "Successfully installed" in text
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_gpt4o_recorded_run_reproduces_through_a_git_mirror(tmp_path: Path) -> None:
+    for needed in (BUNDLE, NOTEBOOK):
+        if not needed.is_file():
+            pytest.skip(
+                f"{needed} is not here (set SUPER_BENCH_REFERENCE_REPOS and SUPER_BENCH_REFERENCE_TRAJECTORIES)"
+            )
+    recorded = notebook_trajectory(NOTEBOOK, TASK)
+    assert f"!git clone {URL}.git" in str(recorded.steps[0].action.content)  # the clone the mirror serves
+    actions = tmp_path / "actions.json"
+    actions.write_text(recorded.model_dump_json())
+    outcome = run(
+        tasks=[Task(task_id=TASK, query=recorded.query, github_repo=URL)],
+        agent=f"replay:{actions}",
+        out=tmp_path / "run",
+        infra_retries=0,
+        env=EnvConfig(
+            cell_timeout=1800,
+            max_compute=3600,
+            sandbox=SandboxConfig(root=tmp_path / "sandboxes", git_mirrors={URL: BUNDLE}),
+        ),
+    )
+    (result,) = outcome.results
+    assert result.status == "completed", result
+    replayed = json.loads((outcome.run_dir.task_dir(TASK) / "trajectory.json").read_text())["steps"]
+    before = [step.model_dump(mode="json") for step in recorded.steps]
+    assert len(replayed) == len(before)
+    for now, then in zip(replayed, before):
+        where = f"step {then['index']}: {str(then['action']['content'])[:60]!r}"
+        assert kind(now) == kind(then), (where, now["observation"][-2000:])
+        got, want = metrics(now["observation"]), metrics(then["observation"])
+        assert got.keys() == want.keys(), (where, got, want)
+        for name in want:
+            assert got[name] == pytest.approx(want[name], abs=1e-2), (where, name)
+    assert result.submission == recorded.submission
