@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -269,9 +270,13 @@ def test_pip_installs_stay_in_the_task_environment(env: Environment, tmp_path: A
     with pytest.raises(ImportError):
         __import__("sbtinypkg")  # the harness never sees it
     # Packages of the base environment cannot be removed from inside the task.
-    step = execute(env, "!pip uninstall -y pydantic")
+    base = env.sandbox.base.site_dirs  # type: ignore[attr-defined]
+    numpy_files = sorted(str(p) for d in base for p in Path(d).glob("numpy/*.py"))
+    assert numpy_files, "the base holds numpy"
+    step = execute(env, "!pip uninstall -y numpy")
     assert "outside environment" in step.observation or step.exit_code != 0
-    import pydantic  # noqa: F401  (still importable)
+    assert execute(env, "import numpy\nprint(numpy.arange(3).sum())").observation == "3\n"
+    assert sorted(str(p) for d in base for p in Path(d).glob("numpy/*.py")) == numpy_files
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="uses /proc")
