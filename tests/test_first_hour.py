@@ -157,7 +157,9 @@ def play_input() -> str:
 def rescored(home: Home, result: subprocess.CompletedProcess[str]) -> None:
     table_lines(result.stdout)
     whole_ids(result.stdout, "expert")
-    assert json.loads((home.path / home.runs["runs/<run>"] / "summary.json").read_text())["mode"] == "reference"
+    # Into a new run directory, as the README says; the run itself keeps its scores.
+    assert json.loads((home.path / "rescored" / "summary.json").read_text())["mode"] == "reference"
+    assert json.loads((home.path / home.runs["runs/<run>"] / "summary.json").read_text())["mode"] == "corrected"
 
 
 def write_task_file(home: Home) -> None:
@@ -247,7 +249,7 @@ CHECKS: dict[str, Check] = {
     "super-bench play tinyreg": Check("run", played, stdin=play_input),
     "super-bench run --agent react-super --model openai/gpt-4o --query "
     '"Clone https://github.com/super-bench-demo/tinyreg and report its test MSE."': Check("error", error=NEEDS_KEY),
-    "super-bench score runs/<run> --mode reference": Check("run", rescored),
+    "super-bench score runs/<run> --mode reference --out rescored": Check("run", rescored),
     "super-bench tasks validate my_tasks.jsonl": Check("run", prepare=write_task_file),
     'super-bench construct from-notebook solved.ipynb --repo URL --query "..."': Check(
         "run", from_notebook, write_solved_notebook, ok=False
@@ -255,6 +257,11 @@ CHECKS: dict[str, Check] = {
     "super-bench construct mask --out masked.jsonl": Check("slow"),
     "super-bench construct autogen URL... --model openai/gpt-4o --out auto.jsonl": Check("error", error=NEEDS_KEY),
     "super-bench doctor --set masked": Check("slow"),
+    "super-bench mirror --source hf --out offline --wheels": Check(
+        "error", error=r"cannot reach the Hugging Face Hub[\s\S]*hf download allenai/super", env={"HF_HUB_OFFLINE": "1"}
+    ),
+    # Runs from the bundle the command above makes (with the network): tested in test_offline_bundle.
+    "super-bench run --offline-bundle offline --network off": Check("resolve"),
     "super-bench view runs/<run>": Check("run", viewed),
     "super-bench import-trajectories trajectories/gpt-4o-2024-08-06_react-super_expert --out runs/paper": Check(
         "run", imported, link_trajectories, ok=False
@@ -264,7 +271,7 @@ CHECKS: dict[str, Check] = {
     "super-bench sandbox check": Check("run", sandboxes),
     "super-bench run --network off --memory-limit 8g": Check("slow"),
     # Builds a Python environment from the package index: minutes, and the network.
-    "super-bench sandbox build --python python3.10": Check("resolve"),
+    "super-bench sandbox build": Check("resolve"),
     "super-bench run --set masked --workers 4 --out runs/masked": Check("slow"),
     # 85 gold runs; its options are resolved, and --epochs is run in test_runner.
     "super-bench run --set masked --epochs 5 --out runs/masked-5": Check("resolve"),

@@ -32,7 +32,9 @@ from super_bench.scoring.cleaning import reference_clean
 from super_bench.tasks.model import Task
 
 SAMPLE = REFERENCE_TRAJECTORIES / "react-super_expert"
-needs_sample = pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"the paper's sample trajectories are not at {SAMPLE}")
+needs_sample = pytest.mark.skipif(
+    not SAMPLE.is_dir(), reason="the paper's sample trajectories are not here (see SUPER_BENCH_REFERENCE_TRAJECTORIES)"
+)
 
 
 def notebook_step_count(path: Path) -> int:

@@ -21,7 +21,7 @@ EXPERT = REFERENCE_TRAJECTORIES / "react-super_expert"
 @pytest.fixture
 def imported(tmp_path: Path) -> Path:
     if not EXPERT.is_dir():
-        pytest.skip(f"the published trajectories are not at {EXPERT} (set SUPER_BENCH_REFERENCE_TRAJECTORIES)")
+        pytest.skip("the published trajectories are not here (set SUPER_BENCH_REFERENCE_TRAJECTORIES)")
     source = tmp_path / "published"
     source.mkdir()
     for name in ("galore", "inbedder"):

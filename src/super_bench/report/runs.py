@@ -110,8 +110,8 @@ def check_modes(runs: list[RunData]) -> None:
             f"{run.path}: {run.mode}" + (f" ({run.mode_counts()})" if run.mode == MIXED_MODE else "") for run in runs
         )
         raise ReportError(
-            f"the runs were scored in different modes ({listed}); re-score them in one mode "
-            "(super-bench score RUN_DIR --mode ...), or pass --allow-mixed-modes"
+            f"the runs were scored in different modes ({listed}); pass --allow-mixed-modes to compare them anyway, "
+            "or re-score them in one mode: super-bench score RUN_DIR --mode reference"
         )
 
 
