@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +18,6 @@ import pytest
 from tests.sandboxes import tiny_wheel
 
 from super_bench.sandbox.mirrors import PIP_WITH_UPLOAD_FILTER
-from super_bench.sandbox.pyenv import BasePython, create_task_env
 
 GIT_ENV = {
     **os.environ,
@@ -135,17 +135,12 @@ def package_index(packages: dict[str, dict[str, tuple[Path, str]]]) -> Iterator[
 
 
 @pytest.fixture(scope="session")
-def pip26_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A task Python with a pip new enough for the upload-time filter (layered over this one)."""
-    target = tmp_path_factory.mktemp("pip26") / "env"
-    create_task_env(target, BasePython.current())
-    python = target / "bin" / "python"
-    done = subprocess.run(
-        [python, "-m", "pip", "install", "-q", f"pip>={PIP_WITH_UPLOAD_FILTER[0]}"], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    subprocess.run(["chmod", "-R", "a+rX", str(target)], check=True)
-    return python
+def pip26_python() -> Path:
+    """A task Python with a pip new enough for the upload-time filter: this one (super-bench needs pip 26)."""
+    from importlib.metadata import version
+
+    assert int(version("pip").split(".")[0]) >= PIP_WITH_UPLOAD_FILTER[0]
+    return Path(sys.executable)
 
 
 # sbdated 1.0, 2.0 and 3.0 (VALUE 1, 2, 3), uploaded in 2023, mid-2024 and 2025.

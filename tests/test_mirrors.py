@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from tests.test_cli import cli
 from super_bench import SandboxConfig
 from super_bench.errors import SandboxError
 from super_bench.sandbox.mirrors import check_task_pip
-from super_bench.sandbox.pyenv import BasePython, create_task_env
+from super_bench.sandbox.pyenv import create_task_env, from_interpreter
 
 ISOLATING = ["local", "bwrap"]
 __all__ = ["dated_index", "pip26_python"]  # fixtures
@@ -27,8 +29,11 @@ URL = "https://git.invalid/lab/proj"
 
 
 def run_cells(env_factory: Any, sandbox: dict[str, Any], cells: list[str], **settings: Any) -> list[Any]:
+    """Run ``cells``; ``{shown:PATH}`` in a cell stands for where agent code sees the host's PATH."""
     env = env_factory(cell_timeout=120, sandbox=sandbox, **settings)
     env.reset(make_task())
+    shown = env.sandbox.shown_at
+    cells = [re.sub(r"\{shown:([^}]*)\}", lambda m: shown(m.group(1)), cell) for cell in cells]
     return [env.step({"type": "execute", "content": cell}) for cell in cells]
 
 
@@ -89,7 +94,7 @@ def test_mirrors_are_read_only_to_agent_code(env_factory: Any, tmp_path: Path) -
     (step,) = run_cells(
         env_factory,
         {**backend_settings("bwrap"), "git_mirrors": {URL: mirror}},
-        [f"!touch {mirror}/HEAD 2>&1; echo > {mirror}/hooks/x 2>&1"],
+        [f"!touch {{shown:{mirror}}}/HEAD 2>&1; echo > {{shown:{mirror}}}/hooks/x 2>&1"],
     )
     assert step.raw_output.count("Read-only file system") == 2, step.raw_output
 
@@ -154,11 +159,12 @@ def test_pip_installs_what_there_was_on_the_date(
 
 def test_a_task_python_whose_pip_would_ignore_the_date_is_refused(env_factory: Any, tmp_path: Path) -> None:
     old = tmp_path / "old"
-    create_task_env(old, BasePython.current())
-    done = subprocess.run(
-        [old / "bin" / "python", "-m", "pip", "install", "-q", "pip<26"], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
+    create_task_env(old, from_interpreter(sys.executable))
+    # A pip that says it is 24.0, first on the path of the task's Python (made here: no network).
+    site_packages = next(old.glob("lib/python*/site-packages"))
+    (site_packages / "pip").mkdir()
+    (site_packages / "pip" / "__init__.py").write_text("")
+    (site_packages / "pip" / "__main__.py").write_text("print('pip 24.0 from /old/pip (python 3)')\n")
     env = env_factory(
         sandbox={"backend": "local", "task_python": old / "bin" / "python", "packages_as_of": "2024-01-01"}
     )
@@ -211,13 +217,14 @@ def hub_cache(root: Path) -> Path:
 
 def test_models_and_datasets_load_from_a_shared_cache_without_the_network(env_factory: Any, tmp_path: Path) -> None:
     cache = hub_cache(tmp_path / "hf")
-    sandbox = {**backend_settings("bwrap"), "hf_cache": cache, "network": False}
+    # huggingface_hub is in SUPER's environment (with transformers), not in the minimal default: a base with it.
+    sandbox = {**backend_settings("bwrap"), "hf_cache": cache, "network": False, "task_python": Path(sys.executable)}
     code = (
         "from huggingface_hub import hf_hub_download\n"
         "print(open(hf_hub_download('lab/tiny', 'config.json')).read())\n"
         "print(open(hf_hub_download('lab/rows', 'data.csv', repo_type='dataset')).read())"
     )
-    loaded, written = run_cells(env_factory, sandbox, [code, f"!touch {cache}/hub/x 2>&1"])
+    loaded, written = run_cells(env_factory, sandbox, [code, f"!touch {{shown:{cache}}}/hub/x 2>&1"])
     assert loaded.outcome == "ok", loaded.raw_output
     assert '{"hidden": 7}' in loaded.raw_output and "a,b\n1,2" in loaded.raw_output
     assert "Read-only file system" in written.raw_output

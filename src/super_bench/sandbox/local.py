@@ -126,6 +126,10 @@ class LocalSandbox(Sandbox):
             supervisor.register("dir", str(self._root))
         try:
             self._prepare()
+            if self.config.packages_as_of is not None:
+                # Asked inside the sandbox, where the task's Python finds its packages.
+                pip = self.run(["python", "-m", "pip", "--version"], timeout=120)
+                check_task_pip(self.config, pip.stdout, f"{self.inside(self.python_dir)}/bin/python")
         except BaseException:
             self.stop()  # a start that failed half-way leaves nothing either
             raise
@@ -140,8 +144,6 @@ class LocalSandbox(Sandbox):
         # inline backend) is there for its scripts too, as in SUPER's environment, and never shadows its own.
         site_dirs = [self.shown_at(d) for d in (*self._base.site_dirs, str(self._base.kernel_dir / "packages"))]
         create_task_env(self.python_dir, self._base, visible_at=self.inside(self.python_dir), site_dirs=site_dirs)
-        if self.config.packages_as_of is not None:
-            _check_pip(self.config, self.python_dir / "bin" / "python")
         self._env = self.agent_environ()
         if self.config.memory_limit is not None and memory_mechanism(self.config.memory_enforcement) != "address-space":
             self._cgroup = MemoryCgroup(self.label, self.config.memory_limit)
@@ -292,15 +294,3 @@ def _text(data: str | bytes | None) -> str:
     if data is None:
         return ""
     return data if isinstance(data, str) else data.decode("utf-8", "replace")
-
-
-def _check_pip(config: SandboxConfig, python: Path) -> None:
-    """Refuse a task environment whose pip would ignore ``packages_as_of``."""
-    try:
-        proc = subprocess.run(
-            [python, "-m", "pip", "--version"], capture_output=True, text=True, timeout=120, env=scrubbed_environ()
-        )
-        found = proc.stdout
-    except (OSError, subprocess.SubprocessError):
-        found = ""
-    check_task_pip(config, found, str(python))
