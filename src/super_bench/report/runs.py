@@ -131,7 +131,7 @@ def load_run(path: Path) -> RunData:
             log.warning("%s/tasks.jsonl is unreadable; gold answers and landmarks are not shown: %s", path, e)
     manifest = run_dir.read_manifest()
     mode = _summary_mode(run_dir)
-    return RunData(run_dir.path, results, summarize(results, mode), tasks, manifest)
+    return RunData(run_dir.path, results, summarize(results, mode, manifest), tasks, manifest)
 
 
 def _summary_mode(run_dir: RunDir) -> str:

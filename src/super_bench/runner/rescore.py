@@ -133,7 +133,7 @@ def _rescore(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_
             results[key] = _unscored(row, f"its trajectory file {row.trajectory or '(none)'} is missing", mode)
     ordered = list(results.values())
     run_dir.write_results(ordered)
-    summary = summarize(ordered, mode)
+    summary = summarize(ordered, mode, run_dir.read_manifest())
     run_dir.write_summary(summary)
     _record_rescoring(run_dir, mode, copied_from)
     return RunOutcome(run_dir, ordered, summary)

@@ -144,9 +144,10 @@ def run_mode(results: list[TaskResult], default: str = "corrected") -> tuple[str
     return (next(iter(modes)) if len(modes) == 1 else MIXED_MODE), modes
 
 
-def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
+def summarize(results: list[TaskResult], mode: str = "corrected", manifest: dict[str, Any] | None = None) -> Summary:
     """Means of each metric over the results that define it, leaving out infrastructure failures and
-    rows that could not be scored. ``mode`` is the mode of rows that do not record theirs."""
+    rows that could not be scored. ``mode`` is the mode of rows that do not record theirs; ``manifest``
+    (run.json) tells the task environment."""
     scored = [r for r in results if r.in_means]
     run_scoring, modes = run_mode(results, mode)
     means: dict[str, float | None] = {}
@@ -172,6 +173,7 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
         infra_errors=counts["infra_error"],
         retries=sum(r.attempts - 1 for r in results),
         stats={name: metric_stats(scored, name) for name in METRICS},
+        task_environment=((manifest or {}).get("task_environment") or {}).get("summary"),
     )
 
 

@@ -212,8 +212,7 @@ def _run(
         packages.result()
         order = {task.task_id: i for i, task in enumerate(tasks)}
         results.sort(key=lambda r: (order[r.task_id], r.epoch))
-        summary = summarize(results, config.mode)
-        summary.task_environment = manifest.get("task_environment", {}).get("summary")
+        summary = summarize(results, config.mode, manifest)
         run_dir.write_summary(summary)
     return RunOutcome(run_dir, results, summary)
 
