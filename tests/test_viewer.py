@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -352,8 +353,16 @@ def test_figures_are_shown_in_the_page_within_a_budget_per_task(
 ) -> None:
     actions = tmp_path / "actions.json"
     actions.write_text(json.dumps(FIGURES))
-    env = EnvConfig(cell_timeout=60, sandbox=SandboxConfig(root=tmp_path / "sandboxes"))
-    run(RunConfig(env=env, query="Plot it.", agent=f"replay:{actions}", out=tmp_path / "run"))
+    # matplotlib is in SUPER's environment, not the minimal default: the task's base is this Python, which has it.
+    sandbox = SandboxConfig(root=tmp_path / "sandboxes", task_python=Path(sys.executable))
+    run(
+        RunConfig(
+            env=EnvConfig(cell_timeout=60, sandbox=sandbox),
+            query="Plot it.",
+            agent=f"replay:{actions}",
+            out=tmp_path / "run",
+        )
+    )
     html = build_view(tmp_path / "run", tmp_path / "view.html").read_text(encoding="utf-8")
     (task,) = by_id(html).values()
     assert [len(step.get("figs", [])) for step in task["steps"]] == [1, 2]
