@@ -1,4 +1,5 @@
-"""Per-task results (``results.jsonl``) and the run summary (``summary.json``)."""
+"""Per-task results (``results.jsonl``) and the run summary (``summary.json``), versioned records
+(``records``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench._names import METRICS
 from super_bench.failures import TaskStatus
+from super_bench.runner.records import VersionedRecord
 from super_bench.scoring import Metrics, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.trajectory import StopReason, Trajectory, Usage
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 RECORDED_MODE = "recorded"  # metrics imported as the original harness recorded them
 
 
-class TaskResult(BaseModel):
+class TaskResult(VersionedRecord):
     """One line of ``results.jsonl``: one run (epoch) of one task."""
 
     model_config = ConfigDict(extra="ignore")
@@ -99,7 +101,7 @@ class MetricStats(BaseModel):
     n: int = Field(description="Tasks that define the metric")
 
 
-class Summary(BaseModel):
+class Summary(VersionedRecord):
     """``summary.json``: means over scored tasks, and counts of everything else."""
 
     n_tasks: int = Field(description="Results: tasks times epochs")
