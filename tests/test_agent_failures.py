@@ -221,6 +221,7 @@ def test_a_kernel_that_cannot_restart_after_the_agent_acted_ends_the_episode(tmp
         )
         assert "The episode ends here" in step.observation
         assert env.done and env.trajectory.stop_reason == "environment_broken"
+        assert (step.terminated, step.truncated, step.stop_reason) == (True, False, "environment_broken")
         assert "no new kernel could be started" in env.trajectory.metadata["error"]
 
 

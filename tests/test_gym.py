@@ -43,8 +43,10 @@ def test_make_finds_tasks_and_validates_settings(tmp_path: Path) -> None:
         assert [s.pre_executed for s in env.trajectory.steps] == [True, True]
         step = env.step({"type": "execute", "content": "!ls"})
         assert "train.py" in step.observation and not env.done
+        assert (step.terminated, step.truncated, step.stop_reason) == (False, False, None)
         assert env.score().output_match == 0.0
-        env.step({"type": "submit", "content": {"test_mse": 7.4031}})
+        step = env.step({"type": "submit", "content": {"test_mse": 7.4031}})
+        assert (step.terminated, step.truncated, step.stop_reason) == (True, False, "submitted")
         assert env.done and env.score().output_match == 1.0
         env.reset()  # a fresh episode of the same task
         assert len(env.trajectory.steps) == 2 and not env.done

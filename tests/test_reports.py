@@ -18,6 +18,7 @@ from super_bench.report.leaderboard import leaderboard_rows, to_csv, to_markdown
 from super_bench.report.plots import metric_by_category, plot_metric_by_category, plot_score_vs_cost
 from super_bench.report.runs import load_run
 from super_bench.report.stats import MIN_PAIRED, bootstrap_mean, paired_bootstrap, paired_permutation_test
+from super_bench.runner.records import RunManifest
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import Metrics
@@ -58,7 +59,7 @@ def write_run(
         results.append(TaskResult(task_id="broken_data", task_set=task_set, status="infra_error"))  # type: ignore[arg-type]
     run_dir.write_results(results)
     run_dir.write_summary(summarize(results, mode or "corrected"))
-    run_dir.write_manifest({"config": {"agent": agent, "model": "mock/m", "task_set": task_set}})
+    run_dir.write_manifest(RunManifest(config={"agent": agent, "model": "mock/m", "task_set": task_set}))
     return path
 
 

@@ -131,6 +131,7 @@ def test_an_episode_from_start_to_scores(server: LiveServer, tmp_sandbox_root: P
     ):
         reply = step(server, sid, type="execute", content=cell, thought="next")
         assert reply["step"]["outcome"] == "ok" and not reply["done"], reply
+        assert not reply["terminated"] and not reply["truncated"] and reply["step"]["stop_reason"] is None
     assert "Test MSE: 7.4031" in reply["step"]["observation"]
 
     state = server.client.get(f"/v1/sessions/{sid}").json()
@@ -139,6 +140,8 @@ def test_an_episode_from_start_to_scores(server: LiveServer, tmp_sandbox_root: P
 
     reply = step(server, sid, type="submit", content={"test_mse": 7.4031})
     assert reply["done"] and reply["stop_reason"] == "submitted"
+    assert reply["terminated"] and not reply["truncated"]
+    assert (reply["step"]["terminated"], reply["step"]["stop_reason"]) == (True, "submitted")
     assert list(tmp_sandbox_root.iterdir()) == []  # the sandbox stops as soon as the episode ends
 
     state = server.client.get(f"/v1/sessions/{sid}").json()
@@ -275,6 +278,29 @@ def test_soft_timeouts_over_http(start_server: Callable[..., LiveServer]) -> Non
     assert reply["step"]["outcome"] == "timeout" and "still running" in reply["step"]["observation"]
     reply = step(server, sid, type="interrupt")
     assert reply["step"]["outcome"] == "interrupted" and "KeyboardInterrupt" in reply["step"]["observation"]
+
+
+def test_a_budget_that_runs_out_truncates_the_episode_over_http(tmp_sandbox_root: Path) -> None:
+    server = LiveServer(SessionManager(EnvConfig(max_steps=2, sandbox=SandboxConfig(root=tmp_sandbox_root))))
+    try:
+        sid = new_session(server, query="x")["session_id"]
+        first = step(server, sid, type="execute", content="1")
+        assert (first["done"], first["terminated"], first["truncated"], first["stop_reason"]) == (
+            False,
+            False,
+            False,
+            None,
+        )
+        last = step(server, sid, type="continue_wait")  # an invalid step counts too
+        assert (last["done"], last["terminated"], last["truncated"], last["stop_reason"]) == (
+            True,
+            False,
+            True,
+            "max_steps",
+        )
+        assert (last["step"]["truncated"], last["step"]["stop_reason"]) == (True, "max_steps")
+    finally:
+        server.stop()
 
 
 def test_deleting_a_session_cuts_its_step_short(server: LiveServer, tmp_sandbox_root: Path) -> None:

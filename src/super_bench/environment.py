@@ -4,9 +4,12 @@ One sandbox and one Jupyter kernel per episode. Cells have a soft timeout: when 
 the step returns what the cell printed so far and says it is still running; the agent may
 ``continue_wait`` or ``interrupt``, and any other action interrupts it first. A dead kernel is
 replaced and the observation says that all state was lost. Every step is recorded in the
-trajectory; budgets on steps, execution time, prompt tokens and cost end the episode with a
-stop reason (agents report their model usage with ``add_usage``). The raw output kept is capped
-per step and per episode, so no cell can make the trajectory, or the harness, grow without bound.
+trajectory, and says whether it ended the episode: ``terminated`` (an end state of the task, as a
+submission) or ``truncated`` (a budget ran out), with the stop reason. The environment holds every
+budget (steps, execution time, wall time, prompt tokens, cost; agents report their model usage with
+``add_usage`` and ask ``budget_left()``), and ``new_attempt`` starts the task again in a fresh notebook
+with the token and cost budgets carried over. The raw output kept is capped per step and per
+episode, so no cell can make the trajectory, or the harness, grow without bound.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, parse_answer
+from super_bench.budget import BudgetLeft
 from super_bench.edit import EditFailed, apply_edit, parse_edit
 from super_bench.errors import EnvironmentClosedError, KernelError, KernelRestartError, SandboxError, SuperBenchError
 from super_bench.failures import classify_failure
@@ -34,6 +38,7 @@ from super_bench.trajectory import (
     StopReason,
     Trajectory,
     Usage,
+    ending,
     metadata_problem,
     utcnow,
 )
@@ -92,8 +97,9 @@ class Environment:
         self._on_step = on_step
         self._sandbox: Sandbox | None = None
         self._kernel: NotebookKernel | None = None
-        self._task: Task | None = None
+        self._task: Task | None = None  # as the agent is told it, in this attempt
         self._trajectory: Trajectory | None = None
+        self._attempt = 0
         self._cell_started: datetime | None = None
         # Running totals of the agent's steps, so that the budget check after each step does not
         # walk the whole trajectory (which would make an episode quadratic in its length).
@@ -107,6 +113,7 @@ class Environment:
     # -- state ---------------------------------------------------------------------------------
     @property
     def task(self) -> Task:
+        """The task, as the agent is told it in this attempt (see ``new_attempt``)."""
         if self._task is None:
             raise EnvironmentClosedError("call reset(task) first")
         return self._task
@@ -121,6 +128,23 @@ class Environment:
     def done(self) -> bool:
         return self._trajectory is not None and self._trajectory.stop_reason is not None
 
+    @property
+    def cwd(self) -> str:
+        """The notebook's current directory, as agent code sees it: where ``%cd`` last moved the kernel,
+        ``workdir`` until then (and again after a kernel restart). An edit's path is relative to it."""
+        return self.kernel.cwd or self.sandbox.workdir
+
+    @property
+    def workdir(self) -> str:
+        """The task's working directory, as agent code sees it: where the notebook starts."""
+        return self.sandbox.workdir
+
+    @property
+    def attempt(self) -> int:
+        """Which attempt at the task this is: 1 after ``reset``, one more after each ``new_attempt``."""
+        return self._attempt
+
+    # The sandbox and the kernel are the harness's; agents use the API above (cwd, workdir, step, ...).
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
@@ -137,8 +161,38 @@ class Environment:
     def reset(self, task: Task, *, agent: str | None = None, model: str | None = None) -> str:
         """Start a fresh sandbox and kernel for ``task``, run its pre-executed cells; returns the query."""
         self._shutdown()
+        self._attempt = 1
+        self._begin(task, Trajectory(task_id=task.task_id, query=task.query, agent=agent, model=model))
+        return task.query
+
+    def new_attempt(self, query: str | None = None) -> Trajectory:
+        """End this attempt at the task and start another in a fresh sandbox and kernel (a Masked task's
+        pre-executed cells run again); returns the finished attempt's trajectory.
+
+        The new attempt's trajectory carries on the task's: the task's query, the agent, the model, the
+        start time and the usage so far, so the token and cost budgets cover every attempt, while the
+        step, execution-time and wall-time budgets start afresh. ``query``: what the agent is told in the
+        new attempt (``task.query``), by default the task's own."""
+        previous = self.trajectory
+        self._shutdown()
+        previous.finished_at = utcnow()
+        task = self.task.model_copy(update={"query": previous.query if query is None else query})
+        fresh = Trajectory(
+            task_id=previous.task_id,
+            query=previous.query,
+            agent=previous.agent,
+            model=previous.model,
+            usage=previous.usage.model_copy(),
+            started_at=previous.started_at,
+        )
+        self._attempt += 1
+        self._begin(task, fresh)
+        return previous
+
+    def _begin(self, task: Task, trajectory: Trajectory) -> None:
+        """Start an attempt: a new sandbox and kernel for ``task``, its pre-executed cells run."""
         self._task = task
-        self._trajectory = Trajectory(task_id=task.task_id, query=task.query, agent=agent, model=model)
+        self._trajectory = trajectory
         self._agent_steps, self._execution_time = 0, 0.0
         self._agent_acted, self._output_kept, self._broken = False, 0, None
         sandbox = self._sandbox_factory(self.config.sandbox, task.task_id)
@@ -152,8 +206,7 @@ class Environment:
         )
         self._kernel.start()
         for action in task.pre_execute_cells:
-            self._record(action, None, utcnow(), self._pre_execute(action), pre_executed=True)
-        return task.query
+            self._emit(self._record(action, None, utcnow(), self._pre_execute(action), pre_executed=True))
 
     def close(self) -> Trajectory | None:
         """Stop the kernel and sandbox; returns the finished trajectory (None if no episode began).
@@ -163,6 +216,13 @@ class Environment:
         if trajectory is not None and trajectory.finished_at is None:
             trajectory.finished_at = utcnow()
         return trajectory
+
+    def kill_kernel(self) -> None:
+        """Kill the kernel and everything it runs, at once. Safe from another thread, where it cuts short
+        a step in flight; does nothing when no kernel runs."""
+        kernel = self._kernel
+        if kernel is not None:
+            kernel.kill()
 
     def _shutdown(self) -> None:
         if self._kernel is not None:
@@ -188,8 +248,19 @@ class Environment:
         """Count model usage against the episode's budgets (checked after each step, and by ``check_budgets``)."""
         self.trajectory.usage.add(usage)
 
+    def budget_left(self) -> BudgetLeft:
+        """What is left of each of the episode's budgets (None where one has no limit)."""
+        config, usage, compute = self.config, self.trajectory.usage, self.config.max_compute
+        return BudgetLeft(
+            steps=None if config.max_steps is None else max(0, config.max_steps - self._agent_steps),
+            execution_seconds=None if compute is None else max(0.0, compute - self._execution_time),
+            wall_seconds=None if self._sandbox is None else self._sandbox.wall_time_left,
+            prompt_tokens=max(0, self.max_tokens - usage.prompt_tokens),
+            cost=None if config.max_cost is None else max(0.0, config.max_cost - usage.cost),
+        )
+
     def stop(self, reason: StopReason) -> None:
-        """End the episode for a reason decided outside the environment (a token budget, say)."""
+        """End the episode for a reason decided outside the environment (an agent that gives up, say)."""
         if self.trajectory.stop_reason is None:
             self.trajectory.stop_reason = reason
 
@@ -243,8 +314,7 @@ class Environment:
         if self._broken is not None:
             self.stop(self._broken[0])
             self.trajectory.metadata["error"] = self._broken[1]
-        self.check_budgets()
-        return step
+        return self._end_step(step)
 
     def record_invalid(
         self,
@@ -262,8 +332,20 @@ class Environment:
         step = self._record(Action.coerce(action), thought, utcnow(), _Outcome(observation, None, "invalid"))
         if metadata:
             step.metadata.update(metadata)
-        self.check_budgets()
+        return self._end_step(step)
+
+    def _end_step(self, step: Step) -> Step:
+        """Check the budgets after an agent's step and mark the step with the end of the episode, if it came."""
+        if self.check_budgets():
+            reason = self.trajectory.stop_reason
+            step.terminated, step.truncated = ending(reason)
+            step.stop_reason = reason
+        self._emit(step)
         return step
+
+    def _emit(self, step: Step) -> None:
+        if self._on_step is not None:
+            self._on_step(step)
 
     def _record(
         self,
@@ -294,26 +376,14 @@ class Environment:
         if not pre_executed:
             self._agent_steps += 1
             self._execution_time += step.duration
-        if self._on_step is not None:
-            self._on_step(step)
         return step
 
     def check_budgets(self) -> bool:
         """End the episode if a budget is spent; returns whether the episode is over. Agents call it
         before a model call, so that no call is made once the tokens or money are spent."""
         trajectory = self.trajectory
-        if trajectory.stop_reason is not None:
-            return True
-        if self.config.max_steps is not None and self._agent_steps >= self.config.max_steps:
-            trajectory.stop_reason = "max_steps"
-        elif self.config.max_compute is not None and self._execution_time >= self.config.max_compute:
-            trajectory.stop_reason = "max_compute"
-        elif self.sandbox.expired:
-            trajectory.stop_reason = "max_wall_time"
-        elif trajectory.usage.prompt_tokens >= self.max_tokens:
-            trajectory.stop_reason = "max_tokens"
-        elif self.config.max_cost is not None and trajectory.usage.cost >= self.config.max_cost:
-            trajectory.stop_reason = "max_cost"
+        if trajectory.stop_reason is None:
+            trajectory.stop_reason = self.budget_left().spent()
         return trajectory.stop_reason is not None
 
     def _pre_execute(self, action: Action) -> _Outcome:
@@ -464,7 +534,7 @@ class Environment:
             return _Outcome(notes.rstrip("\n"), None, "kernel_died")
         try:
             request = parse_edit(str(action.content or ""))
-            cwd = self.kernel.cwd or self.sandbox.workdir
+            cwd = self.cwd
             path = posixpath.join(cwd, request.path)
             try:
                 text = self.sandbox.read_file(path).decode("utf-8")

@@ -1,6 +1,7 @@
 """``make(task)``: a gym-style environment bound to one task, for writing your own agent loop:
-``reset()`` returns the query, ``step(action)`` returns the step with its observation, ``done``
-says when the episode is over and ``score()`` grades it (docs/integrations.md has an example).
+``reset()`` returns the query, ``step(action)`` returns the step with its observation and whether
+the episode ended with it (``terminated``, ``truncated``, ``stop_reason``), ``done`` says when the
+episode is over and ``score()`` grades it (docs/integrations.md has an example).
 """
 
 from __future__ import annotations

@@ -12,9 +12,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_json
 
+from super_bench._names import BUDGET_STOPS
 from super_bench.actions import Action, content_problem
 
-SCHEMA_VERSION = 1
+# 2: each step says whether it ended the episode (terminated, truncated, stop_reason). Version 1 files
+# load as they are: their steps read as not having ended it.
+SCHEMA_VERSION = 2
 
 StepOutcome = Literal["ok", "error", "timeout", "interrupted", "kernel_died", "invalid"]
 StopReason = Literal[
@@ -31,6 +34,17 @@ StopReason = Literal[
     "infra_error",  # sandbox, kernel or model API failure
     "cancelled",  # the user stopped the run
 ]
+
+
+# The stop reasons of an episode that reached an end of the task by the agent's actions: Gymnasium's
+# "terminated" (the budgets in BUDGET_STOPS are its "truncated"). The other reasons are decided
+# outside the environment's steps: the agent gave up or failed, the harness failed or was stopped.
+TERMINAL_STOPS: tuple[StopReason, ...] = ("submitted", "environment_broken")
+
+
+def ending(reason: StopReason | None) -> tuple[bool, bool]:
+    """``(terminated, truncated)`` for an episode that stopped for ``reason`` (or goes on, for None)."""
+    return reason in TERMINAL_STOPS, reason in BUDGET_STOPS
 
 
 def utcnow() -> datetime:
@@ -65,6 +79,13 @@ class Step(BaseModel):
     outcome: StepOutcome = "ok"
     exit_code: int | None = Field(None, description="Status of the cell's last !command, if it ran one")
     pre_executed: bool = Field(False, description="Run by the harness before the agent started (Masked tasks)")
+    terminated: bool = Field(
+        False,
+        description="The episode ended with this step in an end state of the task: the agent submitted, or "
+        "its actions left no kernel that could run code (environment_broken)",
+    )
+    truncated: bool = Field(False, description="A budget ran out with this step and ended the episode (max_steps, ...)")
+    stop_reason: StopReason | None = Field(None, description="Why the episode ended with this step; null if it goes on")
     start_time: datetime
     end_time: datetime
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -77,7 +77,7 @@ def model_for(agent: str, options: AgentOptions) -> ChatModel:
 def volatile_paths(env: Environment) -> dict[str, str]:
     """The task's sandbox directory, which is random in sandboxes without a fixed working directory:
     replaced by a placeholder in the cache key, so that a rerun's identical conversation hits the cache."""
-    task_dir = posixpath.dirname(env.sandbox.workdir.rstrip("/"))
+    task_dir = posixpath.dirname(env.workdir.rstrip("/"))
     return {task_dir: "{{super-bench:task-dir}}"} if len(task_dir) > 1 else {}
 
 
@@ -127,7 +127,7 @@ class LLMAgent(ABC):
 
     # -- the loop -------------------------------------------------------------------------------
     def run(self, env: Environment) -> None:
-        if env.config.max_cost is not None and self.model.prices.lookup(self.model.spec) is None:
+        if env.budget_left().cost is not None and self.model.prices.lookup(self.model.spec) is None:
             raise ConfigError(
                 f"--max-cost needs the price of {self.model.spec}, which is not in the price table; "
                 "give it with --prices FILE"

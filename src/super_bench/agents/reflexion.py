@@ -2,14 +2,15 @@
 
 ``reflexion:AGENT`` (default ``react-super``) runs AGENT. An attempt fails when it ends without
 a submission, or when the model, shown the attempt, judges its answer wrong (the self-check).
-Then the model writes a reflection, the notebook is reset (a new sandbox and kernel, the
-Masked pre-executed cells run again), and AGENT tries again with the reflections added to the
-query, up to ``attempts`` times.
+Then the model writes a reflection, the environment starts a new attempt (``new_attempt``: a new
+sandbox and kernel, the Masked pre-executed cells run again), and AGENT tries again with the
+reflections added to the query, up to ``attempts`` times.
 
 The final attempt is the trajectory that is scored; ``metadata["reflexion"]["attempts"]``
 lists every attempt with its self-check and reflection, and keeps the earlier ones'
-trajectories whole. Step and execution-time budgets apply to each attempt; tokens and cost
-are counted over all of them, so those budgets cover the whole task.
+trajectories whole. The environment's budgets decide the rest: steps, execution time and wall
+time apply to each attempt; tokens and cost are counted over all of them, so those budgets
+cover the whole task, and no new attempt starts once they are spent.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from super_bench.agents.llm import cut_observation, model_for, volatile_paths
 from super_bench.errors import AgentError
 from super_bench.models import ChatModel, Message, ModelRequest
 from super_bench.scoring import submission_of
-from super_bench.trajectory import utcnow
 
 if TYPE_CHECKING:
     from super_bench.environment import Environment
@@ -96,22 +96,18 @@ class ReflexionAgent:
             env.stop("agent_stopped")  # no-op unless the inner agent returned without a reason
             attempt = env.trajectory
             check: str | None = None
-            if number == self.settings.attempts or self._spent(env):
+            if number == self.settings.attempts or env.budget_left().model_calls_spent:
                 break
             if submission_of(attempt) is not None:
                 if not self.settings.self_check:
                     break
                 passed, check = self._self_check(env, attempt)
-                if passed or self._spent(env):
+                if passed or env.budget_left().model_calls_spent:
                     break
             reflections.append(self._reflect(env, attempt, check))
             attempts.append({"attempt": number, "self_check": check, "reflection": reflections[-1]})
-            usage, started = attempt.usage.model_copy(), attempt.started_at
-            env.reset(task.model_copy(update={"query": _with_reflections(task.query, reflections)}), agent=self.name)
-            attempt.finished_at = utcnow()
-            attempts[-1]["trajectory"] = attempt.model_dump(mode="json")
-            fresh = env.trajectory
-            fresh.query, fresh.model, fresh.usage, fresh.started_at = task.query, attempt.model, usage, started
+            finished = env.new_attempt(query=_with_reflections(task.query, reflections))
+            attempts[-1]["trajectory"] = finished.model_dump(mode="json")
         attempts.append({"attempt": len(attempts) + 1, "self_check": check})
         env.trajectory.metadata["reflexion"] = {
             "inner_agent": self.inner_spec,
@@ -119,14 +115,6 @@ class ReflexionAgent:
             "reflections": reflections,
             "attempts": attempts,
         }
-
-    @staticmethod
-    def _spent(env: Environment) -> bool:
-        """Whether the task's tokens or money are spent (then no further call is made)."""
-        usage = env.trajectory.usage
-        return usage.prompt_tokens >= env.max_tokens or (
-            env.config.max_cost is not None and usage.cost >= env.config.max_cost
-        )
 
     def _ask(self, env: Environment, prompt: str) -> str:
         messages: list[Message] = [

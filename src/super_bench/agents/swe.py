@@ -126,8 +126,7 @@ class SWEAgent(LLMAgent):
     def messages(self, env: Environment) -> list[Message]:
         messages = super().messages(env)
         if env.trajectory.steps:
-            cwd = env.kernel.cwd or env.sandbox.workdir
-            state = f"(Open file: {self.open_file or 'none'})\n(Current directory: {cwd})"
+            state = f"(Open file: {self.open_file or 'none'})\n(Current directory: {env.cwd})"
             messages[-1] = {"role": "user", "content": messages[-1]["content"] + "\n" + state}
         return messages
 
@@ -163,7 +162,7 @@ class SWEAgent(LLMAgent):
         return Parsed(thought, action, {"command": command}, after)
 
     def _path(self, env: Environment, path: str) -> str:
-        return posixpath.normpath(posixpath.join(env.kernel.cwd or env.sandbox.workdir, path))
+        return posixpath.normpath(posixpath.join(env.cwd, path))
 
     def _track(self, step: Step) -> None:
         """Remember the file and the window that a tool showed."""

@@ -21,8 +21,8 @@ async def act(action: Action) -> str:
     if step.outcome == "invalid":
         raise ToolError(step.observation)
     text = step.observation or "(no output)"
-    if notebook.env.done and notebook.env.trajectory.stop_reason != "submitted":
-        text += f"\n[super-bench] The episode is over ({notebook.env.trajectory.stop_reason}): no more actions."
+    if step.stop_reason not in (None, "submitted"):
+        text += f"\n[super-bench] The episode is over ({step.stop_reason}): no more actions."
     return text
 
 

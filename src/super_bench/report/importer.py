@@ -19,6 +19,7 @@ from typing import Any
 
 from super_bench._names import TASK_SETS
 from super_bench.errors import RunDirError, SuperBenchError, TrajectoryImportError
+from super_bench.runner.records import RUN_SCHEMA_VERSION, RunManifest
 from super_bench.runner.rescore import rescore
 from super_bench.runner.results import RECORDED_MODE, RunOutcome, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
@@ -184,15 +185,16 @@ def _result(trajectory: Trajectory, task_set: str, metrics: Metrics, path: str) 
     )
 
 
-def _manifest(source: Path, task_set: str, model: str | None, agents: set[str], n_tasks: int) -> dict[str, Any]:
+def _manifest(source: Path, task_set: str, model: str | None, agents: set[str], n_tasks: int) -> RunManifest:
     from super_bench import __version__
 
     agent = ", ".join(sorted(a for a in agents if a)) or None
-    return {
-        "super_bench_version": __version__,
-        "command": sys.argv,
-        "created_at": datetime.now().astimezone().isoformat(),
-        "imported_from": str(source.resolve()),
-        "n_tasks": n_tasks,
-        "config": {"agent": agent, "model": model, "task_set": task_set},
-    }
+    return RunManifest(
+        schema_version=RUN_SCHEMA_VERSION,
+        super_bench_version=__version__,
+        command=sys.argv,
+        created_at=datetime.now().astimezone(),
+        imported_from=str(source.resolve()),
+        n_tasks=n_tasks,
+        config={"agent": agent, "model": model, "task_set": task_set},
+    )

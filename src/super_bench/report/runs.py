@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from super_bench._names import METRICS
 from super_bench.errors import ReportError, RunDirError
+from super_bench.runner.records import NewerRecordError, RunManifest
 from super_bench.runner.results import MIXED_MODE, Summary, TaskResult, summarize, task_means
 from super_bench.runner.rundir import RunDir
 from super_bench.tasks.model import Task
@@ -27,12 +28,11 @@ class RunData:
     results: list[TaskResult]
     summary: Summary
     tasks: dict[str, Task] = field(default_factory=dict)
-    manifest: dict[str, Any] = field(default_factory=dict)
+    manifest: RunManifest = field(default_factory=RunManifest)
 
     @property
     def config(self) -> dict[str, Any]:
-        config = self.manifest.get("config")
-        return config if isinstance(config, dict) else {}
+        return self.manifest.config
 
     @property
     def agent(self) -> str | None:
@@ -129,14 +129,26 @@ def load_run(path: Path) -> RunData:
             tasks = {t.task_id: t for t in run_dir.read_tasks()}
         except (ValidationError, ValueError) as e:
             log.warning("%s/tasks.jsonl is unreadable; gold answers and landmarks are not shown: %s", path, e)
-    manifest = run_dir.read_manifest()
+    try:
+        manifest = run_dir.read_manifest() or RunManifest()
+    except NewerRecordError:
+        raise
+    except RunDirError as e:
+        log.warning("%s; who ran it and when is not shown", e)
+        manifest = RunManifest()
     mode = _summary_mode(run_dir)
-    return RunData(run_dir.path, results, summarize(results, mode, manifest), tasks, manifest)
+    summary = summarize(results, mode)
+    summary.task_environment = manifest.task_environment_line
+    return RunData(run_dir.path, results, summary, tasks, manifest)
 
 
 def _summary_mode(run_dir: RunDir) -> str:
-    path = run_dir.path / "summary.json"
+    """The mode the summary gives for rows that do not say theirs (corrected, without a readable summary)."""
     try:
-        return Summary.model_validate_json(path.read_bytes()).mode
-    except (OSError, ValidationError, ValueError):
+        summary = run_dir.read_summary()
+    except NewerRecordError:
+        raise
+    except RunDirError as e:
+        log.warning("%s; rows that do not record their scoring mode count as corrected", e)
         return "corrected"
+    return summary.mode if summary is not None else "corrected"

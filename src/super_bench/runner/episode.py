@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from super_bench.actions import Action
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
-from super_bench.errors import ConfigError, EnvironmentClosedError
+from super_bench.errors import ConfigError
 from super_bench.failures import Failure, TaskStatus, classify_failure
 from super_bench.runner.results import TaskResult
 from super_bench.scoring import ScoreMode, score_trajectory
@@ -53,10 +53,7 @@ class Cancellation:
         with self._lock:
             envs = list(self._envs)
         for env in envs:
-            try:
-                env.kernel.kill()
-            except EnvironmentClosedError:
-                pass  # between kernels: the next step raises Cancelled
+            env.kill_kernel()  # between kernels it does nothing: the next step raises Cancelled
 
     def watch(self, env: Environment) -> None:
         with self._lock:

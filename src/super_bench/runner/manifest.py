@@ -1,9 +1,11 @@
-"""The run manifest (``run.json``): what was run, from which tasks, with which versions; and the
-check that a run being resumed is the same run.
+"""The run manifest (``run.json``, a ``RunManifest``): what was run, from which tasks, with which
+versions; and the check that a run being resumed is the same run.
 
-A run's identity is what decides its scores: the agent, model, seed and settings, the task
-source and set, the scoring mode and the per-task limits. Resuming into a directory whose
-manifest names another identity would mix two runs in one table, so it is refused.
+A run's identity is every setting that can change its scores: the agent, model, seed and settings,
+the task source and set, the scoring mode, the environment's limits and the sandbox's settings.
+Resuming into a directory whose manifest names another identity would mix two runs in one table,
+so it is refused. What is not identity is listed (``NOT_IDENTITY``): a setting added later is part
+of the identity until it is listed there.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from super_bench.errors import RunDirError, SuperBenchError
+from super_bench.runner.records import RUN_SCHEMA_VERSION, Executor, RunManifest, TaskSource
 from super_bench.sandbox import resolve_backend
 from super_bench.tasks.loaders import TASK_FILE_SUFFIXES
 
@@ -30,38 +35,78 @@ def _is_named_source(source: str) -> bool:
     return source in ("demo", "hf") or source.startswith("hf:")
 
 
-def identity(config: RunConfig) -> dict[str, Any]:
-    """What makes two runs the same run, as JSON."""
-    env = config.env
-    source = config.source if _is_named_source(config.source) else str(Path(config.source).expanduser().resolve())
-    value = {
-        "agent": config.agent,
-        "model": config.model,
-        "seed": config.seed,
-        "agent_settings": config.agent_settings,
-        "source": source,
-        "task_set": config.resolved_set(),
-        "query": config.query,
-        "mode": config.mode,
-        "limits": {
-            "cell_timeout": env.cell_timeout,
-            "max_steps": env.max_steps,
-            "max_compute": env.max_compute,
-            "max_tokens": env.max_tokens,
-            "max_cost": env.max_cost,
-        },
+# The settings of a RunConfig (by dotted name; a name covers the settings under it) that cannot change a
+# run's scores: which of its tasks and epochs run now (a resume may add more), how and where the run is
+# executed and written, and how long and how often the model service is tried (a failure there is an
+# infrastructure failure, retried and left out of the means). docs/runner.md#resume says why each.
+NOT_IDENTITY = frozenset(
+    {
+        "task_ids",
+        "limit",
+        "skip_invalid",
+        "epochs",
+        "out",
+        "redo",
+        "executor",
+        "workers",
+        "ray",
+        "infra_retries",
+        "env.sandbox.root",
+        "env.sandbox.keep",
+        "env.sandbox.engine",
+        "model_options.cache",
+        "model_options.timeout",
+        "model_options.max_retries",
     }
+)
+
+
+def settings(model: BaseModel, prefix: str = "") -> dict[str, Any]:
+    """Every setting of ``model`` by its dotted name (``env.sandbox.memory_limit``), nested models flattened."""
+    found: dict[str, Any] = {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            found.update(settings(value, f"{prefix}{name}."))
+        else:
+            found[prefix + name] = value
+    return found
+
+
+def _is_identity(name: str) -> bool:
+    return not any(name == other or name.startswith(f"{other}.") for other in NOT_IDENTITY)
+
+
+def identity(config: RunConfig) -> dict[str, Any]:
+    """What makes two runs the same run: each setting that can change the scores, by its dotted name,
+    as JSON. Paths are made absolute, the task set and the sandbox backend resolved."""
+    value = {name: _absolute(v) for name, v in settings(config).items() if _is_identity(name)}
+    source = config.source if _is_named_source(config.source) else str(Path(config.source).expanduser().resolve())
+    value.update(
+        {
+            "source": source,
+            "task_set": config.resolved_set(),
+            "env.sandbox.backend": resolve_backend(config.env.sandbox.backend),
+        }
+    )
     normal: dict[str, Any] = json.loads(json.dumps(value, default=str))
     return normal
 
 
-def check_same_run(path: Path, previous: dict[str, Any], current: dict[str, Any]) -> None:
-    """Refuse to resume into a run directory that describes a different run."""
-    before = previous.get("identity")
-    if not isinstance(before, dict):
+def _absolute(value: Any) -> Any:
+    return value.expanduser().resolve() if isinstance(value, Path) else value
+
+
+def check_same_run(path: Path, previous: RunManifest | None, current: dict[str, Any]) -> None:
+    """Refuse to resume into a run directory that describes a different run. Only the settings both
+    identities name are compared: a run written by an earlier version names fewer."""
+    before = previous.identity if previous is not None else None
+    if before is None:
         return  # written before manifests had an identity, or not by the runner: nothing to compare
     differences = [
-        f"{key} {before.get(key)!r} there, {value!r} now" for key, value in current.items() if before.get(key) != value
+        f"{key} {before[key]!r} there, {value!r} now"
+        for key, value in current.items()
+        if key in before and before[key] != value
     ]
     if differences:
         raise RunDirError(
@@ -70,26 +115,28 @@ def check_same_run(path: Path, previous: dict[str, Any], current: dict[str, Any]
         )
 
 
-def build_manifest(config: RunConfig, run_dir: RunDir, previous: dict[str, Any]) -> dict[str, Any]:
+def build_manifest(config: RunConfig, run_dir: RunDir, previous: RunManifest | None) -> RunManifest:
     from super_bench import __version__
 
-    now = datetime.now().astimezone().isoformat()
-    manifest: dict[str, Any] = {
-        "super_bench_version": __version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "command": sys.argv,
-        "created_at": previous.get("created_at") or now,
-        "identity": identity(config),
-        "tasks": _task_source(config, run_dir),
-        "sandbox": {"backend": resolve_backend(config.env.sandbox.backend), **_mirrors(config.env.sandbox)},
-        "executor": {"name": config.executor, "workers": config.workers, "epochs": config.epochs},
-        "config": config.model_dump(mode="json"),
-    }
-    if previous:
-        manifest["resumed_at"] = [*previous.get("resumed_at", []), now]
+    now = datetime.now().astimezone()
+    executor = Executor(name=config.executor, workers=config.workers, epochs=config.epochs)
     if config.executor == "ray":
-        manifest["executor"]["ray"] = config.ray.model_dump(mode="json")
+        executor.ray = config.ray.model_dump(mode="json")
+    manifest = RunManifest(
+        schema_version=RUN_SCHEMA_VERSION,
+        super_bench_version=__version__,
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        command=sys.argv,
+        created_at=(previous.created_at if previous is not None else None) or now,
+        identity=identity(config),
+        tasks=_task_source(config, run_dir),
+        sandbox={"backend": resolve_backend(config.env.sandbox.backend), **_mirrors(config.env.sandbox)},
+        executor=executor,
+        config=config.model_dump(mode="json"),
+    )
+    if previous is not None:
+        manifest.resumed_at = [*previous.resumed_at, now]
     return manifest
 
 
@@ -126,25 +173,25 @@ def _mirrors(sandbox: SandboxConfig) -> dict[str, Any]:
     return info
 
 
-def _task_source(config: RunConfig, run_dir: RunDir) -> dict[str, Any]:
+def _task_source(config: RunConfig, run_dir: RunDir) -> TaskSource:
     """The source, set and revision of the tasks, and a digest of the records run (``sha256sum tasks.jsonl``)."""
     records = (run_dir.path / "tasks.jsonl").read_bytes()
-    info: dict[str, Any] = {
-        "source": config.source if config.query is None else "query",
-        "set": config.resolved_set(),
-        "n_tasks": sum(1 for line in records.splitlines() if line.strip()),
-        "sha256": hashlib.sha256(records).hexdigest(),
-    }
+    info = TaskSource(
+        source=config.source if config.query is None else "query",
+        set=config.resolved_set(),
+        n_tasks=sum(1 for line in records.splitlines() if line.strip()),
+        sha256=hashlib.sha256(records).hexdigest(),
+    )
     if config.query is not None:
         return info
     if config.source == "demo":
         from super_bench import __version__
 
-        info["revision"] = f"bundled with super-bench {__version__}"
+        info.revision = f"bundled with super-bench {__version__}"
     elif config.source == "hf" or config.source.startswith("hf:"):
-        info["revision"] = _hub_revision(config.source[3:])
+        info.revision = _hub_revision(config.source[3:])
     else:
-        info["source_sha256"] = _source_digest(Path(config.source).expanduser())
+        info.source_sha256 = _source_digest(Path(config.source).expanduser())
     return info
 
 
@@ -176,11 +223,11 @@ def _source_digest(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def add_task_environment(manifest: dict[str, Any], config: RunConfig, run_dir: RunDir) -> None:
+def add_task_environment(manifest: RunManifest, config: RunConfig, run_dir: RunDir) -> None:
     """Record the task environment (and how it differs from the paper's), its packages and the memory
     limit's mechanism in the manifest."""
-    manifest["task_environment"] = _task_environment(config)
-    manifest["sandbox"]["memory_enforcement"] = _memory_enforcement(config)
+    manifest.task_environment = _task_environment(config)
+    manifest.sandbox["memory_enforcement"] = _memory_enforcement(config)
     run_dir.write_manifest(manifest)
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from super_bench.errors import RunDirError
-from super_bench.runner.results import RECORDED_MODE, RunOutcome, TaskResult, summarize
+from super_bench.runner.records import RUN_SCHEMA_VERSION, Rescoring, RunManifest
+from super_bench.runner.results import RECORDED_MODE, RunOutcome, Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import ScoreMode, score_trajectory, submission_of
 from super_bench.scoring.submission import json_safe
@@ -69,11 +70,11 @@ def copy_run(source: RunDir, target: RunDir) -> RunDir:
 
 def _rescoring_of(target: RunDir, source: RunDir) -> bool:
     try:
-        rescored = target.read_manifest().get("rescored")
-    except ValueError:
+        manifest = target.read_manifest()
+    except RunDirError:
         return False
-    last = rescored[-1] if isinstance(rescored, list) and rescored else None
-    return isinstance(last, dict) and last.get("from") == str(source.path.resolve())
+    last = manifest.rescored[-1] if manifest is not None and manifest.rescored else None
+    return last is not None and last.copied_from == str(source.path.resolve())
 
 
 def _link(src: str, dst: str) -> None:
@@ -133,10 +134,26 @@ def _rescore(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_
             results[key] = _unscored(row, f"its trajectory file {row.trajectory or '(none)'} is missing", mode)
     ordered = list(results.values())
     run_dir.write_results(ordered)
-    summary = summarize(ordered, mode, run_dir.read_manifest())
+    return RunOutcome(run_dir, ordered, _write_summary(run_dir, ordered, mode, copied_from))
+
+
+def _write_summary(run_dir: RunDir, results: list[TaskResult], mode: ScoreMode, copied_from: Path | None) -> Summary:
+    """Write the summary, with the task environment the run recorded, and note the re-scoring in run.json."""
+    try:
+        manifest = run_dir.read_manifest()
+    except RunDirError as e:
+        log.warning("the re-scoring is not noted in run.json: %s", e)
+        manifest, readable = None, False
+    else:
+        readable = True
+    summary = summarize(results, mode)
+    if manifest is not None:
+        summary.task_environment = manifest.task_environment_line
     run_dir.write_summary(summary)
-    _record_rescoring(run_dir, mode, copied_from)
-    return RunOutcome(run_dir, ordered, summary)
+    # Nothing is written over a run.json that cannot be read, nor into a directory put together by hand.
+    if readable and (manifest is not None or copied_from is not None):
+        _record_rescoring(run_dir, manifest or RunManifest(schema_version=RUN_SCHEMA_VERSION), mode, copied_from)
+    return summary
 
 
 def _unscored(row: TaskResult, reason: str, mode: ScoreMode) -> TaskResult:
@@ -162,20 +179,13 @@ def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
-def _record_rescoring(run_dir: RunDir, mode: ScoreMode, copied_from: Path | None) -> None:
+def _record_rescoring(run_dir: RunDir, manifest: RunManifest, mode: ScoreMode, copied_from: Path | None) -> None:
     """Note the new mode in the manifest, so that resuming the run scores new tasks the same way."""
-    try:
-        manifest = run_dir.read_manifest()
-    except ValueError as e:
-        log.warning("%s/run.json is unreadable, the re-scoring is not noted in it: %s", run_dir.path, e)
-        return
-    if not manifest and copied_from is None:
-        return  # no run.json: a directory put together by hand
-    for part in ("identity", "config"):
-        if isinstance(manifest.get(part), dict) and "mode" in manifest[part]:
-            manifest[part]["mode"] = mode
-    entry = {"mode": mode, "at": datetime.now().astimezone().isoformat()}
+    for part in (manifest.identity, manifest.config):
+        if part is not None and "mode" in part:
+            part["mode"] = mode
+    entry = Rescoring(mode=mode, at=datetime.now().astimezone())
     if copied_from is not None:
-        entry["from"] = str(copied_from.resolve())
-    manifest["rescored"] = [*manifest.get("rescored", []), entry]
+        entry.copied_from = str(copied_from.resolve())
+    manifest.rescored = [*manifest.rescored, entry]
     run_dir.write_manifest(manifest)

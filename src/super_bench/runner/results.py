@@ -1,4 +1,5 @@
-"""Per-task results (``results.jsonl``) and the run summary (``summary.json``)."""
+"""Per-task results (``results.jsonl``) and the run summary (``summary.json``), versioned records
+(``records``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench._names import METRICS
 from super_bench.failures import TaskStatus
+from super_bench.runner.records import VersionedRecord
 from super_bench.scoring import Metrics, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.trajectory import StopReason, Trajectory, Usage
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 RECORDED_MODE = "recorded"  # metrics imported as the original harness recorded them
 
 
-class TaskResult(BaseModel):
+class TaskResult(VersionedRecord):
     """One line of ``results.jsonl``: one run (epoch) of one task."""
 
     model_config = ConfigDict(extra="ignore")
@@ -99,7 +101,7 @@ class MetricStats(BaseModel):
     n: int = Field(description="Tasks that define the metric")
 
 
-class Summary(BaseModel):
+class Summary(VersionedRecord):
     """``summary.json``: means over scored tasks, and counts of everything else."""
 
     n_tasks: int = Field(description="Results: tasks times epochs")
@@ -144,10 +146,9 @@ def run_mode(results: list[TaskResult], default: str = "corrected") -> tuple[str
     return (next(iter(modes)) if len(modes) == 1 else MIXED_MODE), modes
 
 
-def summarize(results: list[TaskResult], mode: str = "corrected", manifest: dict[str, Any] | None = None) -> Summary:
+def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
     """Means of each metric over the results that define it, leaving out infrastructure failures and
-    rows that could not be scored. ``mode`` is the mode of rows that do not record theirs; ``manifest``
-    (run.json) tells the task environment."""
+    rows that could not be scored. ``mode`` is the mode of rows that do not record theirs."""
     scored = [r for r in results if r.in_means]
     run_scoring, modes = run_mode(results, mode)
     means: dict[str, float | None] = {}
@@ -173,7 +174,6 @@ def summarize(results: list[TaskResult], mode: str = "corrected", manifest: dict
         infra_errors=counts["infra_error"],
         retries=sum(r.attempts - 1 for r in results),
         stats={name: metric_stats(scored, name) for name in METRICS},
-        task_environment=((manifest or {}).get("task_environment") or {}).get("summary"),
     )
 
 

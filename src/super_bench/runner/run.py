@@ -177,12 +177,12 @@ def _run(
     with run_dir.lock():
         for leftover in [] if sandbox.keep else clear_scratch(scratch):
             log.info("removed %s, left behind by an earlier attempt at this run", leftover)
-        previous = run_dir.read_manifest()
         if config.redo:
             run_dir.clear()
             run_dir.create()
-            previous = {}
+            previous = None
         else:
+            previous = run_dir.read_manifest()
             check_same_run(run_dir.path, previous, identity(config))
         finished = _keep_finished(run_dir, tasks, config.epochs)
         _write_tasks(run_dir, tasks)
@@ -212,7 +212,8 @@ def _run(
         packages.result()
         order = {task.task_id: i for i, task in enumerate(tasks)}
         results.sort(key=lambda r: (order[r.task_id], r.epoch))
-        summary = summarize(results, config.mode, manifest)
+        summary = summarize(results, config.mode)
+        summary.task_environment = manifest.task_environment_line
         run_dir.write_summary(summary)
     return RunOutcome(run_dir, results, summary)
 

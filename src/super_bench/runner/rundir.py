@@ -3,10 +3,10 @@
 ::
 
     RUN_DIR/
-      run.json                     manifest: what was run, how, with which versions
+      run.json                     manifest: what was run, how, with which versions (RunManifest)
       tasks.jsonl                  the task records, so the run can be re-scored offline
-      results.jsonl                one line per finished task (and epoch), appended as tasks finish
-      summary.json                 means, confidence intervals and counts
+      results.jsonl                one line per finished task (and epoch), appended as tasks finish (TaskResult)
+      summary.json                 means, confidence intervals and counts (Summary)
       tasks/<name>/trajectory.json, trajectory.ipynb
       tasks/<name>/steps.jsonl     only while the task runs: its steps so far
       tasks/<name>@<k>/            epoch k (from 2 on) of a run with --epochs
@@ -26,16 +26,18 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from super_bench.errors import RunDirError
+from super_bench.runner.records import NewerRecordError, RunManifest, stored
 from super_bench.runner.results import Summary, TaskResult
 from super_bench.tasks.model import Task
 from super_bench.trajectory import atomic_write
 
 log = logging.getLogger(__name__)
+_Record = TypeVar("_Record", RunManifest, Summary)
 
 # What a run writes at the top of its directory; --redo removes exactly these.
 RUN_FILES = ("run.json", "tasks.jsonl", "results.jsonl", "summary.json", "view.html", "tasks")
@@ -158,7 +160,8 @@ class RunDir:
             os.fsync(f.fileno())
 
     def read_results(self) -> list[TaskResult]:
-        """Finished results, the last one per task and epoch winning; a torn last line is ignored."""
+        """Finished results, the last one per task and epoch winning; a torn last line is ignored. Rows
+        of earlier versions are read as the current version; a row of a later version is refused."""
         if not self.results_path.is_file():
             return []
         by_key: dict[tuple[str, int], TaskResult] = {}
@@ -166,8 +169,10 @@ class RunDir:
             if not line.strip():
                 continue
             try:
-                result = TaskResult.model_validate_json(line)
-            except ValidationError:
+                result = TaskResult.model_validate(stored(json.loads(line)))
+            except NewerRecordError as e:
+                raise NewerRecordError(f"{self.results_path}:{lineno}: {e}") from None
+            except (ValueError, RecursionError):  # not JSON, or not a row (ValidationError is a ValueError)
                 # Typically a line cut short by a crash: the task counts as unfinished and reruns.
                 log.warning("%s:%d: unreadable result line skipped", self.results_path, lineno)
                 continue
@@ -181,12 +186,32 @@ class RunDir:
     def write_summary(self, summary: Summary) -> None:
         atomic_write(self.path / "summary.json", summary.model_dump_json(indent=2))
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        atomic_write(self.path / "run.json", json.dumps(manifest, indent=2, default=str))
+    def read_summary(self) -> Summary | None:
+        """``summary.json`` (None without one), in the current version."""
+        path = self.path / "summary.json"
+        if not path.is_file():
+            return None
+        return self._read(path, Summary)
 
-    def read_manifest(self) -> dict[str, Any]:
+    def write_manifest(self, manifest: RunManifest) -> None:
+        atomic_write(self.path / "run.json", manifest.to_json())
+
+    def read_manifest(self) -> RunManifest | None:
+        """``run.json`` (None without one), in the current version."""
         path = self.path / "run.json"
         if not path.is_file():
-            return {}
-        data: dict[str, Any] = json.loads(path.read_text())
-        return data
+            return None
+        return self._read(path, RunManifest)
+
+    @staticmethod
+    def _read(path: Path, model: type[_Record]) -> _Record:
+        """A record from a JSON file; a file that cannot be read as one is a ``RunDirError`` that says why."""
+        try:
+            return model.model_validate(stored(json.loads(path.read_bytes())))
+        except NewerRecordError as e:
+            raise NewerRecordError(f"{path}: {e}") from None
+        except ValidationError as e:
+            problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'the file'}: {err['msg']}" for err in e.errors())
+            raise RunDirError(f"{path} is not a valid {path.name} ({problems})") from None
+        except (OSError, ValueError, RecursionError) as e:
+            raise RunDirError(f"{path} cannot be read: {e}") from None

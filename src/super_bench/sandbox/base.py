@@ -261,6 +261,13 @@ class Sandbox(ABC):
         """The wall-time limit has passed: everything the task ran was killed and nothing more starts."""
         return self._deadline is not None and time.monotonic() >= self._deadline
 
+    @property
+    def wall_time_left(self) -> float | None:
+        """Seconds until the wall-time limit: None without one, 0 once it has passed."""
+        if self._deadline is None:
+            return None
+        return max(0.0, self._deadline - time.monotonic())
+
     def _time_left(self) -> float | None:
         """Seconds until the wall-time limit (None without one); raises ``SandboxError`` once it has passed."""
         if self._deadline is None:

@@ -52,7 +52,9 @@ class SessionStarted(BaseModel):
 
 class StepReply(BaseModel):
     step: Step = Field(description="The step as recorded (its raw output is in the trajectory)")
-    done: bool
+    done: bool = Field(description="The episode is over and its sandbox stopped; the scores are in the session")
+    terminated: bool = Field(description="The episode ended with this step in an end state of the task (a submission)")
+    truncated: bool = Field(description="A budget ran out with this step and ended the episode")
     stop_reason: StopReason | None
 
 
@@ -160,7 +162,13 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
         """Perform one action. Blocks until the cell finishes or its soft timeout expires."""
         session = manager.get(session_id)
         result = await manager.step(session_id, Action(type=request.type, content=request.content), request.thought)
-        return StepReply(step=result, done=session.done, stop_reason=session.env.trajectory.stop_reason)
+        return StepReply(
+            step=result,
+            done=session.done,
+            terminated=result.terminated,
+            truncated=result.truncated,
+            stop_reason=session.env.trajectory.stop_reason,
+        )
 
     @app.get("/v1/sessions/{session_id}")
     async def get_session(session_id: str) -> SessionState:

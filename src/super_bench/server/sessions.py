@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from super_bench.actions import Action
 from super_bench.environment import EnvConfig, Environment
-from super_bench.errors import EnvironmentClosedError, KernelError, SandboxError, SuperBenchError
+from super_bench.errors import KernelError, SandboxError, SuperBenchError
 from super_bench.scoring import Metrics, ScoreDetails, ScoreMode, score_trajectory
 from super_bench.tasks.loaders import find_task
 from super_bench.tasks.model import Task, TaskSet
@@ -211,10 +211,7 @@ class SessionManager:
         session = self.get(session_id)
         self._forget(session, reason)
         if session.lock.locked():
-            try:
-                session.env.kernel.kill()
-            except EnvironmentClosedError:
-                pass  # the step ended the episode and closed the environment meanwhile
+            session.env.kill_kernel()  # a no-op if the step ended the episode and closed the environment meanwhile
         await to_thread.run_sync(self._close, session)
         log.info("session %s: %s", session.id, reason)
         return session

@@ -1,0 +1,140 @@
+"""The run directory's records, versioned: ``run.json`` (``RunManifest``, here), and the rows of
+``results.jsonl`` and ``summary.json`` (``TaskResult`` and ``Summary``, in ``results``).
+
+Every record carries ``schema_version``. One read from a file without it was written before records
+had it: version 1 (``stored``). Reading a record of an earlier version brings it to the current one;
+a record of a later version is refused, since this super-bench cannot tell what it holds.
+docs/run-directory.md lists the versions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from super_bench.errors import RunDirError
+
+# 2: every record says its version; run.json's identity names each setting that decides the scores
+# (``env.sandbox.memory_limit``, ...), where version 1 held a few of them, the limits grouped.
+RUN_SCHEMA_VERSION = 2
+
+
+class NewerRecordError(RunDirError):
+    """A record was written by a newer super-bench, in a version this one cannot read."""
+
+
+def stored(data: Any) -> Any:
+    """A record as read from a file: one without a ``schema_version`` is of version 1."""
+    if isinstance(data, dict) and "schema_version" not in data:
+        return {**data, "schema_version": 1}
+    return data
+
+
+class VersionedRecord(BaseModel):
+    """A record of the run directory, in the current version once read."""
+
+    schema_version: int = Field(RUN_SCHEMA_VERSION, description="The version of the record's format")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _to_current_version(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        version = data.get("schema_version", RUN_SCHEMA_VERSION)
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise ValueError(f"schema_version must be a whole number from 1, not {version!r}")
+        if version > RUN_SCHEMA_VERSION:
+            raise NewerRecordError(
+                f"it was written by a newer super-bench (schema version {version}; this one reads versions up to "
+                f"{RUN_SCHEMA_VERSION}); upgrade super-bench to read it"
+            )
+        if version < RUN_SCHEMA_VERSION:
+            data = cls.upgrade(dict(data), version)
+        return {**data, "schema_version": RUN_SCHEMA_VERSION}
+
+    @classmethod
+    def upgrade(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+        """``data``, a record of an earlier ``version``, in the current version's form."""
+        return data
+
+
+class TaskSource(BaseModel):
+    """Where a run's tasks came from, and a digest of the records run (``sha256sum tasks.jsonl``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    source: str
+    set: str | None = None
+    n_tasks: int
+    sha256: str
+    revision: str | None = Field(None, description="The Hub dataset's commit, or the super-bench version of the demo")
+    source_sha256: str | None = Field(None, description="Of a task file, or of a directory's task files")
+
+
+class Executor(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    workers: int | None = None
+    epochs: int = 1
+    ray: dict[str, Any] | None = Field(None, description="Address and per-task resources, with the ray executor")
+
+
+class Rescoring(BaseModel):
+    """One ``super-bench score`` of the run."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    mode: str
+    at: datetime
+    copied_from: str | None = Field(None, alias="from", description="The run it copied, when scored into a copy")
+
+
+class RunManifest(VersionedRecord):
+    """``run.json``: what was run, how, from which tasks, with which versions (docs/runner.md#the-manifest).
+
+    Written with only the keys that apply (``model_dump_json(exclude_unset=True)``): a run that was not
+    resumed has no ``resumed_at``, an imported one no ``identity``. Keys this version does not know
+    (from a file edited by hand, say) are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    super_bench_version: str | None = None
+    python: str | None = None
+    platform: str | None = None
+    command: list[str] = Field(default_factory=list)
+    created_at: datetime | None = None
+    resumed_at: list[datetime] = Field(default_factory=list)
+    identity: dict[str, Any] | None = Field(
+        None, description="What a resume must match: each setting that decides the scores, by its dotted name"
+    )
+    tasks: TaskSource | None = None
+    sandbox: dict[str, Any] = Field(default_factory=dict)
+    executor: Executor | None = None
+    config: dict[str, Any] = Field(default_factory=dict, description="The whole RunConfig")
+    task_environment: dict[str, Any] | None = None
+    rescored: list[Rescoring] = Field(default_factory=list)
+    imported_from: str | None = Field(None, description="The directory of published trajectories it was imported from")
+    n_tasks: int | None = Field(None, description="Tasks imported")
+
+    @property
+    def task_environment_line(self) -> str | None:
+        """The task environment in one line, as summary.json says it."""
+        return (self.task_environment or {}).get("summary")
+
+    @classmethod
+    def upgrade(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+        identity = data.get("identity")
+        if version == 1 and isinstance(identity, dict):
+            # Version 1 grouped the environment's limits; they are the environment's settings.
+            limits = identity.get("limits")
+            flat = {key: value for key, value in identity.items() if key != "limits"}
+            if isinstance(limits, dict):
+                flat.update({f"env.{name}": value for name, value in limits.items()})
+            data["identity"] = flat
+        return data
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2, by_alias=True, exclude_unset=True)
