@@ -384,6 +384,8 @@ class Environment:
         trajectory = self.trajectory
         if trajectory.stop_reason is None:
             trajectory.stop_reason = self.budget_left().spent()
+        if trajectory.stop_reason is None and self._sandbox is not None and self._sandbox.disk_limit_passed:
+            trajectory.stop_reason = "max_disk"
         return trajectory.stop_reason is not None
 
     def _pre_execute(self, action: Action) -> _Outcome:
@@ -455,7 +457,7 @@ class Environment:
                     "the kernel was restarted and all Python state was lost.\n"
                 )
             return "[super-bench] The previous cell was still running; it was interrupted first.\n"
-        if not kernel.alive and not self.sandbox.expired:
+        if not kernel.alive and not self.sandbox.ended:
             return self._restart() or (
                 "[super-bench] The kernel had died; a new one was started and all Python state was lost.\n"
             )
@@ -495,6 +497,11 @@ class Environment:
             outcome = "interrupted"
         else:
             outcome = "error" if result.state == "error" else "ok"
+        if self.sandbox.disk_full():
+            notes += (
+                f"\n[super-bench] {_disk_text(self.config.sandbox.disk_limit)} is reached: writing fails with "
+                "'No space left on device' until files are removed."
+            )
         observation = prefix + clean_and_cap(result.output, self.config.observation_limit) + notes
         return _Outcome(observation, result.output, outcome, result.exit_code, tuple(result.figures), result.dropped)
 
@@ -504,6 +511,9 @@ class Environment:
         if self.sandbox.expired:
             limit = self.config.sandbox.wall_time_limit
             return f"\n[super-bench] The task's wall-time limit ({limit:g} s) has passed; all it ran was stopped."
+        if self.sandbox.disk_limit_passed:
+            passed = _disk_text(self.config.sandbox.disk_limit)
+            return f"\n[super-bench] {passed} was passed; all the task ran was stopped."
         status = kernel.exit_status
         if self.sandbox.out_of_memory():
             limit = self.config.sandbox.memory_limit or 0
@@ -572,6 +582,10 @@ class Environment:
         trajectory.submitted = True
         trajectory.stop_reason = "submitted"
         return _Outcome("", None, "ok")
+
+
+def _disk_text(limit: int | None) -> str:
+    return f"The task's disk limit ({(limit or 0) / 2**30:.3g} GiB)"
 
 
 def _unkept(action: Action, problem: str) -> Action:

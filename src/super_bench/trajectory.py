@@ -27,6 +27,7 @@ StopReason = Literal[
     "max_cost",
     "max_compute",  # total execution time
     "max_wall_time",  # the sandbox's wall-time limit
+    "max_disk",  # the task directory held more than its disk limit (enforced by watching it)
     "format_error",  # the model kept answering in an unparsable format
     "agent_stopped",  # the agent ended without submitting
     "agent_error",  # the agent's own code raised

@@ -224,6 +224,29 @@ _SANDBOX_OPTIONS = (
         "--max-file-size", metavar="SIZE", callback=_size, help="Largest file agent code may write, e.g. 20g."
     ),
     click.option(
+        "--disk-limit",
+        metavar="SIZE",
+        callback=_size,
+        help="Disk a task directory may take, e.g. 20g (local, bwrap); tasks wait until that much is free.",
+    ),
+    click.option(
+        "--disk-enforcement",
+        type=click.Choice(["auto", "filesystem", "watch"]),
+        default="auto",
+        show_default=True,
+        help="How --disk-limit is enforced: a file system of the task's own, where writes past it fail (auto: "
+        "as root), or a watch that stops the task past it. `super-bench sandbox check` says which works here.",
+    ),
+    click.option(
+        "--package-cache",
+        type=click.Choice(["link", "copy", "off"]),
+        default="link",
+        show_default=True,
+        help="pip in tasks installs through the harness's cache of the package index, shared by tasks and runs; "
+        "link: installed files of wheels are read-only links to the cache where agent code runs as a user of its "
+        "own; copy: always copies; off: pip goes to the index itself.",
+    ),
+    click.option(
         "--wall-time-limit",
         type=click.FloatRange(min=0, min_open=True),
         help="Seconds after which everything a task runs is killed and its episode ends.",
@@ -271,6 +294,9 @@ def sandbox_options(function: F) -> F:
             "memory_enforcement",
             "max_processes",
             "max_file_size",
+            "disk_limit",
+            "disk_enforcement",
+            "package_cache",
             "wall_time_limit",
             "image",
             "engine",

@@ -102,6 +102,9 @@ def check_command() -> None:
     from super_bench.sandbox.memory import describe, memory_mechanism
 
     console.print(f"--memory-limit is enforced by: {describe(memory_mechanism())}")
+    from super_bench.sandbox import disk
+
+    console.print(f"--disk-limit is enforced by: {disk.describe(disk.disk_mechanism())}")
     from super_bench.sandbox.taskinfo import describe_task_environment
 
     console.print(f"Task environment: {describe_task_environment(config).summary}")

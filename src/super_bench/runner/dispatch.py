@@ -9,6 +9,7 @@ times; an agent's failure is a result like any other.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from super_bench.runner.episode import Cancelled
 from super_bench.runner.executors import Executor, WorkItem
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
+from super_bench.runner.waste import Waste
 
 if TYPE_CHECKING:
     from super_bench.runner.run import Reporter
@@ -33,10 +35,12 @@ def dispatch(
     and the exception goes on."""
     queue = deque(items)
     running: dict[Future[Any], WorkItem] = {}
+    submitted: dict[Future[Any], float] = {}
     written: list[TaskResult] = []
 
     def settle(future: Future[Any]) -> None:
         item = running.pop(future)
+        seconds = time.monotonic() - submitted.pop(future)
         try:
             result = executor.result(future, item)
         except Cancelled:
@@ -47,11 +51,14 @@ def dispatch(
             log.warning("task %s: the executor failed: %s", item.task.task_id, e, exc_info=True)
             result = _failure(item, e)
         if result.status == "infra_error" and item.attempt <= retries:
-            queue.append(item.retry(result.error or "infra_error"))
+            queue.append(item.retry(result.error or "infra_error", max(0.0, seconds - result.waited)))
             if reporter is not None:
                 reporter.task_retried(result)
             return
         result.attempts, result.retry_errors = item.attempt, list(item.retry_errors)
+        if item.retried_seconds:
+            result.waste = result.waste or Waste()
+            result.waste.retried_attempts = item.retried_seconds
         run_dir.append_result(result)
         written.append(result)
         if reporter is not None:
@@ -63,7 +70,9 @@ def dispatch(
                 item = queue.popleft()
                 if reporter is not None:
                     reporter.task_started(item.task)
-                running[executor.submit(item)] = item
+                start = time.monotonic()  # before: with one worker, submit runs the task itself
+                future = executor.submit(item)
+                running[future], submitted[future] = item, start
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 settle(future)

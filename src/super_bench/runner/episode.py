@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import shutil
+import socket
+import tempfile
 import threading
 import time
 import traceback
@@ -19,8 +21,9 @@ from typing import Any, TextIO
 from super_bench.actions import Action
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
-from super_bench.errors import ConfigError
+from super_bench.errors import ConfigError, EnvironmentClosedError
 from super_bench.failures import Failure, TaskStatus, classify_failure
+from super_bench.runner.admission import ADMISSION, Need, Slot
 from super_bench.runner.results import TaskResult
 from super_bench.scoring import ScoreMode, score_trajectory
 from super_bench.tasks.model import Task
@@ -134,7 +137,36 @@ def run_episode(
 ) -> TaskResult:
     """Run ``task`` with a fresh agent and environment; save its trajectory in ``task_dir``.
 
+    It starts once this machine has the free disk and memory the task needs (``runner.admission``).
     Whatever ``task_dir`` held before (the remains of an interrupted attempt) is removed first."""
+    sandbox = env_config.sandbox
+    need = Need.of(sandbox.disk_limit, sandbox.memory_limit)
+    check = cancellation.check if cancellation is not None else _never
+    where = sandbox.root or Path(tempfile.gettempdir())
+    with ADMISSION.room(need, where, check) as slot:
+        result = _episode(
+            task, agent_spec, agent_options, env_config, task_dir, run_dir, mode, epoch, cancellation, slot
+        )
+    result.waited = slot.waited
+    return result
+
+
+def _never() -> None:
+    pass
+
+
+def _episode(
+    task: Task,
+    agent_spec: str,
+    agent_options: AgentOptions,
+    env_config: EnvConfig,
+    task_dir: Path,
+    run_dir: Path | None,
+    mode: ScoreMode,
+    epoch: int,
+    cancellation: Cancellation | None,
+    slot: Slot,
+) -> TaskResult:
     if task_dir.exists():
         shutil.rmtree(task_dir)
     task_dir.mkdir(parents=True)
@@ -146,6 +178,14 @@ def run_episode(
     )
     if cancellation is not None:
         cancellation.watch(env)
+
+    def usage() -> tuple[int | None, int | None]:
+        try:
+            return env.sandbox.usage()
+        except EnvironmentClosedError:
+            return None, None
+
+    slot.usage = usage
     wall_start = time.monotonic()
     failure: Failure | None = None
     error: str | None = None
@@ -191,4 +231,5 @@ def run_episode(
         error=error,
         trajectory=str(path.relative_to(run_dir)) if run_dir else str(path),
         details=details.model_dump(),
+        node=socket.gethostname(),
     )

@@ -39,9 +39,15 @@ class WorkItem:
     seed: int | None = None
     attempt: int = 1
     retry_errors: tuple[str, ...] = ()
+    retried_seconds: float = 0.0  # spent in the attempts that failed on the infrastructure
 
-    def retry(self, error: str) -> WorkItem:
-        return dataclasses.replace(self, attempt=self.attempt + 1, retry_errors=(*self.retry_errors, error))
+    def retry(self, error: str, seconds: float) -> WorkItem:
+        return dataclasses.replace(
+            self,
+            attempt=self.attempt + 1,
+            retry_errors=(*self.retry_errors, error),
+            retried_seconds=self.retried_seconds + seconds,
+        )
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ NOT_IDENTITY = frozenset(
         "env.sandbox.root",
         "env.sandbox.keep",
         "env.sandbox.engine",
+        "env.sandbox.package_cache_dir",
         "model_options.cache",
         "model_options.timeout",
         "model_options.max_retries",
@@ -228,6 +229,8 @@ def add_task_environment(manifest: RunManifest, config: RunConfig, run_dir: RunD
     limit's mechanism in the manifest."""
     manifest.task_environment = _task_environment(config)
     manifest.sandbox["memory_enforcement"] = _memory_enforcement(config)
+    manifest.sandbox["disk_enforcement"] = _disk_enforcement(config)
+    manifest.sandbox["package_cache"] = _package_cache(config)
     run_dir.write_manifest(manifest)
 
 
@@ -250,6 +253,28 @@ def _task_environment(config: RunConfig) -> dict[str, Any]:
     except SuperBenchError as e:
         return {"error": str(e)}
     return info
+
+
+def _disk_enforcement(config: RunConfig) -> str | None:
+    from super_bench.sandbox.disk import disk_mechanism
+
+    sandbox = config.env.sandbox
+    if sandbox.disk_limit is None:
+        return None
+    try:
+        return disk_mechanism(sandbox.disk_enforcement)
+    except SuperBenchError as e:
+        return f"unavailable: {e}"
+
+
+def _package_cache(config: RunConfig) -> dict[str, Any] | None:
+    """The package cache's mode, directory and upstream indexes, where tasks install through it."""
+    from super_bench.sandbox.packages import cache_applies, package_cache_dir, upstreams
+
+    sandbox = config.env.sandbox
+    if resolve_backend(sandbox.backend) == "docker" or not cache_applies(sandbox):
+        return None
+    return {"mode": sandbox.package_cache, "directory": str(package_cache_dir(sandbox)), "upstreams": upstreams(sandbox)}
 
 
 def _memory_enforcement(config: RunConfig) -> str | None:

@@ -1,5 +1,6 @@
-"""The live display of a run on stderr: a progress bar with done / running / failed counts, the time
-left, and the tokens and cost of the finished tasks. The CLI shows it, and so does ``sb.run()``."""
+"""The live display of a run on stderr: a progress bar with done / running / failed counts, the tasks
+waiting for free disk or memory, the time left, and the tokens and cost of the finished tasks. The CLI
+shows it, and so does ``sb.run()``."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from rich.progress import (
 from rich.progress import Task as ProgressTask
 from rich.text import Text
 
+from super_bench.runner.admission import ADMISSION, Admission
 from super_bench.trajectory import Usage
 
 if TYPE_CHECKING:
@@ -40,6 +42,21 @@ class _EtaColumn(ProgressColumn):
         return Text(f"ETA {timedelta(seconds=round(left))}", style="progress.remaining")
 
 
+class _WaitingColumn(ProgressColumn):
+    """The tasks this process holds back until the machine has room for them, as they are at each refresh."""
+
+    def __init__(self, admission: Admission) -> None:
+        super().__init__()
+        self.admission = admission
+
+    def render(self, task: ProgressTask) -> Text:
+        waiting = self.admission.waiting()
+        if not waiting:
+            return Text("")
+        what = " or ".join(sorted(set(waiting)))
+        return Text(f"{len(waiting)} waiting for {what}", style="yellow")
+
+
 class RunProgress:
     """A runner ``Reporter`` that draws the run's progress; ``header``, when given, is printed
     above the bar as the run begins (``sb.run()`` names the run directory there)."""
@@ -53,6 +70,7 @@ class RunProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[counts]}"),
+            _WaitingColumn(ADMISSION),
             TimeElapsedColumn(),
             _EtaColumn(),
             TextColumn("{task.fields[usage]}"),

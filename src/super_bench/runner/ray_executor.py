@@ -10,6 +10,7 @@ included, are retried by the driver (``--infra-retries``), the same way for ever
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 from concurrent.futures import Future
@@ -45,6 +46,8 @@ def episode_on_worker(
         files = {p.name: p.read_bytes() for p in task_dir.iterdir() if p.is_file()}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    # Nodes of one machine share its host name: the Ray node's id tells them apart.
+    result.node = f"{result.node}/{ray.get_runtime_context().get_node_id()}"
     return result, files
 
 
@@ -57,9 +60,16 @@ class RayExecutor(Executor):
         if self._owns_session:
             try:
                 ray.init(address=options.address, include_dashboard=False, log_to_driver=False)
-            except (ConnectionError, ValueError, RuntimeError) as e:
+            except (ConnectionError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:
                 where = options.address or "a new local instance"
-                raise ConfigError(f"cannot start Ray on {where}: {e}") from e
+                hint = ""
+                if options.address is not None and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+                    hint = (
+                        "; if the cluster uses token authentication (the default of `ray start --head`), set "
+                        "RAY_AUTH_MODE=token and give its token here too (~/.ray/auth_token, or RAY_AUTH_TOKEN): "
+                        "see docs/runner.md#clusters-with-token-authentication"
+                    )
+                raise ConfigError(f"cannot start Ray on {where}: {e}{hint}") from e
         resources: dict[str, Any] = {"num_cpus": options.cpus, "num_gpus": options.gpus, "max_retries": 0}
         if options.memory_gb is not None:
             resources["memory"] = int(options.memory_gb * 1024**3)

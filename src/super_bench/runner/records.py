@@ -18,7 +18,9 @@ from super_bench.errors import RunDirError
 
 # 2: every record says its version; run.json's identity names each setting that decides the scores
 # (``env.sandbox.memory_limit``, ...), where version 1 held a few of them, the limits grouped.
-RUN_SCHEMA_VERSION = 2
+# 3: result rows and summary.json record where the time went to waste (``waste``), the time a task waited
+# for room on its machine (``waited``) and which machine ran it (``node``); earlier rows read as not knowing.
+RUN_SCHEMA_VERSION = 3
 
 
 class NewerRecordError(RunDirError):

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from super_bench._names import METRICS
 from super_bench.failures import TaskStatus
 from super_bench.runner.records import VersionedRecord
+from super_bench.runner.waste import Waste, waste_of
 from super_bench.scoring import Metrics, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.trajectory import StopReason, Trajectory, Usage
@@ -56,6 +57,11 @@ class TaskResult(VersionedRecord):
     unscored: str | None = Field(
         None, description="Why re-scoring could not score this task; such a row is left out of the means"
     )
+    waste: Waste | None = Field(None, description="Seconds spent without result, by cause; null in rows before v3")
+    waited: float = Field(
+        0.0, description="Seconds the task was held back until its machine had the free disk and memory it needs"
+    )
+    node: str | None = Field(None, description="The host that ran the task; on Ray, the Ray node's id after a slash")
 
     @property
     def key(self) -> tuple[str, int]:
@@ -83,6 +89,7 @@ class TaskResult(VersionedRecord):
             "wall_time": (finished - started).total_seconds(),
             "started_at": started,
             "finished_at": finished,
+            "waste": waste_of(trajectory),
         }
         values.update(fields)
         return cls(**values)
@@ -123,6 +130,8 @@ class Summary(VersionedRecord):
     task_environment: str | None = Field(
         None, description="The task environment the run used, and how it differs from the paper's"
     )
+    waste: Waste | None = Field(None, description="The rows' waste summed (over the rows that record it)")
+    waited: float = Field(0.0, description="Seconds tasks were held back for lack of free disk or memory, summed")
 
 
 @dataclass
@@ -156,8 +165,12 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
         values = [v for r in scored if (v := getattr(r.metrics, name)) is not None]
         means[name] = sum(values) / len(values) if values else None
     usage = Usage()
+    waste: Waste | None = None
     for r in results:
         usage.add(r.usage)
+        if r.waste is not None:
+            waste = waste or Waste()
+            waste.add(r.waste)
     counts = Counter(r.status for r in results)
     return Summary(
         n_tasks=len(results),
@@ -174,6 +187,8 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
         infra_errors=counts["infra_error"],
         retries=sum(r.attempts - 1 for r in results),
         stats={name: metric_stats(scored, name) for name in METRICS},
+        waste=waste,
+        waited=sum(r.waited for r in results),
     )
 
 

@@ -102,6 +102,14 @@ class SandboxConfig(BaseModel):
         1024, gt=0, description="Processes and threads the task may run at once (bwrap, docker)"
     )
     max_file_size: int | None = Field(None, gt=0, description="Largest file the task may write, in bytes")
+    disk_limit: int | None = Field(
+        None, ge=16 << 20, description="Bytes of disk the task directory may take (local, bwrap; see disk_enforcement)"
+    )
+    disk_enforcement: Literal["auto", "filesystem", "watch"] = Field(
+        "auto",
+        description="How the disk limit is enforced: a file system of the task's own (auto, where one can be made: "
+        "writes past it fail) or a watch on the task directory (past it the task is stopped)",
+    )
     wall_time_limit: float | None = Field(
         None, gt=0, description="Seconds after which everything the task runs is killed and nothing more starts"
     )
@@ -122,8 +130,17 @@ class SandboxConfig(BaseModel):
     offline_bundle: OfflineBundleDir = Field(
         None, description="A directory `super-bench mirror` made: repositories, wheels"
     )
+    # The package cache (sandbox/packages.py; docs/sandboxes.md#the-package-cache).
+    package_cache: Literal["link", "copy", "off"] = Field(
+        "link",
+        description="pip inside tasks installs through the harness's caching proxy of the package index (link: "
+        "the files of wheels are read-only links to the cache where that is safe; copy: always copies; off: no cache)",
+    )
+    package_cache_dir: Path | None = Field(
+        None, description="Where the package cache is kept (default: packages in super-bench's cache directory)"
+    )
 
-    @field_validator("memory_limit", "max_file_size", mode="before")
+    @field_validator("memory_limit", "max_file_size", "disk_limit", mode="before")
     @classmethod
     def _size(cls, value: Any) -> Any:
         return parse_size(value) if isinstance(value, str) else value
@@ -203,6 +220,7 @@ class Sandbox(ABC):
         self.config = config
         self.label = re.sub(r"[^A-Za-z0-9_.-]+", "-", label)[:40] or "task"
         self._deadline: float | None = None
+        self._disk_passed: int | None = None  # bytes found in the task directory past its disk limit
 
     @classmethod  # noqa: B027 (not abstract: most backends can always run)
     def check(cls, config: SandboxConfig) -> None:
@@ -239,6 +257,14 @@ class Sandbox(ABC):
         """Whether the task's memory limit made the kernel of the system kill a process since the last call."""
         return False
 
+    def usage(self) -> tuple[int | None, int | None]:
+        """Bytes of disk and of memory the task takes now, where the sandbox can tell (None where not)."""
+        return None, None
+
+    def disk_full(self) -> bool:
+        """Whether the task's own file system (its disk limit) has (nearly) no space left."""
+        return False
+
     @abstractmethod
     def run(self, command: list[str], timeout: float = 600) -> CommandResult:
         """Run a command inside the sandbox, in the work directory."""
@@ -255,6 +281,26 @@ class Sandbox(ABC):
     def _start_wall_clock(self) -> None:
         limit = self.config.wall_time_limit
         self._deadline = None if limit is None else time.monotonic() + limit
+
+    @property
+    def disk_limit_passed(self) -> bool:
+        """The task directory was found holding more than the disk limit: everything the task ran was killed
+        and nothing more starts (the ``watch`` enforcement)."""
+        return self._disk_passed is not None
+
+    @property
+    def ended(self) -> bool:
+        """A limit ended the task: the wall time, or the disk limit (``watch``)."""
+        return self.expired or self.disk_limit_passed
+
+    def _check_disk(self) -> None:
+        """Raise ``SandboxError`` once the task has passed its disk limit."""
+        if self._disk_passed is not None:
+            limit = self.config.disk_limit or 0
+            raise SandboxError(
+                f"the task directory held {self._disk_passed / 2**20:,.0f} MiB, past its disk limit of "
+                f"{limit / 2**20:,.0f} MiB"
+            )
 
     @property
     def expired(self) -> bool:

@@ -244,6 +244,7 @@ class BwrapSandbox(LocalSandbox):
 
     def _wrap(self, argv: list[str]) -> list[str]:
         # The deadline runs inside, so that bubblewrap is the harness's own child and dies with it.
+        self._check_disk()
         left = self._time_left()
         deadline = [] if left is None else ["timeout", "--signal=KILL", f"{left:.2f}"]
         limits = self._limits(processes=True)
@@ -263,7 +264,12 @@ class BwrapSandbox(LocalSandbox):
         return file_io(self._inside(["cat", "--", path]), path)
 
     def write_file(self, path: str, data: bytes) -> None:
-        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+        # A file agent code may not write in place (a package file linked to the cache) is replaced by a copy.
+        script = (
+            'mkdir -p -- "$(dirname -- "$1")" && { [ ! -e "$1" ] || [ -w "$1" ] || '
+            '{ cp -- "$1" "$1.super-bench-edit" && chmod u+w -- "$1.super-bench-edit" && '
+            'mv -f -- "$1.super-bench-edit" "$1"; }; } && cat > "$1"'
+        )
         file_io(self._inside(["sh", "-c", script, "sh", path], data), path)
 
     def _inside(self, command: list[str], data: bytes = b"") -> subprocess.CompletedProcess[bytes]:

@@ -124,6 +124,9 @@ class DockerSandbox(Sandbox):
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
+        if config.disk_limit is not None:
+            # What the agent installs goes to the container's own layer, which the task directory's limit misses.
+            raise SandboxError("--disk-limit is enforced by the local and bwrap sandboxes, not by docker")
         engine = find_engine(config.engine)
         image = config.image or DEFAULT_IMAGE
         if subprocess.run([engine, "image", "inspect", image], capture_output=True).returncode != 0:

@@ -10,10 +10,13 @@ variable they all inherit), also when the harness itself is killed (the watchdog
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,8 +31,10 @@ from super_bench.sandbox.base import (
     rlimit_prefix,
     scrubbed_environ,
 )
+from super_bench.sandbox.disk import WATCH, TaskFilesystem, disk_mechanism
 from super_bench.sandbox.memory import MemoryCgroup, memory_mechanism
 from super_bench.sandbox.mirrors import check_task_pip, mirror_environ
+from super_bench.sandbox.packages import PackageSession, cache_applies
 from super_bench.sandbox.pyenv import BasePython, create_task_env
 from super_bench.sandbox.reaper import MARKER, kill_marked, processes_with_marker, remove_tree
 from super_bench.sandbox.runtime import KernelRuntime
@@ -38,12 +43,16 @@ from super_bench.sandbox.superenv import task_base
 
 __all__ = ["MARKER", "LocalSandbox", "make_task_dir", "processes_with_marker", "remove_tree"]
 
+log = logging.getLogger(__name__)
 
-def make_task_dir(config: SandboxConfig, label: str) -> Path:
-    """A new task directory with ``content/``, ``home/`` and ``tmp/``."""
+
+def make_task_dir(config: SandboxConfig, label: str, mount: Callable[[Path], None] | None = None) -> Path:
+    """A new task directory with ``content/``, ``home/`` and ``tmp/``; ``mount`` puts a file system on it first."""
     parent = config.root or Path(tempfile.gettempdir())
     parent.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix=f"super-bench-{label}-", dir=parent))
+    if mount is not None:
+        mount(root)
     for sub in ("content", "home", "tmp"):
         (root / sub).mkdir()
     return root
@@ -62,6 +71,8 @@ class LocalSandbox(Sandbox):
             raise SandboxError("the local sandbox cannot cut the network; use --sandbox bwrap or --sandbox docker")
         if config.memory_limit is not None:
             memory_mechanism(config.memory_enforcement)
+        if config.disk_limit is not None:
+            disk_mechanism(config.disk_enforcement)
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         super().__init__(config, label)
@@ -73,6 +84,9 @@ class LocalSandbox(Sandbox):
         self._kernels: list[PopenKernelProcess] = []
         self._cgroup: MemoryCgroup | None = None
         self._oom_seen = 0
+        self._filesystem: TaskFilesystem | None = None
+        self._disk_watched: Callable[[], int] | None = None
+        self._packages: PackageSession | None = None
 
     # -- layout ------------------------------------------------------------------------------
     @property
@@ -121,11 +135,19 @@ class LocalSandbox(Sandbox):
         type(self).check(self.config)
         # The watchdog learns of each thing before it exists, so a harness killed at any moment leaves nothing.
         supervisor.register("marker", self.id)
-        self._root = make_task_dir(self.config, self.label)
+        limit = self.config.disk_limit
+        own_filesystem = limit is not None and disk_mechanism(self.config.disk_enforcement) == "filesystem"
+        try:
+            self._root = make_task_dir(self.config, self.label, self._mount if own_filesystem else None)
+        except BaseException:
+            self.stop()
+            raise
         if not self.config.keep:
             supervisor.register("dir", str(self._root))
         try:
             self._prepare()
+            if limit is not None and not own_filesystem:
+                self._disk_watched = WATCH.watch(self.root, limit, self._agent_uid(), self._disk_passed_limit)
             if self.config.packages_as_of is not None:
                 # Asked inside the sandbox, where the task's Python finds its packages.
                 pip = self.run(["python", "-m", "pip", "--version"], timeout=120)
@@ -134,6 +156,30 @@ class LocalSandbox(Sandbox):
             self.stop()  # a start that failed half-way leaves nothing either
             raise
         self._start_wall_clock()
+
+    def _mount(self, root: Path) -> None:
+        self._root = root  # so that a stop on the way unmounts it
+        self._filesystem = TaskFilesystem(root, self.config.disk_limit or 0)
+
+    def _disk_passed_limit(self, found: int) -> None:
+        """Called by the disk watch: stop everything the task runs, and let nothing more start."""
+        self._disk_passed = found
+        log.warning("task %s: its directory holds %d bytes, past its disk limit: stopping it", self.label, found)
+        for kernel in list(self._kernels):
+            kernel.kill()
+        kill_marked(self.id)
+
+    def usage(self) -> tuple[int | None, int | None]:
+        disk = None
+        if self._filesystem is not None:
+            disk = self._filesystem.used()
+        elif self._disk_watched is not None:
+            disk = self._disk_watched()
+        cgroup = self._cgroup
+        return disk, (cgroup.current() if cgroup is not None else None)
+
+    def disk_full(self) -> bool:
+        return self._filesystem is not None and self._filesystem.full()
 
     def _prepare(self) -> None:
         """The runtime directory, the task's Python environment, its variables and its memory cgroup."""
@@ -144,6 +190,10 @@ class LocalSandbox(Sandbox):
         # inline backend) is there for its scripts too, as in SUPER's environment, and never shadows its own.
         site_dirs = [self.shown_at(d) for d in (*self._base.site_dirs, str(self._base.kernel_dir / "packages"))]
         create_task_env(self.python_dir, self._base, visible_at=self.inside(self.python_dir), site_dirs=site_dirs)
+        if cache_applies(self.config):
+            inside = self.inside(self.python_dir)
+            self._packages = PackageSession(self.config, self.python_dir, self._agent_uid(), inside)
+            self._packages.install_hook(self.python_dir / "lib" / f"python{self._base.version}" / "site-packages")
         self._env = self.agent_environ()
         if self.config.memory_limit is not None and memory_mechanism(self.config.memory_enforcement) != "address-space":
             self._cgroup = MemoryCgroup(self.label, self.config.memory_limit)
@@ -168,6 +218,8 @@ class LocalSandbox(Sandbox):
         )
         env[MARKER] = self.id
         env.update(mirror_environ(self.config, shown_at=self.shown_at))
+        if self._packages is not None:
+            self._packages.environ(env)
         env.update(self.config.env)
         return env
 
@@ -182,6 +234,7 @@ class LocalSandbox(Sandbox):
         Locally only the per-process limits and the cgroup apply; the wall-time limit is enforced
         between steps (the environment ends the episode and ``stop`` kills what is left).
         """
+        self._check_disk()
         return self._in_cgroup([*self._limits(processes=False), *argv])
 
     def _in_cgroup(self, argv: list[str]) -> list[str]:
@@ -267,6 +320,9 @@ class LocalSandbox(Sandbox):
     def stop(self) -> None:
         if self._root is None:
             return
+        if self._disk_watched is not None:
+            WATCH.unwatch(self._root)
+            self._disk_watched = None
         for kernel in self._kernels:
             kernel.kill()
         self._kernels.clear()
@@ -276,6 +332,9 @@ class LocalSandbox(Sandbox):
             self._cgroup.remove()
             supervisor.unregister("cgroup", str(self._cgroup.path))
             self._cgroup = None
+        if self._packages is not None:
+            self._packages.close()
+            self._packages = None
         if self._runtime is not None:
             self._runtime.close()
             remove_tree(str(self._runtime.root))
@@ -285,6 +344,16 @@ class LocalSandbox(Sandbox):
         self._root = self._runtime = None
 
     def _finish_task_dir(self) -> None:
+        filesystem, self._filesystem = self._filesystem, None
+        if filesystem is not None:
+            if self.config.keep:  # kept as a plain directory: the file system goes with the run
+                kept = self.root.with_name(self.root.name + ".kept")
+                shutil.copytree(self.root, kept, symlinks=True)
+                filesystem.unmount()
+                self.root.rmdir()
+                kept.rename(self.root)
+            else:
+                filesystem.unmount()
         if not self.config.keep:
             remove_tree(str(self.root))
             supervisor.unregister("dir", str(self.root))

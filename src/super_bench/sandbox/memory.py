@@ -142,6 +142,14 @@ class MemoryCgroup:
         """``argv`` run inside the cgroup: a shell joins it, then becomes the command (same process)."""
         return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
 
+    def current(self) -> int | None:
+        """Bytes the task's processes use now (page cache and shared memory included)."""
+        name = "memory.current" if self.mechanism == "cgroup2" else "memory.usage_in_bytes"
+        try:
+            return int((self.path / name).read_text())
+        except (OSError, ValueError):
+            return None
+
     def oom_kills(self) -> int:
         """How many processes the kernel killed for going over the limit."""
         name = "memory.events" if self.mechanism == "cgroup2" else "memory.oom_control"

@@ -105,3 +105,19 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def unmount(mountpoint: str, image: str | None = None) -> None:
+    """Unmount a task's file system (lazily where something still holds it) and remove its image; never raises."""
+    if os.path.ismount(mountpoint):
+        for command in (["umount", mountpoint], ["umount", "-l", mountpoint]):
+            try:
+                if subprocess.run(command, capture_output=True, timeout=60).returncode == 0:
+                    break
+            except (OSError, subprocess.SubprocessError):
+                pass
+    if image is not None:
+        try:
+            os.unlink(image)
+        except OSError:
+            pass

@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from super_bench.sandbox.reaper import kill_group, remove_tree
+from super_bench.sandbox.reaper import kill_group, remove_tree, unmount
 from super_bench.sandbox.runtime import short_temp_base
 
 
@@ -44,7 +44,11 @@ def clear_scratch(scratch: Path) -> list[str]:
             continue
     if scratch.is_dir():
         for child in scratch.iterdir():
-            remove_tree(str(child))
+            unmount(str(child))  # a task's own file system (--disk-limit), still mounted
+            if child.is_dir() and not child.is_symlink():
+                remove_tree(str(child))
+            else:
+                child.unlink(missing_ok=True)  # its image
             removed.append(str(child))
     for runtime in glob.glob(os.path.join(short_temp_base(), f"sbk-{runtime_tag(scratch)}-*")):
         remove_tree(runtime)

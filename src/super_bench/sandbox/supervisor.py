@@ -6,7 +6,7 @@
   Inspect's, Ray's) would otherwise be killed when that thread retires, minutes later.
 - the watchdog: a small process of its own session, started on first use, reading a pipe whose
   only writer is the harness. Sandboxes register what they create (process groups, marker
-  values, cgroups, containers, directories) and unregister it when they stop. When the harness
+  values, cgroups, containers, task file systems, directories) and unregister it when they stop. When the harness
   dies, however it dies (SIGKILL included), the pipe closes, and the watchdog kills and removes
   whatever is still registered.
 """
@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Literal
 
-Kind = Literal["pgid", "marker", "cgroup", "container", "dir"]
+Kind = Literal["pgid", "marker", "cgroup", "container", "mount", "dir"]
 
 
 class _Spawner:

@@ -8,7 +8,7 @@ import signal
 import sys
 from typing import Any
 
-from super_bench.sandbox.reaper import kill_cgroup, kill_group, kill_marked, remove_container, remove_tree
+from super_bench.sandbox.reaper import kill_cgroup, kill_group, kill_marked, remove_container, remove_tree, unmount
 
 
 def _key(entry: dict[str, Any]) -> str:
@@ -16,8 +16,9 @@ def _key(entry: dict[str, Any]) -> str:
 
 
 def clean_up(entries: list[dict[str, Any]]) -> None:
-    """Kill processes first (groups, marked processes, cgroups, containers), then remove directories."""
-    order = {"pgid": 0, "marker": 1, "cgroup": 2, "container": 3, "dir": 4}
+    """Kill processes first (groups, marked processes, cgroups, containers), then unmount task file systems,
+    then remove directories."""
+    order = {"pgid": 0, "marker": 1, "cgroup": 2, "container": 3, "mount": 4, "dir": 5}
     for entry in sorted(entries, key=lambda e: order.get(e["kind"], 5)):
         kind, value = entry["kind"], entry["value"]
         if kind == "pgid":
@@ -28,6 +29,8 @@ def clean_up(entries: list[dict[str, Any]]) -> None:
             kill_cgroup(str(value))
         elif kind == "container":
             remove_container(str(value[0]), str(value[1]))
+        elif kind == "mount":
+            unmount(str(value[0]), str(value[1]))
         elif kind == "dir":
             remove_tree(str(value))
 

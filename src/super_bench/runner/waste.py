@@ -1,0 +1,69 @@
+"""Where a task's time went without result: cells cut short, infrastructure attempts that were retried,
+package installs, and sandboxes that sat idle.
+
+Everything but the retried attempts is read from the trajectory, so a run's figures can be computed
+again from its files. A cell is an ``execute`` step with the ``continue_wait`` and ``interrupt`` steps
+that followed it; the categories overlap (an install that timed out counts as both).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from super_bench.trajectory import Step, Trajectory
+
+# A command that installs packages, at the start of a line or after a shell separator, a ``!`` or a ``%``.
+_INSTALL = re.compile(
+    r"(?:^|[\s;&|!%(])(?:(?:python[\d.]*\s+-m\s+)?pip[\d.]*|uv\s+pip|conda|mamba|apt(?:-get)?)\s+install\b",
+    re.MULTILINE,
+)
+
+
+class Waste(BaseModel):
+    """Seconds of a task (or, summed, of a run) spent without result."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interrupted_cells: float = Field(
+        0.0, description="Cells that hit the soft timeout and never finished, or were interrupted"
+    )
+    retried_attempts: float = Field(0.0, description="Attempts that failed on the infrastructure and were retried")
+    package_installs: float = Field(0.0, description="Cells that ran pip, uv, conda or apt-get install")
+    idle_sandbox: float = Field(
+        0.0, description="The sandbox up with no cell running: its start, the model's replies, the agent's own work"
+    )
+
+    def add(self, other: Waste) -> None:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def _cells(steps: list[Step]) -> list[list[Step]]:
+    cells: list[list[Step]] = []
+    current: list[Step] | None = None
+    for step in steps:
+        if step.action.type == "execute":
+            current = [step]
+            cells.append(current)
+        elif step.action.type in ("continue_wait", "interrupt") and current is not None:
+            current.append(step)
+        else:
+            current = None
+    return cells
+
+
+def waste_of(trajectory: Trajectory) -> Waste:
+    """The waste a trajectory shows (all but the retried attempts, which only the runner sees)."""
+    waste = Waste()
+    for cell in _cells(trajectory.steps):
+        seconds = sum(step.duration for step in cell)
+        if cell[-1].outcome in ("timeout", "interrupted"):  # still running when the agent moved on, or stopped
+            waste.interrupted_cells += seconds
+        if isinstance(cell[0].action.content, str) and _INSTALL.search(cell[0].action.content):
+            waste.package_installs += seconds
+    if trajectory.finished_at is not None:
+        span = (trajectory.finished_at - trajectory.started_at).total_seconds()
+        waste.idle_sandbox = max(0.0, span - sum(step.duration for step in trajectory.steps))
+    return waste

@@ -1,0 +1,218 @@
+"""Disk limits of a task directory: a file system of its own, or a watch on what it holds.
+
+- ``filesystem``: the task directory is the mount point of an ext4 file system made in a sparse file of
+  the limit's size, on a loop device (as root, with ``mkfs.ext4`` and ``mount``). Writing past it fails
+  with "No space left on device", as on a full disk, whatever writes (many small files, a sparse file
+  filled in, a file deleted while still open): the agent sees the error and may free space, and nothing
+  of the host fills up. The image's allocated blocks are all the task takes of the host's disk.
+- ``watch``: a thread of the harness adds up what each task directory holds, every few seconds (each
+  file's allocated blocks, at least one block per file or directory, hard links once, links into the
+  package cache not at all). Past the limit, everything the task runs is killed and its episode ends
+  with stop reason ``max_disk``. A task may overshoot by what it writes between two looks, and a file
+  deleted while still open is not seen.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from super_bench.errors import SandboxError
+from super_bench.sandbox import supervisor
+from super_bench.sandbox.reaper import unmount
+
+log = logging.getLogger(__name__)
+
+Mechanism = Literal["filesystem", "watch"]
+_DESCRIPTION = {
+    "filesystem": "a file system of each task's own (ext4 in a sparse file, on a loop device): writes past it fail",
+    "watch": "a watch on what each task directory holds (every few seconds): past it the task is stopped",
+}
+_BLOCK = 4096  # what a file or directory costs at least
+
+
+def describe(mechanism: Mechanism) -> str:
+    return _DESCRIPTION[mechanism]
+
+
+def _mkfs() -> str | None:
+    return shutil.which("mkfs.ext4") or shutil.which("mke2fs")
+
+
+@functools.cache
+def filesystem_problem() -> str | None:
+    """Why tasks cannot get file systems of their own here, or None when they can (probed once)."""
+    if os.geteuid() != 0:
+        return "mounting a file system per task needs root"
+    if _mkfs() is None or shutil.which("mount") is None or shutil.which("umount") is None:
+        return "mounting a file system per task needs mkfs.ext4 and mount (apt-get install e2fsprogs mount)"
+    with tempfile.TemporaryDirectory(prefix="super-bench-disk-probe-") as probe:
+        try:
+            TaskFilesystem(Path(probe) / "fs", 16 << 20).unmount()
+        except SandboxError as e:
+            return str(e)
+    return None
+
+
+def disk_mechanism(requested: str = "auto") -> Mechanism:
+    """How a disk limit is enforced here: ``auto`` is a file system of the task's own where one can be made."""
+    if requested == "watch":
+        return "watch"
+    problem = filesystem_problem()
+    if requested == "auto":
+        return "watch" if problem else "filesystem"
+    if requested == "filesystem":
+        if problem:
+            raise SandboxError(
+                f"cannot give tasks file systems of their own here: {problem}; use --disk-enforcement watch"
+            )
+        return "filesystem"
+    raise SandboxError(f"unknown disk enforcement {requested!r}: choose auto, filesystem or watch")
+
+
+def _run(command: list[str], what: str) -> None:
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        raise SandboxError(f"cannot {what}: {detail[-1] if detail else f'exit status {proc.returncode}'}")
+
+
+class TaskFilesystem:
+    """An ext4 file system of ``size`` bytes mounted at ``root`` (made empty), kept in ``root``.img beside it."""
+
+    def __init__(self, root: Path, size: int) -> None:
+        self.root = root
+        self.image = root.with_name(root.name + ".img")
+        self.size = size
+        root.mkdir(exist_ok=True)
+        # Registered first: a harness killed while mounting leaves nothing mounted.
+        supervisor.register("mount", [str(root), str(self.image)])
+        try:
+            with open(self.image, "wb") as f:
+                f.truncate(size)  # sparse: it takes of the host only what the task writes
+            mkfs = [_mkfs() or "mkfs.ext4", "-q", "-F", "-t", "ext4", "-m", "0", "-O", "^has_journal"]
+            _run([*mkfs, "-E", "lazy_itable_init=1", str(self.image)], f"make a file system in {self.image}")
+            _run(["mount", "-o", "loop,nosuid,nodev", str(self.image), str(root)], f"mount {self.image}")
+            (root / "lost+found").rmdir()
+        except BaseException:
+            self.unmount()
+            raise
+
+    def used(self) -> int:
+        """Bytes of the host's disk the task takes: the image's allocated blocks."""
+        try:
+            return os.stat(self.image).st_blocks * 512
+        except OSError:
+            return 0
+
+    def full(self) -> bool:
+        """Whether (nearly) nothing is left: less than a hundredth of the file system, or 1 MiB."""
+        try:
+            stats = os.statvfs(self.root)
+        except OSError:
+            return False
+        return stats.f_bavail * stats.f_frsize < min(self.size // 100, 1 << 20)
+
+    def unmount(self) -> None:
+        """Unmount and remove the image; never raises."""
+        unmount(str(self.root), str(self.image))
+        supervisor.unregister("mount", [str(self.root), str(self.image)])
+
+
+def disk_usage(root: Path, agent_uid: int | None = None) -> int:
+    """Bytes a directory tree takes: each file's allocated blocks, at least one block per entry, every inode
+    once. Links into the package cache (files of another user than agent code's, linked more than once) are
+    not counted: they are the cache's. Directories agent code made unreadable are opened again."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    stack = [str(root)]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except PermissionError:
+            try:
+                os.chmod(directory, 0o700)  # ours when agent code runs as our user; as root it is readable anyway
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            key = (info.st_dev, info.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            cached = agent_uid is not None and info.st_nlink > 1 and info.st_uid != agent_uid
+            if not cached:
+                total += max(info.st_blocks * 512, _BLOCK)
+            if stat.S_ISDIR(info.st_mode):
+                stack.append(entry.path)
+    return total
+
+
+class _Watched:
+    def __init__(self, root: Path, limit: int, agent_uid: int | None, exceeded: Callable[[int], None]) -> None:
+        self.root, self.limit, self.agent_uid, self.exceeded = root, limit, agent_uid, exceeded
+        self.used = 0
+        self.stopped = False
+
+
+class DiskWatch:
+    """One thread of the harness that measures every watched task directory in turn, and calls back (once)
+    when one holds more than its limit. It looks every ``interval`` seconds, or, when a look takes longer
+    than a tenth of that, after ten times as long as the look took: watching costs at most a tenth of a core."""
+
+    def __init__(self, interval: float = 2.0) -> None:
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._watched: list[_Watched] = []
+        self._thread: threading.Thread | None = None
+
+    def watch(
+        self, root: Path, limit: int, agent_uid: int | None, exceeded: Callable[[int], None]
+    ) -> Callable[[], int]:
+        """Watch ``root``; returns what it held at the last look. ``exceeded`` gets the bytes found."""
+        watched = _Watched(root, limit, agent_uid, exceeded)
+        with self._lock:
+            self._watched.append(watched)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="super-bench-disk-watch", daemon=True)
+                self._thread.start()
+        return lambda: watched.used
+
+    def unwatch(self, root: Path) -> None:
+        with self._lock:
+            self._watched = [w for w in self._watched if w.root != root]
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                watched = list(self._watched)
+            start = time.monotonic()
+            for w in watched:
+                w.used = disk_usage(w.root, w.agent_uid)
+                if w.used > w.limit and not w.stopped:
+                    w.stopped = True
+                    try:
+                        w.exceeded(w.used)
+                    except Exception:  # the sandbox may be stopping meanwhile
+                        log.warning("stopping the task in %s after its disk limit failed", w.root, exc_info=True)
+            time.sleep(max(self.interval, 10 * (time.monotonic() - start)))
+
+
+WATCH = DiskWatch()
