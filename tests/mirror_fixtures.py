@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -79,9 +80,12 @@ def dated_wheels(directory: Path, name: str, uploads: dict[str, str]) -> dict[st
 
 
 @contextmanager
-def package_index(packages: dict[str, dict[str, tuple[Path, str]]]) -> Iterator[tuple[str, list[str]]]:
+def package_index(
+    packages: dict[str, dict[str, tuple[Path, str]]], *, bytes_per_second: float | None = None, lying: bool = False
+) -> Iterator[tuple[str, list[str]]]:
     """Serve ``packages`` (name -> version -> (wheel, upload time)) as a JSON simple index on loopback;
-    yields the index URL and the list of paths requested so far."""
+    yields the index URL and the list of paths requested so far. ``bytes_per_second``: files are sent no
+    faster; ``lying``: the index publishes hashes that are not the files' own."""
     requested: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -93,7 +97,7 @@ def package_index(packages: dict[str, dict[str, tuple[Path, str]]]) -> Iterator[
                     {
                         "filename": wheel.name,
                         "url": f"/files/{parts[1]}/{wheel.name}",
-                        "hashes": {"sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()},
+                        "hashes": {"sha256": hashlib.sha256(wheel.read_bytes() + b"x" * lying).hexdigest()},
                         "upload-time": uploaded,
                     }
                     for wheel, uploaded in packages[parts[1]].values()
@@ -110,16 +114,20 @@ def package_index(packages: dict[str, dict[str, tuple[Path, str]]]) -> Iterator[
                 if wheel is None:
                     self.send_error(404)
                 else:
-                    self._send(wheel.read_bytes(), "application/octet-stream")
+                    self._send(wheel.read_bytes(), "application/octet-stream", bytes_per_second)
             else:
                 self.send_error(404)
 
-        def _send(self, body: bytes, kind: str) -> None:
+        def _send(self, body: bytes, kind: str, rate: float | None = None) -> None:
             self.send_response(200)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            step = len(body) if rate is None else max(1, int(rate / 10))
+            for start in range(0, len(body), step):
+                self.wfile.write(body[start : start + step])
+                if rate is not None:
+                    time.sleep(step / rate)
 
         def log_message(self, *args: object) -> None:
             pass

@@ -72,25 +72,34 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> bool:
 
 
 def tiny_wheel(
-    directory: Path, name: str = "sbtinypkg", value: int = 42, version: str = "1.0", *, module: str | None = None
+    directory: Path,
+    name: str = "sbtinypkg",
+    value: int = 42,
+    version: str = "1.0",
+    *,
+    module: str | None = None,
+    padding: int = 0,
 ) -> Path:
     """A minimal pure-Python wheel, built by hand so that tests need no network: distribution ``name`` at
-    ``version``, whose package ``module`` (default: ``name``) holds ``VALUE`` and ``__version__`` only."""
+    ``version``, whose package ``module`` (default: ``name``) holds ``VALUE`` and ``__version__`` only, and
+    with ``padding``, a data file of that many random bytes (stored as they are, to make a wheel that big)."""
     module = module or name
     info = f"{name}-{version}.dist-info"
-    files = {
-        f"{module}/__init__.py": f"VALUE = {value}\n__version__ = {version!r}\n",
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    files: dict[str, bytes] = {
+        f"{module}/__init__.py": f"VALUE = {value}\n__version__ = {version!r}\n".encode(),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
+    if padding:
+        files[f"{module}/padding.bin"] = secrets.token_bytes(padding)
     record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
     record.append(f"{info}/RECORD,,")
-    files[f"{info}/RECORD"] = "\n".join(record) + "\n"
+    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
     wheel = directory / f"{name}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
+        for path, data in files.items():
+            zf.writestr(path, data)
     return wheel

@@ -94,6 +94,16 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, allow_mixed_mode
                     row.verdict,
                 )
             console.print(cats)
+        spent = Table(title="time without result over the shared tasks (seconds)", title_justify="left")
+        for column in ("where", "base", "other"):
+            spent.add_column(column, justify="left" if column == "where" else "right")
+        for t in c.time:
+            spent.add_row(t.kind.replace("_", " "), _seconds(t.base), _seconds(t.other))
+        console.print(spent)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
 
 
 @click.command("leaderboard")

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from super_bench._names import METRICS
 from super_bench.errors import ReportError
+from super_bench.runner.waste import Waste, total
 
 from .runs import RunData, check_modes
 from .stats import MIN_PAIRED, SIGNIFICANCE, Estimate, paired_bootstrap, paired_permutation_test
@@ -54,6 +55,14 @@ class CategoryDiff(PairedDiff):
     category: str
 
 
+class TimeSpent(BaseModel):
+    """Seconds of one kind over the shared tasks, in each run; null where a run's rows do not record it."""
+
+    kind: str = Field(description="A field of the rows' waste, or waited (held back for free disk or memory)")
+    base: float | None
+    other: float | None
+
+
 class Comparison(BaseModel):
     base: str
     other: str
@@ -67,6 +76,7 @@ class Comparison(BaseModel):
     gained: list[str] = Field(description="Solved by the other run, not by the base")
     lost: list[str] = Field(description="Solved by the base run, not by the other")
     categories: list[CategoryDiff] = Field(default_factory=list, description="Masked categories, on flip_metric")
+    time: list[TimeSpent] = Field(default_factory=list, description="Where the shared tasks' time went to waste")
 
 
 def compare_runs(
@@ -115,7 +125,21 @@ def compare_runs(
         gained=gained,
         lost=lost,
         categories=categories,
+        time=_time_spent(base, other, shared),
     )
+
+
+def _time_spent(base: RunData, other: RunData, shared: set[str]) -> list[TimeSpent]:
+    totals = []
+    for run in (base, other):
+        rows = [r for r in run.results if r.task_id in shared]
+        waste = total(r.waste for r in rows)
+        kinds: dict[str, float | None] = dict.fromkeys(Waste.model_fields)
+        if waste is not None:
+            kinds.update(waste.model_dump())
+        kinds["waited"] = sum(r.waited for r in rows)
+        totals.append(kinds)
+    return [TimeSpent(kind=kind, base=totals[0][kind], other=totals[1][kind]) for kind in totals[0]]
 
 
 def _paired_diff(a: list[float], b: list[float]) -> dict[str, Any]:

@@ -118,6 +118,8 @@ def page_data(run: RunData) -> dict[str, Any]:
         "usage": summary.usage.model_dump(),
         "execution_time": summary.execution_time,
         "wall_time": run.wall_time,
+        "waste": summary.waste.model_dump() if summary.waste is not None else None,
+        "waited": summary.waited,
         "columns": COLUMNS,
         "rows": rows,
     }
@@ -135,6 +137,9 @@ def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
         "usage": result.usage.model_dump(),
         "wall_time": result.wall_time,
         "execution_time": result.execution_time,
+        "waste": result.waste.model_dump() if result.waste is not None else None,
+        "waited": result.waited,
+        "node": result.node,
         "submission": result.submission,
         "entrypoint_runs": result.details.get("entrypoint_runs", []),
     }

@@ -274,7 +274,8 @@ def _package_cache(config: RunConfig) -> dict[str, Any] | None:
     sandbox = config.env.sandbox
     if resolve_backend(sandbox.backend) == "docker" or not cache_applies(sandbox):
         return None
-    return {"mode": sandbox.package_cache, "directory": str(package_cache_dir(sandbox)), "upstreams": upstreams(sandbox)}
+    directory = str(package_cache_dir(sandbox))
+    return {"mode": sandbox.package_cache, "directory": directory, "upstreams": upstreams(sandbox)}
 
 
 def _memory_enforcement(config: RunConfig) -> str | None:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from super_bench._names import METRICS
 from super_bench.failures import TaskStatus
 from super_bench.runner.records import VersionedRecord
-from super_bench.runner.waste import Waste, waste_of
+from super_bench.runner.waste import Waste, total, waste_of
 from super_bench.scoring import Metrics, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.trajectory import StopReason, Trajectory, Usage
@@ -165,12 +165,8 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
         values = [v for r in scored if (v := getattr(r.metrics, name)) is not None]
         means[name] = sum(values) / len(values) if values else None
     usage = Usage()
-    waste: Waste | None = None
     for r in results:
         usage.add(r.usage)
-        if r.waste is not None:
-            waste = waste or Waste()
-            waste.add(r.waste)
     counts = Counter(r.status for r in results)
     return Summary(
         n_tasks=len(results),
@@ -187,7 +183,7 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
         infra_errors=counts["infra_error"],
         retries=sum(r.attempts - 1 for r in results),
         stats={name: metric_stats(scored, name) for name in METRICS},
-        waste=waste,
+        waste=total(r.waste for r in results),
         waited=sum(r.waited for r in results),
     )
 

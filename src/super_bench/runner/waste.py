@@ -9,6 +9,7 @@ that followed it; the categories overlap (an install that timed out counts as bo
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,6 +39,16 @@ class Waste(BaseModel):
     def add(self, other: Waste) -> None:
         for name in type(self).model_fields:
             setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def total(wastes: Iterable[Waste | None]) -> Waste | None:
+    """The sum of the wastes given; None when none is known (rows written before rows recorded it)."""
+    found = None
+    for waste in wastes:
+        if waste is not None:
+            found = found or Waste()
+            found.add(waste)
+    return found
 
 
 def _cells(steps: list[Step]) -> list[list[Step]]:

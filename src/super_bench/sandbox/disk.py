@@ -116,12 +116,12 @@ class TaskFilesystem:
             return 0
 
     def full(self) -> bool:
-        """Whether (nearly) nothing is left: less than a hundredth of the file system, or 1 MiB."""
+        """Whether (nearly) nothing is left: under a hundredth of the space (at most 1 MiB), or of the inodes."""
         try:
             stats = os.statvfs(self.root)
         except OSError:
             return False
-        return stats.f_bavail * stats.f_frsize < min(self.size // 100, 1 << 20)
+        return stats.f_bavail * stats.f_frsize < min(self.size // 100, 1 << 20) or stats.f_favail < stats.f_files // 100
 
     def unmount(self) -> None:
         """Unmount and remove the image; never raises."""

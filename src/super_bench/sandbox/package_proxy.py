@@ -229,8 +229,12 @@ def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
             if size is not None:
                 self.send_header("Content-Length", str(size))
             self.end_headers()
-            for chunk in chunks:  # a failure on the way cuts the answer short: pip then refuses the file
-                self.wfile.write(chunk)
+            try:
+                for chunk in chunks:
+                    self.wfile.write(chunk)
+            except SandboxError as e:  # the answer ends short, or its hash is wrong: pip refuses the file
+                log.warning("package cache: %s", e)
+                self.close_connection = True
 
         def do_POST(self) -> None:
             parts = self._parts()

@@ -50,6 +50,12 @@ function scoreClass(v) {
   return v >= 1 ? "v-full" : v <= 0 ? "v-zero" : "v-part";
 }
 function money(v) { return v ? "$" + v.toFixed(v < 1 ? 4 : 2) : "–"; }
+// Where time went without result (a row's or the run's waste), as "interrupted cells 12 s · idle sandbox 3.0 s".
+function wasteText(waste, waited) {
+  const parts = waste ? Object.entries(waste).filter(([, v]) => v > 0).map(([k, v]) => `${label(k)} ${duration(v)}`) : [];
+  if (waited > 0) parts.push(`waited for room ${duration(waited)}`);
+  return parts.join(" · ");
+}
 
 // -- summary and table ----------------------------------------------------------------------------
 function renderHeader() {
@@ -73,6 +79,10 @@ function renderSummary() {
   cards.push(el("div", { class: "card" }, el("div", { class: "label", text: "time" }),
     el("div", { class: "value", text: duration(DATA.wall_time) }),
     el("div", { class: "ci", text: `executing: ${duration(DATA.execution_time)}` })));
+  if (DATA.waste) {  // the kinds overlap (an install that timed out is both), so they are not added up
+    cards.push(el("div", { class: "card" }, el("div", { class: "label", text: "time without result" }),
+      el("div", { class: "ci", text: wasteText(DATA.waste, DATA.waited) || "none" })));
+  }
   const counts = (title, obj) => el("div", { class: "counts" }, el("b", { text: title + ": " }),
     Object.entries(obj).sort((a, b) => b[1] - a[1]).map(([k, v]) => el("span", { text: `${k} ${v}` })));
   document.getElementById("summary").append(
@@ -307,10 +317,13 @@ function renderTask(row, d) {
     el("span", { class: `badge ${scoreClass(d.metrics[m])}`, text: `${label(m)} ${d.metrics[m].toFixed(2)}` }));
   const facts = [`status ${d.status}`, `stop: ${d.stop || "unknown"}`, `${d.steps.length} steps`, `time ${duration(d.wall_time)}`,
     `executing ${duration(d.execution_time)}`, d.usage.cost ? `cost ${money(d.usage.cost)}` : null,
-    d.kernel_restarts ? `${d.kernel_restarts} kernel restarts` : null, [d.agent, d.model].filter(Boolean).join(" / ") || null];
+    d.kernel_restarts ? `${d.kernel_restarts} kernel restarts` : null, [d.agent, d.model].filter(Boolean).join(" / ") || null,
+    d.node ? `ran on ${d.node}` : null];
   view.replaceChildren(nav, el("div", { class: "task-title", text: d.id }), el("div", null, metrics),
     el("div", { class: "muted", text: facts.filter(Boolean).join(" · ") }));
   if (d.times) view.append(el("div", { class: "muted", text: `Step times: ${d.times} (as recorded in the notebook).` }));
+  const wasted = wasteText(d.waste, d.waited);
+  if (wasted) view.append(el("div", { class: "muted", text: `Time without result: ${wasted}.` }));
   if (d.error) view.append(el("p", { class: "error", text: d.error }));
   if (d.load_error) view.append(el("p", { class: "error", text: d.load_error }));
   if (d.query) view.append(el("details", { open: true }, el("summary", { text: "query" }), el("div", { class: "query", text: d.query })));

@@ -1,0 +1,138 @@
+"""Per-task disk limits, attacked: one big file, a sparse file filled in, many small files, a file deleted while
+still open. With a file system of the task's own, every write past the limit fails and the host's disk holds no
+more than the limit; with the watch, the task is stopped (stop reason ``max_disk``, the agent's). Nothing stays
+mounted when the harness is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import make_task
+from tests.sandboxes import backend_settings, token, wait_for
+from tests.test_lifetime import _parent, pids_with, start_run
+
+from super_bench import EnvConfig, RunConfig, SandboxConfig, run
+from super_bench.sandbox import disk
+from super_bench.sandbox.disk import disk_usage, filesystem_problem
+from super_bench.sandbox.scratch import scratch_dir
+
+LIMIT = 64 << 20
+FILL = 200  # MiB each attack tries to write
+ATTACKS = {
+    "one big file": f"!dd if=/dev/zero of=big bs=1M count={FILL} 2>&1 | grep -o 'No space left on device' | head -1",
+    "a sparse file filled in": (
+        f"!truncate -s 50G sparse && dd if=/dev/zero of=sparse bs=1M count={FILL} conv=notrunc 2>&1 "
+        "| grep -o 'No space left on device' | head -1"
+    ),
+    "many small files": (
+        "import os\nos.makedirs('small', exist_ok=True)\ntry:\n"
+        "    for i in range(300_000):\n        with open(f'small/{i}', 'w') as f:\n            f.write('x')\n"
+        "except OSError as e:\n    print(e.strerror)"
+    ),
+    "a file deleted while still open": (
+        "import os\nf = open('held', 'wb')\nos.unlink('held')\ntry:\n"
+        f"    for _ in range({FILL}):\n        f.write(b'0' * 2**20)\n        f.flush()\n"
+        "except OSError as e:\n    print(e.strerror)"
+    ),
+}
+
+
+def own_filesystem() -> None:
+    problem = filesystem_problem()
+    if problem:
+        pytest.skip(f"tasks cannot get file systems of their own here: {problem}")
+
+
+def mounts_under(path: Path) -> list[str]:
+    return [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if str(path) in line]
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "local"])
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_writes_past_a_disk_limit_fail_and_the_host_holds_no_more(
+    env_factory: Any, tmp_sandbox_root: Path, backend: str, attack: str
+) -> None:
+    own_filesystem()
+    env = env_factory(cell_timeout=120, sandbox={**backend_settings(backend), "disk_limit": LIMIT})
+    env.reset(make_task())
+    step = env.step({"type": "execute", "content": ATTACKS[attack]})
+    assert "No space left on device" in step.raw_output, step.raw_output
+    assert "The task's disk limit (0.0625 GiB) is reached" in step.observation
+    (image,) = tmp_sandbox_root.rglob("*.img")
+    assert image.stat().st_blocks * 512 <= LIMIT  # all the task takes of the host's disk
+    # The episode goes on: once the agent frees space, writing works again.
+    free = "_ = globals().get('f') and f.close()\n!rm -rf big sparse small && head -c 1000000 /dev/zero > ok && ls ok"
+    freed = env.step({"type": "execute", "content": free})
+    assert freed.raw_output.strip().endswith("ok") and not env.done
+    env.close()
+    assert not mounts_under(tmp_sandbox_root) and not list(tmp_sandbox_root.rglob("*.img"))
+
+
+def test_a_task_past_its_watched_disk_limit_is_stopped_as_its_own_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(disk.WATCH, "interval", 0.2)
+    actions = tmp_path / "actions.json"
+    write = "with open('big', 'wb') as f:\n    f.write(b'0' * (100 << 20))\nimport time; time.sleep(30)"
+    actions.write_text(json.dumps([{"type": "execute", "content": write}, {"type": "execute", "content": "1"}]))
+    sandbox = SandboxConfig(
+        **backend_settings("bwrap"), root=tmp_path / "sb", disk_limit=LIMIT, disk_enforcement="watch"
+    )
+    outcome = run(
+        RunConfig(
+            agent=f"replay:{actions}", task_ids=["tinyreg"], out=tmp_path / "run", env=EnvConfig(sandbox=sandbox)
+        ),
+        progress=False,
+    )
+    (result,) = outcome.results
+    assert (result.status, result.stop_reason) == ("completed", "max_disk")
+    assert result.n_steps == 1 and outcome.summary.stop_reasons == {"max_disk": 1}
+    trajectory = json.loads((tmp_path / "run" / str(result.trajectory)).read_text())
+    assert "The task's disk limit (0.0625 GiB) was passed" in trajectory["steps"][-1]["observation"]
+
+
+def test_the_watch_counts_blocks_not_sizes_and_every_file(tmp_path: Path) -> None:
+    (tmp_path / "sparse").write_bytes(b"")
+    os.truncate(tmp_path / "sparse", 10 << 30)  # 10 GiB that take no block
+    (tmp_path / "small").mkdir()
+    for i in range(500):
+        (tmp_path / "small" / str(i)).touch()  # empty, yet each is an inode
+    (tmp_path / "data").write_bytes(b"1" * (1 << 20))
+    os.link(tmp_path / "data", tmp_path / "again")  # one file, two names
+    used = disk_usage(tmp_path)
+    assert 502 * 4096 + (1 << 20) <= used < 520 * 4096 + (1 << 20)
+
+
+def test_a_killed_harness_leaves_no_task_file_system_mounted(tmp_path: Path) -> None:
+    own_filesystem()
+    backend_settings("bwrap")
+    mark = token()
+    actions = [{"type": "execute", "content": f"!sleep {mark}"}]
+    scratch = tmp_path / "tmp" / scratch_dir(tmp_path / "run", None).name
+    for kill_watchdog in (False, True):
+        proc = start_run(tmp_path, "bwrap", actions, "--cell-timeout", "600", "--disk-limit", "64m")
+        try:
+            assert wait_for(lambda: pids_with(mark) and mounts_under(scratch), timeout=120), "the task did not start"
+        finally:
+            watchdogs = [pid for pid in pids_with("super_bench.sandbox.watchdog") if _parent(pid) == proc.pid]
+            for pid in [*(watchdogs if kill_watchdog else []), proc.pid]:
+                os.kill(pid, signal.SIGKILL)
+            proc.communicate()
+        if not kill_watchdog:  # the watchdog unmounts it
+            assert wait_for(lambda: not mounts_under(scratch), timeout=10), "a task's file system stayed mounted"
+            assert wait_for(lambda: not list(scratch.glob("*")), timeout=5)
+    # With the watchdog killed too, the next run of the same run directory unmounts what was left.
+    assert mounts_under(scratch)
+    for pid in pids_with(mark):
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    resumed = start_run(tmp_path, "bwrap", [{"type": "submit", "content": "{}"}], "--disk-limit", "64m")
+    _, stderr = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, stderr
+    assert not mounts_under(scratch) and not scratch.exists()

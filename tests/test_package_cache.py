@@ -1,0 +1,146 @@
+"""The package cache: pip in tasks installs through the harness's caching proxy of a real HTTP index, each file
+fetched once and kept only with the hash its index published; installed files are read-only links to the
+cache where agent code runs as a user of its own, copies elsewhere; tasks without a network get no cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import make_task
+from tests.mirror_fixtures import package_index
+from tests.sandboxes import backend_settings, tiny_wheel
+
+from super_bench.sandbox.package_proxy import proxy_for
+
+UPLOADED = "2024-01-01T00:00:00Z"
+
+
+def files_fetched(requested: list[str]) -> list[str]:
+    return [path for path in requested if path.startswith("/files/")]
+
+
+def run_cells(env_factory: Any, sandbox: dict[str, Any], cells: list[str], task_id: str = "t") -> list[Any]:
+    env = env_factory(cell_timeout=120, sandbox=sandbox)
+    env.reset(make_task(task_id))
+    steps = [env.step({"type": "execute", "content": cell}) for cell in cells]
+    env.close()
+    return steps
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "local"])
+def test_tasks_install_a_file_fetched_once_as_read_only_links_where_agent_code_has_a_user_of_its_own(
+    env_factory: Any, tmp_path: Path, backend: str
+) -> None:
+    settings = backend_settings(backend)
+    links = backend == "bwrap" and os.geteuid() == 0  # agent code then runs as a user of its own
+    wheel = tiny_wheel(tmp_path, "sbcached", 7)
+    cache = tmp_path / "cache"
+    inspect = (
+        "import os, sbcached; path = sbcached.__file__; info = os.stat(path)\n"
+        "try:\n    open(path, 'a').close(); writable = True\nexcept PermissionError:\n    writable = False\n"
+        "print(sbcached.VALUE, info.st_nlink, writable, os.path.exists(os.path.expanduser('~/.cache/pip')))"
+    )
+    with package_index({"sbcached": {"1.0": (wheel, UPLOADED)}}) as (index, requested):
+        sandbox = {**settings, "pip_index": index, "package_cache_dir": cache}
+        for task_id in ("first", "second"):
+            install, check = run_cells(env_factory, sandbox, ["!pip install -q sbcached", inspect], task_id)
+            assert install.exit_code == 0, install.raw_output
+            value, nlink, writable, pip_cache = check.raw_output.split()
+            assert value == "7" and pip_cache == "False"  # pip's own cache is off: nothing of it is kept
+            # A link is the cache's file, which agent code must not be able to change; a copy is its own.
+            assert (int(nlink) > 1, writable) == ((True, "False") if links else (False, "True"))
+        assert len(files_fetched(requested)) == 1, requested  # the second task's came from the cache
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="installs link only where agent code runs as a user of its own (root)")
+def test_the_edit_action_changes_a_linked_file_for_its_task_only(env_factory: Any, tmp_path: Path) -> None:
+    wheel = tiny_wheel(tmp_path, "sbedited", 7)
+    cache = tmp_path / "cache"
+    with package_index({"sbedited": {"1.0": (wheel, UPLOADED)}}) as (index, _):
+        env = env_factory(
+            cell_timeout=120, sandbox={**backend_settings("bwrap"), "pip_index": index, "package_cache_dir": cache}
+        )
+        env.reset(make_task())
+        assert env.step({"type": "execute", "content": "!pip install -q sbedited"}).exit_code == 0
+        site = "/venv/lib/python3.11/site-packages/sbedited/__init__.py"
+        edit = env.step(
+            {"type": "edit", "content": f"{site}\n<<<BEFORE_EDIT>>>\nVALUE = 7\n<<<AFTER_EDIT>>>\nVALUE = 8\n"}
+        )
+        assert edit.outcome == "ok", edit.observation
+        check = env.step({"type": "execute", "content": "import sbedited; print(sbedited.VALUE)"})
+        assert check.raw_output.strip() == "8"
+    (cached,) = cache.glob("unpacked/*/sbedited/__init__.py")
+    assert cached.read_text().startswith("VALUE = 7")  # the cache's copy, which other tasks link to, is unchanged
+
+
+def test_a_file_whose_content_is_not_what_its_index_published_is_neither_kept_nor_installed(
+    env_factory: Any, tmp_path: Path
+) -> None:
+    wheel = tiny_wheel(tmp_path, "sbpoisoned", 7)
+    cache = tmp_path / "cache"
+    with package_index({"sbpoisoned": {"1.0": (wheel, UPLOADED)}}, lying=True) as (index, _):
+        sandbox = {**backend_settings("local"), "pip_index": index, "package_cache_dir": cache}
+        install, check = run_cells(env_factory, sandbox, ["!pip install sbpoisoned 2>&1", "import sbpoisoned"])
+    assert install.exit_code != 0 and check.outcome == "error", install.raw_output
+    assert not [p for p in (cache / "files").rglob("*") if p.is_file()]
+
+
+def test_tasks_asking_for_one_file_at_once_share_one_download(tmp_path: Path) -> None:
+    wheel = tiny_wheel(tmp_path, "sbshared", 1, padding=300_000)
+    body = wheel.read_bytes()
+    sha = hashlib.sha256(body).hexdigest()
+    with package_index({"sbshared": {"1.0": (wheel, UPLOADED)}}, bytes_per_second=300_000) as (index, requested):
+        proxy = proxy_for(tmp_path / "cache")
+        tokens = [proxy.register((index,), None) for _ in range(3)]
+        received: list[bytes] = []
+
+        def task(token: str) -> None:
+            page = json.loads(urllib.request.urlopen(f"{proxy.address}/{token}/simple/sbshared/").read())
+            (entry,) = page["files"]
+            assert entry["hashes"]["sha256"] == sha and entry["upload-time"] == UPLOADED
+            received.append(urllib.request.urlopen(proxy.address + entry["url"]).read())
+
+        threads = [threading.Thread(target=task, args=(token,)) for token in tokens]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert received == [body] * 3
+    assert len(files_fetched(requested)) == 1, requested
+
+
+def test_the_proxy_serves_nothing_to_an_unknown_task_and_links_nothing_it_does_not_hold(tmp_path: Path) -> None:
+    wheel = tiny_wheel(tmp_path, "sbprivate", 1)
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    with package_index({"sbprivate": {"1.0": (wheel, UPLOADED)}}) as (index, requested):
+        proxy = proxy_for(tmp_path / "cache")
+        token = proxy.register((index,), None)
+        attempts = [
+            ("GET", f"/{'0' * 32}/simple/sbprivate/"),  # a token no task has
+            ("GET", f"/{'0' * 32}/files/{sha}/x.whl"),
+            ("GET", f"/{token}/files/{sha}/x.whl"),  # a file of no page this proxy served
+            ("POST", f"/{token}/link/{sha}"),  # a task whose installs do not link
+            ("POST", f"/{token}/link/..%2F..%2Fetc"),
+        ]
+        for method, path in attempts:
+            request = urllib.request.Request(
+                proxy.address + path, data=b"" if method == "POST" else None, method=method
+            )
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request)
+            assert refused.value.code == 404, path
+    assert requested == []
+
+
+def test_a_task_without_a_network_is_not_sent_to_the_cache(env_factory: Any, tmp_path: Path) -> None:
+    sandbox = {**backend_settings("bwrap"), "network": False, "pip_index": "http://127.0.0.1:9/simple"}
+    (step,) = run_cells(env_factory, sandbox, ["!echo $PIP_INDEX_URL"])
+    assert step.raw_output.strip() == "http://127.0.0.1:9/simple"  # as given: the proxy is out of its reach
