@@ -167,6 +167,9 @@ def git_config_dir() -> Path:
     with _private_lock:
         if _private is None or not _private.is_dir():
             _private = Path(tempfile.mkdtemp(prefix="super-bench-git-"))
+            # Shown whole to sandboxes whose agent code runs as a user of its own: readable by all, written
+            # by none but this process (it holds mirror rules, nothing secret).
+            _private.chmod(0o755)
             atexit.register(shutil.rmtree, _private, ignore_errors=True)
         return _private
 
