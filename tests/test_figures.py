@@ -4,6 +4,7 @@ kept in the step (bounded, and counted against the episode's output limit), and 
 from __future__ import annotations
 
 import base64
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,17 @@ from tests.conftest import make_task
 
 from super_bench import Action, Environment
 
-pytest.importorskip("matplotlib")  # in the test extras; the kernel imports it from the same environment
+pytest.importorskip("matplotlib")  # in the test extras
+
+
+@pytest.fixture
+def env(env_factory: Any) -> Environment:
+    """matplotlib is in SUPER's environment, not in the minimal default one: the task's base here is the
+    test environment's own Python, which has it."""
+    environment: Environment = env_factory(cell_timeout=60, sandbox={"task_python": Path(sys.executable)})
+    environment.reset(make_task())
+    return environment
+
 
 PLOT = (
     "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [3, 1, 2])\nplt.title('loss')\nplt.show()\nprint('plotted')"
@@ -63,7 +74,9 @@ def test_a_script_that_shows_a_figure_prints_its_description(env: Environment) -
 
 
 def test_figures_count_against_the_episode_output_limit(env_factory: Any) -> None:
-    env = env_factory(episode_output_limit=40_000, observation_limit=1000)
+    env = env_factory(
+        episode_output_limit=40_000, observation_limit=1000, sandbox={"task_python": Path(sys.executable)}
+    )
     env.reset(make_task())
     first = env.step(Action.execute(PLOT))
     assert len(first.figures) == 1 and len(first.figures[0].data) > 10_000

@@ -173,15 +173,15 @@ KERNEL_MACHINERY = {
     "traitlets": ("traitlets", "5.0.5"),
     "tornado": ("tornado", "6.1"),
     "pyzmq": ("zmq", "1.0"),
-    "ipykernel": ("ipykernel", "1.0"),
-    "ipython": ("IPython", "1.0"),
     "jupyter_client": ("jupyter_client", "1.0"),
 }
+# ... and what cells talk to the running notebook through: user code keeps the kernel's own, live copy.
+NOTEBOOK = {"ipykernel": ("ipykernel", "1.0"), "ipython": ("IPython", "1.0")}
 
 
 def test_the_kernel_survives_whatever_the_agent_installs(start: Any, tmp_path: Path) -> None:
     env = start()
-    for name, (module, version) in KERNEL_MACHINERY.items():
+    for name, (module, version) in {**KERNEL_MACHINERY, **NOTEBOOK}.items():
         wheel = tiny_wheel(tmp_path, name, version=version, module=module)
         env.sandbox.write_file(f"wheels/{wheel.name}", wheel.read_bytes())
     step = run(env, "!pip install -q --no-index --no-deps wheels/*.whl")
@@ -191,6 +191,12 @@ def test_the_kernel_survives_whatever_the_agent_installs(start: Any, tmp_path: P
     step = run(env, f"import {modules}\nprint(*(m.__version__ for m in ({modules},)))\n!echo the shell works")
     assert step.observation == f"{' '.join(v for _, v in KERNEL_MACHINERY.values())}\nthe shell works\n"
     assert env.kernel.restarts == 1
+    # The notebook's own packages are the kernel's: display() reaches the notebook.
+    step = run(
+        env,
+        "import IPython, ipykernel\nfrom IPython.display import display\ndisplay({'shown': IPython.__version__ != '1.0'})",
+    )
+    assert step.observation == "{'shown': True}\n"
     # Magics, tracebacks and interrupts still work on the kernel's own machinery.
     step = run(env, "%cd /tmp\n1 / 0")
     assert step.outcome == "error" and "ZeroDivisionError" in step.observation

@@ -112,6 +112,12 @@ class BwrapSandbox(LocalSandbox):
     wrapped_kernel: ClassVar[bool] = True
     sockets_inside: ClassVar[str | None] = SOCKETS_INSIDE
 
+    def __init__(self, config: SandboxConfig, label: str = "task") -> None:
+        super().__init__(config, label)
+        self._uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
+        self._bwrap_args: list[str] = []
+        self._shared_paths: dict[str, str] | None = None
+
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
         problem = bwrap_problem()
@@ -132,17 +138,17 @@ class BwrapSandbox(LocalSandbox):
     def _shared(self) -> dict[str, str]:
         """The paths the harness shares read-only, by host path, and where agent code sees them: neutral
         places, so that nothing of the host's layout (a checkout, a home) shows."""
+        if self._shared_paths is None:
+            self._shared_paths = self._find_shared()
+        return self._shared_paths
+
+    def _find_shared(self) -> dict[str, str]:
         shared = {str(self.base.kernel_dir): f"{SHARED_INSIDE}/kernel", str(git_config_dir()): f"{SHARED_INSIDE}/git"}
         for i, site_dir in enumerate(self.base.site_dirs):
             shared.setdefault(site_dir, f"{SHARED_INSIDE}/packages/{i}")
         for i, path in enumerate(mirror_paths(self.config)):
             shared.setdefault(path, f"{SHARED_INSIDE}/mirrors/{i}")
         return shared
-
-    def __init__(self, config: SandboxConfig, label: str = "task") -> None:
-        super().__init__(config, label)
-        self._uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
-        self._bwrap_args: list[str] = []
 
     def _agent_uid(self) -> int | None:
         return self._uid if os.geteuid() == 0 else None

@@ -10,6 +10,7 @@ builders never see half of one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import shutil
@@ -75,6 +76,7 @@ def _same_version(version: str) -> bool:
     return version == f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
+@functools.cache
 def kernel_env(python: str, version: str) -> Path:
     """The kernel environment for interpreters of ``version`` (``3.11``); built on first use.
 

@@ -19,8 +19,10 @@ from __future__ import annotations
 import functools
 import json
 import os
+import site
 import subprocess
 import sys
+import sysconfig
 import venv
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ BaseKind = Literal["default", "built", "custom"]
 
 _PROBE = """
 import json, os, site, sys, sysconfig
+base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}
 print(json.dumps({
     "interpreter": os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
     "version": "%d.%d" % sys.version_info[:2],
@@ -42,7 +45,8 @@ print(json.dumps({
     "site_dirs": [p for p in site.getsitepackages() if p],
     "global_site_dirs": [p for p in site.getsitepackages([sys.base_prefix, sys.base_exec_prefix]) if p]
     + [site.getusersitepackages()],
-    "system": [sys.base_prefix, sys.base_exec_prefix, sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")],
+    "system": [sys.base_prefix, sys.base_exec_prefix]
+    + [sysconfig.get_path(name, vars=base) for name in ("stdlib", "platstdlib")],
     "paths": [sys.prefix, sys.exec_prefix] + [p for p in sys.path[1:] if os.path.isdir(p)],
 }))
 """
@@ -126,18 +130,24 @@ def from_interpreter(python: Path | str, kind: BaseKind = "custom") -> BasePytho
 
 @functools.cache
 def default_base() -> BasePython:
-    """The harness's interpreter, its standard library only, plus a copy of ``DEFAULT_PACKAGES``."""
-    info = _probe(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
-    version = str(info["version"])
-    packages = _default_packages(version)
+    """The harness's interpreter, its standard library only, plus a copy of ``DEFAULT_PACKAGES``.
+
+    Its facts are this process's own (no probe): the same interpreter, whatever environment runs it."""
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    # The standard library as the interpreter itself lays it out (not as a virtual environment running it would).
+    base_vars = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}
+    stdlib = [sysconfig.get_path(name, vars=base_vars) for name in ("stdlib", "platstdlib")]
+    system = [sys.base_prefix, sys.base_exec_prefix, *stdlib]
+    global_sites = [*site.getsitepackages([sys.base_prefix, sys.base_exec_prefix]), site.getusersitepackages()]
     return BasePython(
-        interpreter=str(info["interpreter"]),
+        interpreter=os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
         version=version,
-        full_version=str(info["full_version"]),
-        site_dirs=(str(packages),),
+        full_version=".".join(map(str, sys.version_info[:3])),
+        site_dirs=(str(_default_packages(version)),),
         kind="default",
-        paths=_real_dirs(_strings(info, "system")),
-        hidden=_real_dirs(_strings(info, "global_site_dirs") + _strings(info, "site_dirs")),
+        paths=_real_dirs(system),
+        # The interpreter's own site-packages, and the harness's (a virtual environment's).
+        hidden=_real_dirs([*global_sites, *site.getsitepackages()]),
     )
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from super_bench.errors import SandboxError
 from super_bench.sandbox.cache import cache_dir
 from super_bench.sandbox.kernelenv import kernel_env
+from super_bench.sandbox.mirrors import PIP_WITH_UPLOAD_FILTER
 from super_bench.sandbox.pyenv import BasePython, default_base, from_interpreter
 
 COLAB_REQUIREMENTS = Path(__file__).resolve().parent / "data" / "task-requirements.txt"
@@ -138,6 +139,9 @@ def build_base_env(
     env_python = str(target / "bin" / "python")
     options, entries = _read_requirements(requirements)
     options = _reachable_indexes(options, notes, echo)
+    # A pip with the upload-time filter, for --packages-as-of (the interpreter's own may be older).
+    if _pip(env_python, ["--upgrade", f"pip>={PIP_WITH_UPLOAD_FILTER[0]}", *pip_args]) != 0:
+        notes.append(f"pip could not be upgraded to {PIP_WITH_UPLOAD_FILTER[0]} or newer: --packages-as-of needs it")
     skipped: dict[str, str] = {}
     if _pip(env_python, [*options, *entries, *pip_args]) != 0:
         echo("Installing every entry at once failed; looking for the entries that cannot be had ...")

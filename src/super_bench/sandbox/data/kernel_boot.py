@@ -8,10 +8,12 @@ are even on ``sys.path``, so nothing the agent installed can break the kernel.
 Then the task's site-packages are added. Where the task has a copy of a package the kernel uses
 (the agent pinned an old traitlets, say), both live on: ``sys.modules`` keeps the kernel's, which
 the kernel's code keeps using however it imports, and an ``__import__`` hook gives code outside
-the kernel's packages (notebook cells, the task's own modules) the task's copy, kept in a table
-of its own. So whatever the agent installs (any typing_extensions, traitlets, tornado, pyzmq,
-even ipykernel), the kernel restarts, and user code sees the versions the agent installed.
-Where the task has no copy, the kernel's is shared (IPython for ``display``, matplotlib-inline).
+the kernel's packages (notebook cells, the task's own modules) the task's copy, kept aside while
+the kernel's is in place. So whatever the agent installs (any typing_extensions, traitlets,
+tornado, pyzmq, even ipykernel), the kernel restarts, and user code sees the versions the agent
+installed, but for the packages cells talk to the running notebook through (``NOTEBOOK``: IPython,
+ipykernel, comm, matplotlib-inline), which are always the kernel's, so that ``display()`` and
+figures work. Where the task has no copy of a package, the kernel's is shared.
 
 This file is standalone on purpose: it runs in the task's interpreter, where the harness's own
 packages are not installed.
@@ -29,11 +31,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGES = os.path.join(HERE, "packages")
 _PREFIX = PACKAGES + os.sep
 
-# Top-level names of the kernel's packages that the task has a copy of, and the task's modules
-# of those packages, which are kept out of sys.modules.
+# What cells talk to the running notebook through (display(), get_ipython(), figures, comms): always the
+# kernel's own, since a second copy would have no running shell to talk to.
+NOTEBOOK = {"IPython", "ipykernel", "comm", "matplotlib_inline"}
+# Top-level names of the kernel's packages that the task has a copy of. For each, sys.modules holds
+# one owner's modules (the kernel's, but while the task's are being imported); the other owner's wait here.
 _shadowed: set[str] = set()
-_task_modules: dict[str, Any] = {}
-# Held while sys.modules holds the task's modules of a package instead of the kernel's.
+_set_aside: dict[str, dict[str, dict[str, Any]]] = {"kernel": {}, "task": {}}
+_in_place: dict[str, str] = {}  # top -> "task" while the task's modules are in sys.modules
+# Held while the modules of a top-level name are being swapped or imported.
 _lock = threading.RLock()
 _import = builtins.__import__
 
@@ -58,13 +64,18 @@ def _routed_import(
         return _import(name, globals, locals, fromlist, level)
     # Imports by name (traitlets' import_item, pickle) pass no globals: the caller's frame tells.
     importer = globals if globals is not None else sys._getframe(1).f_globals
-    if _from_kernel(importer):
-        with _lock:  # not while another thread has the task's modules in place
+    owner = "kernel" if _from_kernel(importer) else "task"
+    if owner == "task" and _in_place.get(top) != "task":
+        module = _set_aside["task"].get(top, {}).get(absolute)
+        if module is not None and "*" not in (fromlist or ()) and all(hasattr(module, n) for n in fromlist or ()):
+            return module if fromlist else _set_aside["task"][top][top]
+    with _lock:
+        previous = _in_place.get(top, "kernel")
+        _put_in_place(top, owner)
+        try:
             return _import(name, globals, locals, fromlist, level)
-    module = _task_modules.get(absolute)
-    if module is not None and "*" not in (fromlist or ()) and all(hasattr(module, n) for n in fromlist or ()):
-        return module if fromlist else _task_modules[top]
-    return _import_for_task(top, name, globals, locals, fromlist, level)
+        finally:
+            _put_in_place(top, previous)
 
 
 def _resolve(name: str, package: str, level: int) -> str:
@@ -72,22 +83,15 @@ def _resolve(name: str, package: str, level: int) -> str:
     return f"{base}.{name}" if name else base
 
 
-def _import_for_task(top: str, name: str, globals_: Any, locals_: Any, fromlist: Any, level: int) -> Any:
-    """Import with the task's modules of ``top`` in sys.modules, and the kernel's set aside meanwhile."""
-    __tracebackhide__ = True
-
-    def of_top(key: str) -> bool:
-        return key == top or key.startswith(top + ".")
-
-    with _lock:
-        kernels = {key: sys.modules.pop(key) for key in [k for k in sys.modules if of_top(k)]}
-        sys.modules.update({key: module for key, module in _task_modules.items() if of_top(key)})
-        try:
-            return _import(name, globals_, locals_, fromlist, level)
-        finally:
-            for key in [k for k in sys.modules if of_top(k)]:
-                _task_modules[key] = sys.modules.pop(key)
-            sys.modules.update(kernels)
+def _put_in_place(top: str, owner: str) -> None:
+    """Make sys.modules hold ``owner``'s modules of ``top``, setting the other owner's aside (lock held)."""
+    current = _in_place.get(top, "kernel")
+    if current == owner:
+        return
+    keys = [key for key in sys.modules if key == top or key.startswith(top + ".")]
+    _set_aside[current][top] = {key: sys.modules.pop(key) for key in keys}
+    sys.modules.update(_set_aside[owner].pop(top, {}))
+    _in_place[top] = owner
 
 
 def _on_path(path: list[str], top: str) -> bool:
@@ -116,9 +120,22 @@ def split_from_task() -> None:
     if PACKAGES not in sys.path:
         sys.path.append(PACKAGES)
     ours = {key.partition(".")[0] for key, m in list(sys.modules.items()) if _file(m).startswith(_PREFIX)}
-    _shadowed.update(top for top in ours if _on_path(task_path, top))
+    _shadowed.update(top for top in ours - NOTEBOOK if _on_path(task_path, top))
+    sys.meta_path.insert(0, _NotebookFinder())
     if _shadowed:  # else imports stay exactly as Python does them
         builtins.__import__ = _routed_import  # type: ignore[assignment]  # one more keyword-compatible signature
+
+
+class _NotebookFinder:
+    """Finds the ``NOTEBOOK`` packages in the kernel's packages first, loaded already or not (matplotlib loads
+    matplotlib-inline only when a cell first plots)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in NOTEBOOK:
+            return None  # submodules are found through their package's own path
+        from importlib.machinery import PathFinder
+
+        return PathFinder.find_spec(fullname, [PACKAGES])
 
 
 def _file(module: Any) -> str:
