@@ -71,7 +71,7 @@ def check_same_run(path: Path, previous: dict[str, Any], current: dict[str, Any]
 
 
 def build_manifest(config: RunConfig, run_dir: RunDir, previous: dict[str, Any]) -> dict[str, Any]:
-    from super_bench import __version__
+    from super_bench._version import __version__
 
     now = datetime.now().astimezone().isoformat()
     manifest: dict[str, Any] = {
@@ -138,7 +138,7 @@ def _task_source(config: RunConfig, run_dir: RunDir) -> dict[str, Any]:
     if config.query is not None:
         return info
     if config.source == "demo":
-        from super_bench import __version__
+        from super_bench._version import __version__
 
         info["revision"] = f"bundled with super-bench {__version__}"
     elif config.source == "hf" or config.source.startswith("hf:"):
