@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests.test_cli import cli
+from tests.helpers import cli
 
 from super_bench import demo, load_tasks
 from super_bench.construct.blocks import analyse
@@ -181,6 +181,25 @@ def test_cells_are_sorted_into_blocks(cell: str, category: str) -> None:
     cells = analyse([Action.execute(cell), Action.execute("print(1)")])
     assert cells[0].category == category
     assert cells[1].category == "goal"  # the last cell reports the answer
+
+
+@pytest.mark.parametrize(
+    ("cell", "category", "scripts"),
+    [
+        ("!timeout 600 python prepare_data.py --split dev", "data", ["python prepare_data.py --split dev"]),
+        ("!FOO=1 timeout -s INT 600 nohup python train.py", "goal", ["python train.py"]),
+        ("!stdbuf -oL bash run.sh", "goal", ["bash run.sh"]),
+        ("!true;(python prepare_data.py)", "data", ["python prepare_data.py"]),
+    ],
+)
+def test_construction_reads_a_command_line_as_scoring_does(cell: str, category: str, scripts: list[str]) -> None:
+    from super_bench.actions import Action
+    from super_bench.scoring.entrypoint import cell_runs_entrypoint
+
+    (cell_info, _) = analyse([Action.execute(cell), Action.execute("print(1)")])
+    assert cell_info.category == category
+    assert cell_info.scripts == scripts
+    assert cell_runs_entrypoint(cell, scripts[0].split()[1])  # scoring sees the same script run
 
 
 def test_python_that_does_work_is_part_of_the_goal_and_setup_stays_in_place() -> None:
