@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import make_task
+from tests.helpers import ANSWER, CLONE, TRAIN, react
 from tests.model_server import error, model_server, raw
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, Task, load_tasks, run, score_trajectory
@@ -18,16 +19,6 @@ from super_bench.agents.react import ReActAgent, ReActSuperAgent
 from super_bench.errors import ConfigError
 from super_bench.models import ModelOptions
 from super_bench.models.mock import MockModel
-
-CLONE = "!git clone -q https://github.com/super-bench-demo/tinyreg"
-TRAIN = "!python train.py --config configs/base.json --epochs 5 --limit 50"
-ANSWER = '{"test_mse": 7.4031}'
-
-
-def react(thought: str, action: str, content: str | None = None) -> str:
-    return f"Thought: {thought}\nAction: {action}" + (
-        f"\n<content>\n{content}\n</content>" if content is not None else ""
-    )
 
 
 def script(tmp_path: Path, *replies: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from tests.conftest import REFERENCE_TRAJECTORIES
-from tests.test_cli import cli
+from tests.helpers import cli
 
 from super_bench import demo, load_tasks, run
 from super_bench.construct.landmarks import generalise, milestone, suggest_landmarks

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import REFERENCE_TRAJECTORIES
-from tests.test_cli import cli
+from tests.helpers import cli
 from tests.trajectory_notebooks import (
     EPOCH_LINE,
     GOLD,

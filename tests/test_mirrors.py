@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from tests.conftest import make_task
+from tests.helpers import cli
 from tests.mirror_fixtures import dated_index, give_away, make_mirror, pip26_python
 from tests.sandboxes import backend_settings
-from tests.test_cli import cli
 
 from super_bench import SandboxConfig
 from super_bench.errors import SandboxError

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.test_cli import cli
+from tests.helpers import cli
 
 from super_bench.errors import ConfigError, ReportError, RunDirError
 from super_bench.report.compare import compare_runs

@@ -234,7 +234,7 @@ def test_a_run_with_the_former_directory_names_still_loads_and_resumes(tmp_path:
 
 
 def test_the_episode_output_limit_is_set_on_the_command_line(tmp_path: Path) -> None:
-    from tests.test_cli import cli
+    from tests.helpers import cli
 
     actions = tmp_path / "flood.json"
     actions.write_text(json.dumps([{"type": "execute", "content": "print('x' * 50_000)"}] * 2))

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from tests.conftest import make_task
+from tests.helpers import cli
 from tests.sandboxes import backend_settings, tiny_wheel
-from tests.test_cli import cli
 
 from super_bench import Action, EnvConfig, Environment, SandboxConfig
 from super_bench.errors import ConfigError

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import pytest
 from tests.conftest import REFERENCE_TRAJECTORIES
-from tests.test_cli import cli
+from tests.helpers import cli
 from tests.trajectory_notebooks import (
     EPOCH_LINE,
     EXPERT_QUERY,
