@@ -183,9 +183,10 @@ def test_a_hundred_megabyte_cell(env_factory: Any) -> None:
     assert len(step.raw_output) > 95_000_000
     assert step.observation.endswith("Epoch 3 finished\n")
     assert len(step.observation) <= env.config.observation_limit + 200
-    from super_bench.scoring.landmarks import landmark_score
+    from super_bench import score_trajectory
 
-    assert landmark_score(["Epoch 3 finished"], env.trajectory.steps) == 1.0
+    metrics, _ = score_trajectory(env.trajectory, make_task(landmarks=["Epoch 3 finished"]))
+    assert metrics.landmarks == 1.0
 
 
 def test_flooding_steps_stop_at_the_episode_output_limit(env_factory: Any, tmp_path: Any) -> None:
@@ -202,10 +203,11 @@ def test_flooding_steps_stop_at_the_episode_output_limit(env_factory: Any, tmp_p
         marker = f"\n[... {dropped:,} characters of output dropped by super-bench ...]\n"
         assert marker in step.raw_output and len(step.raw_output) - len(marker) + dropped == 2_500_016
     assert env.trajectory.metadata["output_limit_reached"] == {"limit": 3_000_000, "step": 1}
-    from super_bench.scoring.landmarks import landmark_score
+    from super_bench import score_trajectory
 
     # Landmarks are graded on what was kept: the head and the tail of every step.
-    assert landmark_score(["first 3", "last 3", "last 1"], env.trajectory.steps) == 1.0
+    metrics, _ = score_trajectory(env.trajectory, make_task(landmarks=["first 3", "last 3", "last 1"]))
+    assert metrics.landmarks == 1.0
     assert (env.trajectory.save(tmp_path) and (tmp_path / "trajectory.json").stat().st_size) < 3_200_000
     assert execute(env, "print('still running')").observation == "still running\n"
 
