@@ -85,6 +85,7 @@ def test_repositories_are_screened_with_a_reason(repos: dict[str, Path], tmp_pat
         assert exclusion(repo) is None and repo.url == url and repo.commit is not None
 
 
+@pytest.mark.slow
 def test_autogen_with_the_scripted_model(repos: dict[str, Path], tmp_path: Path) -> None:
     replies = [
         # tinyreg: a script that does not exist, corrected on the second try.
@@ -137,6 +138,7 @@ def test_autogen_with_the_scripted_model(repos: dict[str, Path], tmp_path: Path)
     assert len(load_tasks(out)) == 3
 
 
+@pytest.mark.slow
 def test_autogen_against_an_openai_compatible_server(repos: dict[str, Path], tmp_path: Path) -> None:
     bad = '{"query": "Train the model for one epoch on the sample data and report the loss.", "entrypoint": "main.py"}'
     good = '{"query": "Train the model for one epoch on the sample data and report the loss.", "entrypoint": "train.py", "arguments": "--epochs 1"}'

@@ -21,6 +21,7 @@ from super_bench.runner.rundir import RunDir
 DEMO_TASKS = Path(demo.__file__).parent / "tasks"
 
 
+@pytest.mark.slow
 def test_masked_tasks_from_every_demo_expert_task_are_solved_by_the_gold_agent(tmp_path: Path) -> None:
     out, runs = tmp_path / "masked.jsonl", tmp_path / "runs"
     result = cli("construct", "mask", "--out", str(out), "--runs", str(runs))
@@ -75,6 +76,7 @@ def _tinyreg() -> dict[str, object]:
     return row
 
 
+@pytest.mark.slow
 def test_failed_checks_are_retried_reported_and_left_out(tmp_path: Path) -> None:
     tinyreg = _tinyreg()
     setup, report = tinyreg["solution"][:2], tinyreg["solution"][3]  # type: ignore[index]
@@ -146,6 +148,7 @@ def test_the_template_is_used_when_the_model_fails() -> None:
     assert writer.failures == 1
 
 
+@pytest.mark.slow
 def test_mask_with_a_scripted_model_from_the_command_line(tmp_path: Path) -> None:
     script = tmp_path / "goals.txt"
     script.write_text("Everything is set up but the run itself: run the training as asked and report the test MSE.\n")

@@ -48,6 +48,7 @@ def test_failed_shell_command_records_its_exit_status(env: Environment) -> None:
     assert execute(env, "print('no command')").exit_code is None
 
 
+@pytest.mark.slow
 def test_an_empty_cell_has_no_exit_status_of_its_own(env: Environment) -> None:
     assert execute(env, "!exit 3").exit_code == 3
     for blank in ("", "   \n\t"):  # IPython runs nothing for these
@@ -56,6 +57,7 @@ def test_an_empty_cell_has_no_exit_status_of_its_own(env: Environment) -> None:
     assert execute(env, "# only a comment").exit_code is None
 
 
+@pytest.mark.slow
 def test_errors_are_reported_with_their_traceback(env: Environment) -> None:
     step = execute(env, "def f():\n    return 1 / 0\nf()")
     assert step.outcome == "error"
@@ -64,6 +66,7 @@ def test_errors_are_reported_with_their_traceback(env: Environment) -> None:
     assert "\x1b[" in step.raw_output  # grading keeps the raw output
 
 
+@pytest.mark.slow
 def test_input_does_not_hang(env: Environment) -> None:
     step = execute(env, "input('name? ')")
     assert step.outcome == "error"
@@ -91,6 +94,7 @@ def test_agent_code_runs_in_the_task_directory_with_a_scrubbed_environment(
     assert prefix == env.sandbox.inside(env.sandbox.python_dir)
 
 
+@pytest.mark.slow
 def test_soft_timeout_then_continue_wait_then_completion(env_factory: Any) -> None:
     env = env_factory(cell_timeout=1.0)
     env.reset(make_task())
@@ -109,6 +113,7 @@ def test_soft_timeout_then_continue_wait_then_completion(env_factory: Any) -> No
     assert "".join(outputs).count("tick") == 3  # nothing lost, nothing repeated
 
 
+@pytest.mark.slow
 def test_interrupt_stops_a_running_cell_and_keeps_state(env_factory: Any) -> None:
     env = env_factory(cell_timeout=0.5)
     env.reset(make_task())
@@ -120,6 +125,7 @@ def test_interrupt_stops_a_running_cell_and_keeps_state(env_factory: Any) -> Non
     assert execute(env, "print(kept)").observation == "still here\n"
 
 
+@pytest.mark.slow
 def test_interrupt_reaches_shell_subprocesses(env_factory: Any) -> None:
     env = env_factory(cell_timeout=0.5)
     env.reset(make_task())
@@ -130,6 +136,7 @@ def test_interrupt_reaches_shell_subprocesses(env_factory: Any) -> None:
     assert execute(env, "print('responsive')").observation == "responsive\n"
 
 
+@pytest.mark.slow
 def test_another_action_interrupts_a_running_cell_first(env_factory: Any) -> None:
     env = env_factory(cell_timeout=0.5)
     env.reset(make_task())
@@ -145,6 +152,7 @@ def test_continue_wait_and_interrupt_without_a_running_cell(env: Environment) ->
     assert env.step({"type": "interrupt"}).outcome == "invalid"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("code", "cause"),
     [
@@ -168,6 +176,7 @@ def test_a_dead_kernel_is_replaced_and_reported(env_factory: Any, code: str, cau
     assert env.kernel.restarts == 1
 
 
+@pytest.mark.slow
 def test_a_hundred_megabyte_cell(env_factory: Any) -> None:
     env = env_factory(cell_timeout=120)
     env.reset(make_task(landmarks=["Epoch 3 finished"]))
@@ -189,6 +198,7 @@ def test_a_hundred_megabyte_cell(env_factory: Any) -> None:
     assert metrics.landmarks == 1.0
 
 
+@pytest.mark.slow
 def test_flooding_steps_stop_at_the_episode_output_limit(env_factory: Any, tmp_path: Any) -> None:
     env = env_factory(output_limit=2_000_000, episode_output_limit=3_000_000, observation_limit=1000)
     env.reset(make_task(landmarks=["first 1", "last 3"]))
@@ -212,6 +222,7 @@ def test_flooding_steps_stop_at_the_episode_output_limit(env_factory: Any, tmp_p
     assert execute(env, "print('still running')").observation == "still running\n"
 
 
+@pytest.mark.slow
 def test_submit_ends_the_episode(env: Environment) -> None:
     step = env.step({"type": "submit", "content": '{"accuracy": 0.5}'})
     assert step.outcome == "ok"
@@ -231,6 +242,7 @@ def test_a_submission_that_is_not_json_is_recorded_and_the_episode_goes_on(env: 
     assert env.trajectory.submission == {"accuracy": 0.5}
 
 
+@pytest.mark.slow
 def test_step_budget_ends_the_episode(env_factory: Any) -> None:
     env = env_factory(max_steps=2)
     env.reset(make_task())
@@ -240,6 +252,7 @@ def test_step_budget_ends_the_episode(env_factory: Any) -> None:
     assert env.done and env.trajectory.stop_reason == "max_steps"
 
 
+@pytest.mark.slow
 def test_execution_time_budget_ends_the_episode(env_factory: Any) -> None:
     env = env_factory(max_compute=0.5)
     env.reset(make_task())
@@ -247,6 +260,7 @@ def test_execution_time_budget_ends_the_episode(env_factory: Any) -> None:
     assert env.trajectory.stop_reason == "max_compute"
 
 
+@pytest.mark.slow
 def test_masked_tasks_run_their_pre_executed_cells(env_factory: Any) -> None:
     env = env_factory()
     cells = [json.dumps({"type": "execute", "content": "prepared = 'yes'\nprint('setup done')"})]
@@ -258,6 +272,7 @@ def test_masked_tasks_run_their_pre_executed_cells(env_factory: Any) -> None:
     assert env.trajectory.agent_steps == [step]
 
 
+@pytest.mark.slow
 def test_pip_installs_stay_in_the_task_environment(env: Environment, tmp_path: Any) -> None:
     wheel = tiny_wheel(tmp_path)
     env.sandbox.write_file(wheel.name, wheel.read_bytes())

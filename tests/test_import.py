@@ -119,6 +119,7 @@ def sample_tasks() -> list[Task]:
     return tasks
 
 
+@pytest.mark.slow
 @needs_sample
 @pytest.mark.parametrize("mode", ["corrected", "reference"])
 def test_every_sample_trajectory_scores_offline_as_at_import(tmp_path: Path, mode: str) -> None:

@@ -50,6 +50,7 @@ def upstream(tmp_path: Path) -> tuple[Path, str]:
     return repo, first
 
 
+@pytest.mark.slow
 def test_a_bundled_task_set_runs_with_the_network_off(
     tmp_path: Path, pip26_python: Path, dated_index: tuple[str, list[str]]
 ) -> None:
