@@ -451,7 +451,8 @@ def test_the_ray_executor_runs_the_demo_suite_with_the_local_executors_scores(tm
     ray = pytest.importorskip("ray")
     tasks = [t for task_set in ("expert", "masked", "auto") for t in load_tasks("demo", task_set)]
     local = run(config(tmp_path, workers=2, out=tmp_path / "local"), tasks=tasks)
-    ray.init(num_cpus=2, include_dashboard=False)
+    # "local": a new instance of our own, never a cluster another program left behind.
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
     try:
         on_ray = run(config(tmp_path, executor="ray", out=tmp_path / "ray"), tasks=tasks)
         # An error raised on a worker reaches the driver as itself: a configuration error stops the run.
