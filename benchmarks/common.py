@@ -59,7 +59,7 @@ def machine() -> list[str]:
         memory = f"{kb / 2**20:.0f} GiB"
     except (OSError, StopIteration):
         pass
-    from super_bench import __version__
+    from super_bench._version import __version__
 
     bwrap = shutil.which("bwrap")
     bwrap_version = (

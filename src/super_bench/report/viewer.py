@@ -21,13 +21,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import regex
 from pydantic import ValidationError
 
-from super_bench._names import METRICS
+from super_bench._names import METRICS, MetricName, TaskStatus
 from super_bench.runner.results import TaskResult
 from super_bench.scoring.landmarks import landmark_steps
-from super_bench.tasks.model import Task
-from super_bench.trajectory import Step, Trajectory, atomic_write
+from super_bench.tasks.model import Task, compile_landmark
+from super_bench.trajectory import Step, StepOutcome, Trajectory, atomic_write
 
 from .excerpts import answer_rows, capped, excerpt, landmark_spans
 from .runs import RunData, load_run
@@ -104,6 +105,7 @@ def page_data(run: RunData) -> dict[str, Any]:
             "agent": run.agent,
             "model": run.model,
             "set": run.task_set,
+            "primary": run.primary_metric,
             "mode": summary.mode,
             "created": run.manifest.created_at.isoformat() if run.manifest.created_at else None,
             "imported_from": run.manifest.imported_from,
@@ -122,7 +124,17 @@ def page_data(run: RunData) -> dict[str, Any]:
         "waited": summary.waited,
         "columns": COLUMNS,
         "rows": rows,
+        "names": names(),
     }
+
+
+def names() -> dict[str, Any]:
+    """The names the page's script compares with, taken from the types that define them, so that the script
+    never spells one itself."""
+    submitted: MetricName = "submitted"
+    completed: TaskStatus = "completed"
+    ok: StepOutcome = "ok"
+    return {"metrics": list(METRICS), "submitted": submitted, "completed": completed, "ok": ok}
 
 
 def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
@@ -166,10 +178,10 @@ def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
         recorded=trajectory.metadata.get("recorded_metrics"),
         times=trajectory.metadata.get("times"),
     )
-    by_step: dict[int, list[tuple[int, re.Pattern[str]]]] = {}
+    by_step: dict[int, list[tuple[int, regex.Pattern[str]]]] = {}
     for number, (pattern, step_index) in enumerate(zip(task.landmarks if task else [], found)):
         if step_index is not None:
-            by_step.setdefault(step_index, []).append((number, re.compile(pattern)))
+            by_step.setdefault(step_index, []).append((number, compile_landmark(pattern)))
     data["steps"] = [_step(step, trajectory.started_at, by_step.get(step.index, [])) for step in trajectory.steps]
     room = FIGURE_CHARS
     for step, entry in zip(trajectory.steps, data["steps"]):
@@ -182,7 +194,7 @@ def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
     return data
 
 
-def _step(step: Step, start: datetime, patterns: list[tuple[int, re.Pattern[str]]]) -> dict[str, Any]:
+def _step(step: Step, start: datetime, patterns: list[tuple[int, regex.Pattern[str]]]) -> dict[str, Any]:
     spans = landmark_spans(step.raw_output, patterns) if patterns else []
     content = step.action.content
     if isinstance(content, str):

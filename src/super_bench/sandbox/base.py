@@ -17,10 +17,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from super_bench._names import DiskEnforcement, MemoryEnforcement, PackageCacheMode
 from super_bench.errors import SandboxError
 from super_bench.sandbox import supervisor
 from super_bench.sandbox.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
@@ -93,7 +94,7 @@ class SandboxConfig(BaseModel):
     memory_limit: int | None = Field(
         None, gt=0, description="Bytes of memory the task may use, shared memory included (see memory_enforcement)"
     )
-    memory_enforcement: Literal["auto", "cgroup", "address-space"] = Field(
+    memory_enforcement: MemoryEnforcement = Field(
         "auto",
         description="How the memory limit is enforced (local, bwrap): a cgroup of the task's own (auto, where one "
         "can be made) or an address-space limit per process",
@@ -105,7 +106,7 @@ class SandboxConfig(BaseModel):
     disk_limit: int | None = Field(
         None, ge=16 << 20, description="Bytes of disk the task directory may take (local, bwrap; see disk_enforcement)"
     )
-    disk_enforcement: Literal["auto", "filesystem", "watch"] = Field(
+    disk_enforcement: DiskEnforcement = Field(
         "auto",
         description="How the disk limit is enforced: a file system of the task's own (auto, where one can be made: "
         "writes past it fail) or a watch on the task directory (past it the task is stopped)",
@@ -131,7 +132,7 @@ class SandboxConfig(BaseModel):
         None, description="A directory `super-bench mirror` made: repositories, wheels"
     )
     # The package cache (sandbox/packages.py; docs/sandboxes.md#the-package-cache).
-    package_cache: Literal["link", "copy", "off"] = Field(
+    package_cache: PackageCacheMode = Field(
         "link",
         description="pip inside tasks installs through the harness's caching proxy of the package index (link: "
         "the files of wheels are read-only links to the cache where that is safe; copy: always copies; off: no cache)",

@@ -4,7 +4,8 @@
 // This script runs before the trajectories are parsed, so the table shows while a large file still loads.
 
 const DATA = JSON.parse(document.getElementById("run-data").textContent);
-const METRICS = ["output_match", "landmarks", "entrypoint", "submitted"];
+const NAMES = DATA.names; // from Python: the metrics, and the names of a completed task and of a step that went well
+const METRICS = NAMES.metrics;
 const COL = Object.fromEntries(DATA.columns.map((name, i) => [name, i]));
 const ROW_KEY = DATA.columns.length; // the task's payload number follows the visible columns
 const NUMERIC = new Set(["steps", "cost", "time", ...METRICS]);
@@ -104,7 +105,7 @@ function distinct(col) {
 
 function renderFilters() {
   const box = document.getElementById("filters");
-  const primary = DATA.run.set === "auto" ? "entrypoint" : "output_match";
+  const primary = DATA.run.primary;
   box.append(el("input", { type: "search", placeholder: "filter task ids (text or /regex/)", "aria-label": "filter task ids",
     oninput: (e) => { state.filter.text = e.target.value; state.limit = ROWS_SHOWN; refresh(); } }));
   const select = (key, title, options) => {
@@ -133,7 +134,7 @@ function matches(row) {
   if (f.category && !String(row[COL.category]).split(",").includes(f.category)) return false;
   if (f.result) {
     const v = row[COL[state.primary]];
-    if (f.result === "unsubmitted") return !row[COL.submitted];
+    if (f.result === "unsubmitted") return !row[COL[NAMES.submitted]];
     if (v === null || v === undefined) return false;
     if (f.result === "solved" && v < 1) return false;
     if (f.result === "failed" && v > 0) return false;
@@ -171,7 +172,7 @@ function cell(name, value) {
   if (name === "cost") return el("td", { class: "num", text: money(value) });
   if (name === "time") return el("td", { class: "num", text: duration(value) });
   if (name === "steps") return el("td", { class: "num", text: value });
-  if (name === "status") return el("td", null, el("span", { class: `badge ${value === "completed" ? "good" : "bad"}`, text: value }));
+  if (name === "status") return el("td", null, el("span", { class: `badge ${value === NAMES.completed ? "good" : "bad"}`, text: value }));
   return el("td", { class: name === "task" ? "task" : null, text: value });
 }
 
@@ -273,7 +274,7 @@ function stepNode(step, d) {
     el("span", { class: "n", text: `Step ${step.i + 1}` }),
     el("span", { class: "badge", text: kind }),
     step.pre && el("span", { class: "badge pre", text: "pre-executed" }),
-    step.outcome !== "ok" && el("span", { class: "badge bad", text: step.outcome }),
+    step.outcome !== NAMES.ok && el("span", { class: "badge bad", text: step.outcome }),
     step.exit !== null && step.exit !== undefined && step.exit !== 0 && el("span", { class: "badge bad", text: `exit ${step.exit}` }),
     step.lm.map((n) => el("span", { class: "badge lm", title: d.landmarks[n] ? d.landmarks[n][0] : "", text: `landmark ${n + 1}` })),
     el("span", { class: "time", text: step.untimed ? "time not recorded" : `${step.clock} (${offset(step.t)}) · ${duration(step.dur)}` }));
