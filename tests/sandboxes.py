@@ -101,5 +101,5 @@ def tiny_wheel(
     wheel = directory / f"{name}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         for path, data in files.items():
-            zf.writestr(path, data)
+            zf.writestr(zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0)), data)  # as reproducible builds do
     return wheel

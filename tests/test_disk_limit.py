@@ -109,6 +109,7 @@ def test_the_watch_counts_blocks_not_sizes_and_every_file(tmp_path: Path) -> Non
     assert 502 * 4096 + (1 << 20) <= used < 520 * 4096 + (1 << 20)
 
 
+@pytest.mark.slow
 def test_a_killed_harness_leaves_no_task_file_system_mounted(tmp_path: Path) -> None:
     own_filesystem()
     backend_settings("bwrap")
@@ -132,7 +133,9 @@ def test_a_killed_harness_leaves_no_task_file_system_mounted(tmp_path: Path) -> 
     for pid in pids_with(mark):
         os.kill(pid, signal.SIGKILL)
     time.sleep(0.5)
-    resumed = start_run(tmp_path, "bwrap", [{"type": "submit", "content": "{}"}], "--disk-limit", "64m")
+    resumed = start_run(
+        tmp_path, "bwrap", [{"type": "submit", "content": "{}"}], "--cell-timeout", "600", "--disk-limit", "64m"
+    )
     _, stderr = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, stderr
     assert not mounts_under(scratch) and not scratch.exists()

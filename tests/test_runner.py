@@ -273,11 +273,15 @@ def test_infrastructure_failures_are_retried_then_counted_apart(tmp_path: Path, 
     failed = by_id["spkmeans-news"]
     assert (failed.status, failed.stop_reason, failed.attempts) == ("infra_error", "infra_error", 3)
     assert "would not start" in (failed.error or "") and len(failed.retry_errors) == 2
+    # The attempts that failed on the infrastructure are time spent without result, apart from the rest.
+    assert by_id["tinyreg"].waste is not None and by_id["tinyreg"].waste.retried_attempts > 0
+    assert by_id["tinyreg-lr"].waste is not None and by_id["tinyreg-lr"].waste.retried_attempts == 0
 
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert (summary["n_tasks"], summary["n_scored"], summary["infra_errors"], summary["retries"]) == (3, 2, 1, 3)
     assert summary["metrics"]["output_match"] == 1.0  # the infrastructure failure is not a zero
     assert summary["status_counts"] == {"completed": 2, "infra_error": 1}
+    assert summary["waste"]["retried_attempts"] > by_id["tinyreg"].waste.retried_attempts
     console = Console(file=io.StringIO(), width=200)
     console.print(score_table(outcome.results, outcome.summary))
     table = console.file.getvalue()  # type: ignore[attr-defined]

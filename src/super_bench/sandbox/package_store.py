@@ -15,6 +15,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+import time
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -172,6 +173,11 @@ class PackageStore:
                         shutil.copyfileobj(source, out, CHUNK)
                     executable = (info.external_attr >> 16) & 0o111
                     path.chmod(0o555 if executable else 0o444)
+                    # The wheel's own time, not the unpacking's: a task that edits a linked file gets a new
+                    # file of the present time, which then differs from what its byte code was compiled
+                    # from, even when the edit comes within the second pip installed the link.
+                    stamp = time.mktime((*info.date_time, 0, 0, -1))
+                    os.utime(path, (stamp, stamp))
         except (zipfile.BadZipFile, OSError) as e:
             raise SandboxError(f"cannot unpack the cached wheel {sha256}: {e}") from e
         for dirpath, _, _ in os.walk(into):
