@@ -1,18 +1,20 @@
 """Throughput at scale: large package installs through the package cache or without it, and many tasks at once
 with a slow model.
 
-A package index on loopback serves synthetic wheels of random bytes (they do not compress), each connection no
-faster than a set bandwidth; a model server (OpenAI's chat API) answers every request after a set delay.
+A package index on loopback serves synthetic wheels of random bytes (they do not compress), all connections
+together no faster than a set bandwidth (one link, shared); a model server (OpenAI's chat API) answers every
+request after a set delay.
 
 - install: two tasks, one after the other, each ``pip install`` every wheel in a sandbox of its own (bwrap
   where it works, else local), with the cache (``--package-cache link``) and without (``off``). Reported: each
   install's time, the disk the host gave it (the growth of the sandboxes' and the cache's directories, each
   file counted once, measured after the install), and the bytes the index sent. Targets: with the cache the
   second install is at least 5x faster than the first and takes at most half its disk.
-- workers: N tasks of the react-super agent (reply 1: install every wheel; reply 2: submit) on 1, 4 and 16
-  workers, cache on and off: wall time, peak disk (sandboxes and cache), peak memory (the resident memory of
-  the harness and every process under it, summed), bytes the index sent. Target: 16 workers at least 6x
-  faster than 1 (cache on; the tasks then wait mostly on the model, as real ones on an API).
+- workers: N tasks of the react-super agent (reply 1: install every wheel, or for "model only" a trivial
+  cell; reply 2: submit) on 1, 4 and 16 workers, with the cache on and off: wall time, peak disk (sandboxes
+  and cache), peak memory (the resident memory of the harness and every process under it, summed), bytes
+  the index sent. Target: with 16 workers, the model-only tasks (which wait on the model, as real ones on an
+  API) finish at least 6x faster than with 1.
 
     python benchmarks/bench_scale.py                          # 4 wheels of 200 MB at 50 MB/s, 16 tasks
     python benchmarks/bench_scale.py --wheels 4 --wheel-mb 16 --mb-per-s 20 --tasks 16   # a reduced size
@@ -118,7 +120,7 @@ class SlowModel(ModelServer):
     def __init__(self, delay: float, packages: list[str]) -> None:
         super().__init__()
         self.delay = delay
-        self.install = "!pip install --quiet " + " ".join(packages)
+        self.install = "!pip install --quiet " + " ".join(packages) if packages else "print('no install')"
 
     def _next(self, request: dict[str, Any], path: str, headers: dict[str, str]) -> Answer:
         time.sleep(self.delay)
@@ -155,7 +157,7 @@ def install_rows(root: Path, index: str, packages: list[str], requested: list[st
             disks.append(disk_used(where) - before)
             bytes_sent.append(sent(requested[already:], sizes))
             env.close()
-        cache = "cache on (link)" if mode == "link" else "cache off"
+        cache = "cache on" if mode == "link" else "cache off"
         for i in (0, 1):
             rows.append(
                 Row(
@@ -190,6 +192,10 @@ def install_rows(root: Path, index: str, packages: list[str], requested: list[st
     return rows
 
 
+# The variants of the workers part: what each task's first reply runs, and the package cache.
+VARIANTS = {"model only": ("link", False), "install, cache on": ("link", True), "install, cache off": ("off", True)}
+
+
 def worker_rows(
     root: Path,
     index: str,
@@ -202,10 +208,10 @@ def worker_rows(
 ) -> list[Row]:
     rows = []
     walls: dict[tuple[str, int], float] = {}
-    for mode in MODES:
+    for variant, (mode, installs) in VARIANTS.items():
         for n in workers:
-            where = root / f"workers-{mode}-{n}"
-            with SlowModel(delay, packages) as model:
+            where = root / f"workers-{mode}-{installs}-{n}"
+            with SlowModel(delay, packages if installs else []) as model:
                 config = RunConfig(
                     agent="react-super",
                     model="openai/slow",
@@ -215,37 +221,33 @@ def worker_rows(
                     env=EnvConfig(cell_timeout=3600, sandbox=sandbox(where, index, mode)),
                 )
                 chosen = [Task(task_id=f"scale-{i:02d}", query="install the packages") for i in range(tasks)]
-                measure = {
-                    "disk": functools.partial(disk_used, where / "sandboxes", where / "cache"),
-                    "memory": tree_memory,
-                }
+                disk = functools.partial(disk_used, where / "sandboxes", where / "cache")
                 already = len(requested)
                 start = time.perf_counter()
-                with peaks(measure) as peak:
+                with peaks({"disk": disk, "memory": tree_memory}) as peak:
                     outcome = run(config, tasks=chosen, progress=False)
-                wall = walls[mode, n] = time.perf_counter() - start
+                wall = walls[variant, n] = time.perf_counter() - start
             done = sum(r.stop_reason == "submitted" for r in outcome.results)
             if done != tasks:
                 raise RuntimeError(f"{tasks - done} task(s) did not submit: {[r.error for r in outcome.results]}")
-            cache = "cache on (link)" if mode == "link" else "cache off"
             rows.append(
                 Row(
                     "workers",
-                    f"{tasks} tasks, {n} worker(s), {cache}",
+                    f"{tasks} tasks, {n} worker(s), {variant}",
                     f"{wall:.1f} s, peak disk {mb(peak['disk'])}, peak memory {mb(peak['memory'])}, "
                     f"downloaded {mb(sent(requested[already:], sizes))}",
                 )
             )
-            print(f"workers {n}, {cache}: {wall:.1f} s {peak}", file=sys.stderr, flush=True)
+            print(f"workers {n}, {variant}: {wall:.1f} s {peak}", file=sys.stderr, flush=True)
     if 1 in workers and max(workers) > 1:
         most = max(workers)
-        for mode in MODES:
-            speedup = walls[mode, 1] / walls[mode, most]
-            judged = mode == "link"
+        for variant in VARIANTS:
+            speedup = walls[variant, 1] / walls[variant, most]
+            judged = variant == "model only" and most >= 16  # the target is the issue's: 16 workers, a 2 s model
             rows.append(
                 Row(
                     "workers",
-                    f"{most} workers against 1, {'cache on' if judged else 'cache off'}",
+                    f"{most} workers against 1, {variant}",
                     f"{speedup:.1f}x faster",
                     ratio=speedup,
                     target=f">= {WORKERS_FASTER:.0f}x faster" if judged else "",
@@ -280,11 +282,9 @@ def rows(
                 found += install_rows(root, index, packages, requested, sizes)
             if "workers" in parts:
                 found += worker_rows(root, index, packages, requested, sizes, tasks, delay, list(workers))
-    size = (
-        f"{wheels} wheels of {wheel_mb:g} MB at {mb_per_s:g} MB/s a connection, {backend()}, model {delay:g} s a reply"
-    )
+    size = f"{wheels} wheels of {wheel_mb:g} MB at {mb_per_s:g} MB/s, {backend()}, model {delay:g} s a reply"
     return [
-        Row(r.benchmark, f"{r.case} ({size})" if i == 0 else r.case, r.ours, r.reference, r.ratio, r.target, r.met)
+        Row(r.benchmark, f"{r.case} [{size}]" if i == 0 else r.case, r.ours, r.reference, r.ratio, r.target, r.met)
         for i, r in enumerate(found)
     ]
 
@@ -293,7 +293,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wheels", type=int, default=4)
     parser.add_argument("--wheel-mb", type=float, default=200)
-    parser.add_argument("--mb-per-s", type=float, default=50, help="Bandwidth of each connection to the index.")
+    parser.add_argument("--mb-per-s", type=float, default=50, help="Bandwidth of the link to the index.")
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--delay", type=float, default=2.0, help="Seconds the model takes a reply.")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 4, 16])

@@ -1,6 +1,6 @@
 """Run every benchmark and print one table: each measurement beside its reference, and its target.
 
-    python benchmarks/run_all.py                 # everything, about 6 minutes on 2 cores
+    python benchmarks/run_all.py                 # everything, about 20 minutes on 2 cores
     python benchmarks/run_all.py --quick         # fewer repeats and smaller inputs, about 2 minutes
     python benchmarks/run_all.py --only steps cold-start
 
@@ -19,6 +19,7 @@ from collections.abc import Callable
 import bench_cold_start
 import bench_output
 import bench_runner
+import bench_scale
 import bench_scoring
 import bench_steps
 import bench_viewer
@@ -40,6 +41,10 @@ def benchmarks(quick: bool) -> dict[str, Callable[[], list[Row]]]:
             + bench_scoring.paper_rows(bench_scoring.PAPER)
         ),
         "viewer": lambda: bench_viewer.rows(200 if quick else 800, 25 if quick else 100),
+        # At the reduced size of docs/performance.md (bench_scale.py's own defaults are the full size).
+        "scale": lambda: bench_scale.rows(
+            4, 5 if quick else 25, 10, 4 if quick else 16, 2.0, (1, 4) if quick else (1, 4, 16)
+        ),
     }
 
 

@@ -85,8 +85,11 @@ def package_index(
 ) -> Iterator[tuple[str, list[str]]]:
     """Serve ``packages`` (name -> version -> (wheel, upload time)) as a JSON simple index on loopback;
     yields the index URL and the list of paths requested so far. ``bytes_per_second``: files are sent no
-    faster; ``lying``: the index publishes hashes that are not the files' own."""
+    faster, all connections together (one link, shared as a network's is); ``lying``: the index publishes
+    hashes that are not the files' own."""
     requested: list[str] = []
+    link = threading.Lock()
+    link_free_at = [0.0]  # when the shared link has sent everything given to it so far
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -125,9 +128,13 @@ def package_index(
             self.end_headers()
             step = len(body) if rate is None else max(1, int(rate / 10))
             for start in range(0, len(body), step):
-                self.wfile.write(body[start : start + step])
-                if rate is not None:
-                    time.sleep(step / rate)
+                chunk = body[start : start + step]
+                if rate is not None:  # the chunk takes the link's next free slot
+                    with link:
+                        link_free_at[0] = max(time.monotonic(), link_free_at[0]) + len(chunk) / rate
+                        sent_at = link_free_at[0]
+                    time.sleep(max(0.0, sent_at - time.monotonic()))
+                self.wfile.write(chunk)
 
         def log_message(self, *args: object) -> None:
             pass

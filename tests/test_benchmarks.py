@@ -79,3 +79,21 @@ def test_the_raw_kernel_in_bwrap_runs_a_python_that_lives_under_tmp(benchmarks: 
             [python, "-c", script, str(BENCHMARKS), str(root)], capture_output=True, text=True, timeout=180
         )
     assert result.stdout.split()[:1] == ["42"], result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_the_scale_benchmark_downloads_once_with_the_cache_and_every_time_without(benchmarks: ModuleType) -> None:
+    import bench_scale
+
+    rows = bench_scale.rows(wheels=1, wheel_mb=1.2, mb_per_s=50, tasks=2, delay=0.2, workers=(1, 2))
+    ours = {r.case.split(" [")[0]: r.ours for r in rows}
+    assert ours["cache on, task 1"].endswith("downloaded 1 MB")
+    assert ours["cache on, task 2"].endswith("downloaded 0 MB")
+    assert ours["cache off, task 1"].endswith("downloaded 1 MB") and ours["cache off, task 2"].endswith("1 MB")
+    assert ours["2 tasks, 2 worker(s), install, cache on"].endswith("downloaded 1 MB")  # one download, shared
+    assert ours["2 tasks, 2 worker(s), install, cache off"].endswith("downloaded 2 MB")
+    assert ours["2 tasks, 2 worker(s), model only"].endswith("downloaded 0 MB")
+    assert [r.case for r in rows if r.target] == [
+        "cache on: task 2 against task 1",
+        "cache on: task 2's disk against task 1's",
+    ]

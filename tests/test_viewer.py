@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import sys
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -388,3 +389,23 @@ def test_figures_are_shown_in_the_page_within_a_budget_per_task(
     (task,) = by_id(build_view(tmp_path / "run", tmp_path / "small.html").read_text(encoding="utf-8")).values()
     assert [len(step.get("figs", [])) for step in task["steps"]] == [1, 0]
     assert task["steps"][1]["figs_omitted"] == 2
+
+
+@pytest.mark.slow
+def test_the_viewer_shows_time_without_result_and_the_node(browser: Any, tmp_path: Path) -> None:
+    actions = tmp_path / "actions.json"
+    cells = [{"type": "execute", "content": "import time\ntime.sleep(3)"}, {"type": "interrupt"}, {"type": "submit"}]
+    actions.write_text(json.dumps(cells))
+    env = EnvConfig(cell_timeout=1, sandbox=SandboxConfig(backend="local", root=tmp_path / "sandboxes"))
+    config = RunConfig(agent=f"replay:{actions}", task_ids=["tinyreg"], out=tmp_path / "run", env=env)
+    run(config, progress=False)
+    view = Page(browser, build_view(tmp_path / "run"))
+    page = view.page
+    page.wait_for_selector("#tasks tbody tr")
+    assert re.search(r"time without result\s*interrupted cells \d", page.locator("#summary").inner_text())
+    page.click("#tasks tbody tr[data-task=tinyreg]")
+    page.wait_for_selector("#task-view .task-title")
+    text = page.locator("#task-view").inner_text()
+    assert f"ran on {socket.gethostname()}" in text and "Time without result: interrupted cells" in text
+    assert view.errors == []
+    page.close()
