@@ -277,6 +277,9 @@ CHECKS: dict[str, Check] = {
     "super-bench run --set masked --epochs 5 --out runs/masked-5": Check("resolve"),
     # Needs a Ray cluster; whatever runs at `auto` on this machine is not the test's to use.
     "super-bench run --executor ray --ray-address auto": Check("resolve"),
+    # Sixteen tasks with 20 GB of disk and 8 GB of memory each wait here until the machine has room for
+    # each: its options are resolved, and the waiting is run in test_admission.
+    "super-bench run --workers 16 --disk-limit 20g --memory-limit 8g": Check("resolve"),
 }
 
 
