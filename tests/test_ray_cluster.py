@@ -34,7 +34,7 @@ def two_node_cluster(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     pytest.importorskip("ray")
     ray = Path(sys.executable).with_name("ray")
     auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
-    env = {**os.environ, **auth}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, **auth}  # no other cluster's
     # A directory of the cluster's own (never another program's instance), with a short path: Ray's unix
     # sockets live there and their paths must fit in 107 bytes.
     temp = Path(tempfile.mkdtemp(prefix="sbray"))
