@@ -22,7 +22,7 @@ from super_bench.runner.rundir import RunDir
 from super_bench.runner.waste import Waste
 
 if TYPE_CHECKING:
-    from super_bench.runner.run import Reporter
+    from super_bench.runner.config import Reporter
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,10 +15,8 @@ from super_bench.runner.records import VersionedRecord
 from super_bench.runner.waste import Waste, total, waste_of
 from super_bench.scoring import Metrics, submission_of
 from super_bench.scoring.submission import json_safe
+from super_bench.stats import bootstrap_mean
 from super_bench.trajectory import StopReason, Trajectory, Usage
-
-if TYPE_CHECKING:
-    from super_bench.runner.rundir import RunDir
 
 RECORDED_MODE = "recorded"  # metrics imported as the original harness recorded them
 
@@ -133,15 +130,6 @@ class Summary(VersionedRecord):
     waited: float = Field(0.0, description="Seconds tasks were held back for lack of free disk or memory, summed")
 
 
-@dataclass
-class RunOutcome:
-    """What a run or a re-scoring returns: where it is, its results and their summary."""
-
-    run_dir: RunDir
-    results: list[TaskResult]
-    summary: Summary
-
-
 MIXED_MODE = "mixed"
 
 
@@ -198,8 +186,6 @@ def task_means(results: list[TaskResult], metric: str) -> dict[str, float]:
 
 
 def metric_stats(results: list[TaskResult], metric: str) -> MetricStats:
-    from super_bench.report.stats import bootstrap_mean
-
     values = list(task_means(results, metric).values())
     estimate = bootstrap_mean(values)
     stderr = None
