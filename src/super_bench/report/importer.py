@@ -20,7 +20,7 @@ from typing import Any
 from super_bench._names import TASK_SETS
 from super_bench.errors import RunDirError, SuperBenchError, TrajectoryImportError
 from super_bench.runner.records import RUN_SCHEMA_VERSION, RunManifest
-from super_bench.runner.rescore import rescore
+from super_bench.runner.rescore import rescore, with_provenance
 from super_bench.runner.results import RECORDED_MODE, RunOutcome, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import Metrics, ScoreMode
@@ -173,7 +173,7 @@ def import_trajectories(
 
 def _result(trajectory: Trajectory, task_set: str, metrics: Metrics, path: str) -> TaskResult:
     # Times of day carry no date: no start or end, and the recorded durations as the time taken.
-    return TaskResult.from_trajectory(
+    row = TaskResult.from_trajectory(
         trajectory,
         task_set,
         metrics=metrics,
@@ -183,6 +183,7 @@ def _result(trajectory: Trajectory, task_set: str, metrics: Metrics, path: str) 
         finished_at=None,
         wall_time=trajectory.execution_time,
     )
+    return with_provenance(row, trajectory)
 
 
 def _manifest(source: Path, task_set: str, model: str | None, agents: set[str], n_tasks: int) -> RunManifest:

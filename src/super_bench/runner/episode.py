@@ -191,4 +191,5 @@ def run_episode(
         error=error,
         trajectory=str(path.relative_to(run_dir)) if run_dir else str(path),
         details=details.model_dump(),
+        answer_provenance=details.answer_provenance,
     )
