@@ -110,8 +110,9 @@ function renderFilters() {
   const primary = DATA.run.set === "auto" ? "entrypoint" : "output_match";
   box.append(el("input", { type: "search", placeholder: "filter task ids (text or /regex/)", "aria-label": "filter task ids",
     oninput: (e) => { state.filter.text = e.target.value; state.limit = ROWS_SHOWN; refresh(); } }));
-  const select = (key, title, options) => {
-    if (options.length < 2 && key !== "result") return;
+  // A filter of one value is shown where that value marks some rows apart from the blank others.
+  const select = (key, title, options, least = 2) => {
+    if (options.length < least && key !== "result") return;
     box.append(el("select", { "aria-label": title, onchange: (e) => { state.filter[key] = e.target.value; state.limit = ROWS_SHOWN; refresh(); } },
       el("option", { value: "", text: `${title}: all` }), options.map(([value, text]) => el("option", { value, text }))));
   };
@@ -120,8 +121,8 @@ function renderFilters() {
   select("category", "category", distinct("category").map((v) => [v, v]));
   select("stop", "stop reason", distinct("stop").map((v) => [v, v]));
   select("result", label(primary), [["solved", "solved (1.0)"], ["partial", "partial"], ["failed", "0"], ["unsubmitted", "not submitted"]]);
-  select("answer", "answer", distinct("answer").map((v) => [v, v]));
-  if (COL.reproduced !== undefined) select("reproduced", "reproduced", distinct("reproduced").map((v) => [v, v]));
+  select("answer", "answer", distinct("answer").map((v) => [v, v]), 1);
+  if (COL.reproduced !== undefined) select("reproduced", "reproduced", distinct("reproduced").map((v) => [v, v]), 1);
   state.primary = primary;
 }
 
