@@ -8,6 +8,10 @@ results.jsonl and summary.json), in this process (the throughput the target boun
 reference: reading and parsing every ``trajectory.json`` with ``json.loads``, the least any
 re-scorer must do.
 
+Scoring traces each submitted value to the step that first printed it (answer provenance); the run's
+answers are printed early in its logs, as real answers are. A second run submits answers its logs never
+print, so that every output is searched through to its end: the worst case of that search.
+
 Reference mode re-scores the same run with each output cleaned as the reference agent cleaned it; the
 cleaning alone is timed on training logs and on long adversarial lines (on which the reference's own
 patterns take quadratic time), at two sizes, to show that its time grows linearly.
@@ -47,13 +51,20 @@ def parse_all(run: Path) -> int:
     return count
 
 
+def unprinted_answer(rng: random.Random) -> dict[str, float]:
+    """Two values of four decimals, from 10 to 21: the logs print no such number."""
+    return {"acc": round(10 + rng.random(), 4), "f1": round(20 + rng.random(), 4)}
+
+
 def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
     from super_bench.runner.rescore import rescore
 
     with tempfile.TemporaryDirectory(prefix="bench-scoring-") as tmp:
         run = make_run(Path(tmp) / "run", n_tasks, megabytes)
+        silent = make_run(Path(tmp) / "silent", n_tasks, megabytes, answer=unprinted_answer)
         parse_all(run)  # once, so that every variant reads from the page cache
-        ours, reference, cli, cleaned = [], [], [], []
+        parse_all(silent)
+        ours, reference, cli, cleaned, unprinted = [], [], [], [], []
         for _ in range(repeats):
             start = time.perf_counter()
             outcome = rescore(run)
@@ -69,7 +80,13 @@ def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
             cleaned.append(time.perf_counter() - start)
             if any(r.metrics.landmarks != 0.5 for r in outcome.results):
                 raise RuntimeError("reference mode graded the landmarks wrongly")
+            start = time.perf_counter()
+            outcome = rescore(silent)
+            unprinted.append(time.perf_counter() - start)
+            if any(getattr(r, "answer_provenance", "unobserved") != "unobserved" for r in outcome.results):
+                raise RuntimeError("an answer the logs never print was found in them")
     mine, raw, command, ref_mode = median(ours), median(reference), median(cli), median(cleaned)
+    searched = median(unprinted)
     speed, raw_speed, cli_speed = n_tasks / mine, n_tasks / raw, n_tasks / command
     where = f"{n_tasks} trajectories, {megabytes:g} MB"
     return [
@@ -88,6 +105,13 @@ def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
             f"{cli_speed:.0f} trajectories/s ({seconds(command)}, with the command's start-up)",
             f"{speed:.0f} trajectories/s (in process)",
             command / mine,
+        ),
+        Row(
+            "re-scoring",
+            f"{where}, answers never printed (every output searched through for them)",
+            f"{n_tasks / searched:.0f} trajectories/s ({seconds(searched)})",
+            f"{speed:.0f} trajectories/s (answers printed)",
+            searched / mine,
         ),
         Row(
             "re-scoring",

@@ -14,8 +14,10 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from common import Row, seconds, table
 
@@ -41,7 +43,20 @@ def log_text(rng: random.Random, size: int) -> str:
     return "\n".join(lines)
 
 
-def make_run(root: Path, n_tasks: int, megabytes: float, seed: int = 0) -> Path:
+def printed_answer(rng: random.Random) -> dict[str, float]:
+    """An answer of the kind the logs print (a loss-like value): found early in a trajectory's outputs."""
+    return {"acc": round(rng.random(), 2)}
+
+
+def make_run(
+    root: Path,
+    n_tasks: int,
+    megabytes: float,
+    seed: int = 0,
+    answer: Callable[[random.Random], Any] = printed_answer,
+) -> Path:
+    """A run directory of ``n_tasks`` trajectories of training logs, ``megabytes`` in all, each submitting
+    ``answer(rng)``."""
     rng = random.Random(seed)
     run_dir = RunDir(root)
     run_dir.create()
@@ -72,8 +87,10 @@ def make_run(root: Path, n_tasks: int, megabytes: float, seed: int = 0) -> Path:
                 )
             )
             clock += timedelta(seconds=weight + 1)
+        submission = answer(rng)
+        steps.append(Step(index=n_steps, action=Action.submit(submission), start_time=clock, end_time=clock))
         trajectory = Trajectory(task_id=task_id, query=f"Train {task_id}.", steps=steps, started_at=start)
-        trajectory.submitted, trajectory.submission = True, {"acc": round(rng.random(), 2)}
+        trajectory.submitted, trajectory.submission = True, submission
         path = trajectory.save(run_dir.task_dir(task_id), notebook=False)
         tasks.append(
             Task(

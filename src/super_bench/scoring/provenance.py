@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Sequence
-from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -48,6 +48,7 @@ TOLERANCE = Decimal("0.01")  # output match's: floats match when they differ by 
 
 _CONTEXT = Context(prec=80)  # exact for every number a float or a printed token holds
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_NON_INTEGER = re.compile(r"[0-9]*\.[0-9]|[0-9][eE][-+]?[0-9]")
 _BEFORE_PERCENT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)? ?\Z")
 _SHOWN_BY = ("execute", "continue_wait", "interrupt")
 _TYPED_IN = ("execute", "edit")
@@ -105,37 +106,52 @@ def trace_answer(submission: Any, steps: Sequence[Step]) -> AnswerProvenance | N
             untraced += 1
             continue
         fields.append(FieldProvenance(field=path, value=value))
-        finders.append(_finder(value))
-    pending = set(range(len(fields)))  # neither shown nor typed yet
+        finders.append(_finder(type(value).__name__, value))
+    pending = list(range(len(fields)))  # not shown by the agent's output yet
     unseen_pre = set(pending)
     for step in steps:
         if not pending:
             break
-        if step.outcome == "invalid":
-            continue  # never ran: its observation is the harness's message
+        kind = step.action.type
+        if step.outcome == "invalid" or (kind not in _SHOWN_BY and not step.pre_executed):
+            continue  # an invalid step never ran: its observation is the harness's message
+        output = _Output(step.raw_output)
         if step.pre_executed:
-            if step.action.type == "execute" and unseen_pre & pending:
-                output = _Output(step.raw_output)
-                for i in sorted(unseen_pre & pending):
-                    if finders[i].find(output) is not None:
-                        fields[i].pre_executed_step = step.index
-                        unseen_pre.discard(i)
+            for i in [i for i in pending if i in unseen_pre] if kind == "execute" else ():
+                if finders[i].find(output) is not None:
+                    fields[i].pre_executed_step = step.index
+                    unseen_pre.discard(i)
             continue
-        code = step.action.content
-        if step.action.type in _TYPED_IN and isinstance(code, str):
-            typed = _Output(code)
-            for i in sorted(pending):
-                if finders[i].typed(typed):
-                    fields[i].typed_step = step.index
-                    pending.discard(i)
-        if step.action.type in _SHOWN_BY:
-            output = _Output(step.raw_output)
-            for i in sorted(pending):
-                hit = finders[i].find(output)
-                if hit is not None:
-                    fields[i].step, fields[i].offset, fields[i].text = step.index, hit[0], hit[1]
-                    pending.discard(i)
+        for i in list(pending):
+            hit = finders[i].find(output)
+            if hit is not None:
+                fields[i].step, fields[i].offset, fields[i].text = step.index, hit[0], hit[1]
+                pending.remove(i)
+    _untyped(fields, finders, steps)
     return AnswerProvenance(fields=fields, untraced=untraced)
+
+
+def _untyped(fields: list[FieldProvenance], finders: list[_Finder], steps: Sequence[Step]) -> None:
+    """Unmark each value shown only once the agent's own code had spelled it out: at or after that step,
+    the output echoes what the agent typed. Only the code of steps up to a sighting is read."""
+    seen = {i: f.step for i, f in enumerate(fields) if f.step is not None and isinstance(finders[i], _Number)}
+    if not seen:
+        return
+    shown, last = list(seen), max(seen.values())
+    for step in steps:
+        if not shown or step.index > last:
+            return
+        code = step.action.content
+        if step.pre_executed or step.outcome == "invalid" or step.action.type not in _TYPED_IN:
+            continue
+        typed = _typed_numbers(code) if isinstance(code, str) else []
+        for i in list(shown) if typed else ():
+            if step.index > seen[i]:
+                shown.remove(i)  # shown before it was typed: it stays observed
+            elif finders[i].typed(typed):
+                field = fields[i]
+                field.typed_step, field.step, field.offset, field.text = step.index, None, None, None
+                shown.remove(i)
 
 
 def _leaves(path: str, value: Any) -> Iterator[tuple[str, Any]]:
@@ -201,9 +217,14 @@ def _number_at(text: str, i: int) -> tuple[int, str, Decimal] | None:
     return start, text[start:end], -value if negative else value
 
 
-@lru_cache(maxsize=2048)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _typed_numbers(code: str) -> list[Decimal]:
+    """The numbers agent code spells out as non-integers (``0.85``, ``7.``, ``1e-5``), each read once."""
+    found = []
+    for match in _NON_INTEGER.finditer(code):
+        number = _number_at(code, match.start())
+        if number is not None:
+            found.append(number[2])
+    return found
 
 
 class _Finder:
@@ -212,12 +233,15 @@ class _Finder:
     def find(self, output: _Output) -> tuple[int, str] | None:
         raise NotImplementedError
 
-    def typed(self, code: _Output) -> bool:
-        """Whether agent code spells the value out (only numbers written as non-integers count)."""
+    def typed(self, numbers: list[Decimal]) -> bool:
+        """Whether agent code that spells out ``numbers`` spelled out the value (numbers only)."""
         return False
 
 
-def _finder(value: Any) -> _Finder:
+@lru_cache(maxsize=1024)
+def _finder(kind: str, value: Any) -> _Finder:
+    """How to find a value; by its type too, so that ``1``, ``1.0`` and ``True`` are told apart. Finders hold
+    no state, so one serves every answer with the same value."""
     if isinstance(value, bool):
         return _Words(("True", "true") if value else ("False", "false"))
     if isinstance(value, float) and math.isnan(value):
@@ -226,10 +250,7 @@ def _finder(value: Any) -> _Finder:
         sign = "-" if value < 0 else ""
         return _Words((f"{sign}inf", f"{sign}Infinity"))
     if isinstance(value, int | float):
-        try:
-            return _Number(value)
-        except InvalidOperation:  # more digits than any printed number could round to: looked for as text
-            return _Words((str(value),))
+        return _Number(value)
     return _Words((str(value).strip(),))
 
 
@@ -262,12 +283,14 @@ class _Number(_Finder):
 
     def __init__(self, value: int | float) -> None:
         self.target = Decimal(value) if isinstance(value, int) else Decimal(repr(value))
-        exponent = self.target.as_tuple().exponent
-        decimals = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+        _, digits, exponent = self.target.as_tuple()
+        assert isinstance(exponent, int)  # a finite number
+        decimals = max(-exponent, 0)
         self.unit = Decimal(1).scaleb(-decimals)
-        literals, patterns = _probes(abs(self.target), self.unit, max(decimals, 2))
-        self.literals = literals
-        self.patterns = [_regex(p) for p in patterns]
+        places = max(decimals, 2)
+        # The target's magnitude in whole units of 10^-(places+1): exact integers from here on.
+        scaled = int("".join(map(str, digits))) * 10 ** (exponent + places + 1)
+        self.literals, self.patterns = _probes(scaled, places, decimals)
 
     def supports(self, printed: Decimal) -> bool:
         """Equal, or rounds or truncates to the target at its decimals, within the tolerance."""
@@ -281,107 +304,111 @@ class _Number(_Finder):
         except InvalidOperation:
             return False
 
-    def _numbers(self, text: str) -> Iterator[tuple[int, str, Decimal]]:
-        """The numbers of ``text`` that a probe lands on, probe by probe."""
+    def find(self, output: _Output) -> tuple[int, str] | None:
+        text = output.text
         for literal in self.literals:
             at = text.find(literal)
             while at >= 0:
                 number = _number_at(text, at)
-                if number is not None:
-                    yield number
+                if number is not None and self.supports(number[2]):
+                    return number[0], number[1]
                 at = text.find(literal, at + 1)
         for pattern in self.patterns:
             for match in pattern.finditer(text):
                 number = _number_at(text, match.start())
-                if number is not None:
-                    yield number
-
-    def find(self, output: _Output) -> tuple[int, str] | None:
-        for start, printed, value in self._numbers(output.text):
-            if self.supports(value):
-                return start, printed
-        if "%" in output.text:
+                if number is not None and self.supports(number[2]):
+                    return number[0], number[1]
+        if "%" in text:
             for start, printed, value in output.percents():
                 if self.supports(value):
                     return start, printed
         return None
 
-    def typed(self, code: _Output) -> bool:
-        return any(
-            self.supports(value) and any(c in printed for c in ".eE") for _, printed, value in self._numbers(code.text)
-        )
+    def typed(self, numbers: list[Decimal]) -> bool:
+        return any(self.supports(value) for value in numbers)
 
 
-def _probes(target: Decimal, unit: Decimal, places: int) -> tuple[list[str], list[str]]:
-    """What to search for to find every printed number that could support ``target`` (>= 0; the sign
-    is checked on each hit): literals, and regexes for literals too short to search for alone.
+def _probes(scaled: int, places: int, decimals: int) -> tuple[list[str], list[re.Pattern[str]]]:
+    """What to search for to find every printed number that could support a target (of ``decimals``
+    decimals, ``scaled`` in units of 10^-(places+1), its sign checked on each hit): literals, and regexes
+    for literals too short to search for alone.
 
     Every supporting number lies within ``[target - min(unit/2, 0.01), target + min(unit, 0.01))``; cut to
-    ``places`` decimals, it begins with one of at most three prefixes, which are the probes (a prefix that
-    ends in zeros may be printed without them: ``7.00`` as ``7``). The same for its scientific notation,
-    mantissa by mantissa, with the exponent."""
+    ``places`` decimals it begins with one of at most three prefixes (``0.84`` or ``0.85`` for 0.85), which
+    may be printed without trailing zeros (``7.00`` as ``7``). Its scientific notation begins with the same
+    significant digits (``8.4`` or ``8.5``), then an exponent."""
+    unit = 10 ** (places + 1 - decimals)
+    tolerance = 10 ** (places - 1)
+    if scaled == 0:
+        low, high = 0, min(unit, tolerance)
+    else:
+        low, high = scaled - min(unit // 2, tolerance), scaled + min(unit, tolerance)
     literals: list[str] = []
-    short: list[tuple[str, str]] = []
-    with localcontext(_CONTEXT):
-        if target == 0:
-            low, high = Decimal(0), min(unit, TOLERANCE)
-        else:
-            low, high = target - min(unit / 2, TOLERANCE), target + min(unit, TOLERANCE)
-        for prefix in _prefixes(low, high, places):
-            _add(prefix, "", literals, short)
-        if target != 0:
-            last = high - Decimal(1).scaleb(-places - 2)
-            for exponent in range(low.adjusted(), last.adjusted() + 1):
-                scale = Decimal(1).scaleb(exponent)
-                m_low, m_high = max(low, scale).scaleb(-exponent), min(high, scale * 10).scaleb(-exponent)
-                for prefix in _prefixes(m_low, m_high, max(places + exponent, 0)):
-                    _add(prefix, r"[eE][-+]?[0-9]+", literals, short)
-    return list(dict.fromkeys(literals)), _grouped(short)
+    patterns: list[re.Pattern[str]] = []
+    v = low // 10
+    while v * 10 < high:  # each prefix, in units of 10^-places
+        # Printed without its trailing zeros, the prefix is a number of its own: one to look for only
+        # where it lies in the window itself.
+        shorten = _bare if v * 10 >= low else str
+        whole, fraction = divmod(v, 10**places)
+        _add(shorten(f"{whole}.{fraction:0{places}d}"), False, literals, patterns)
+        if v > 0:  # its scientific notation: the same significant digits
+            digits = str(v)
+            _add(shorten(f"{digits[0]}.{digits[1:]}"), True, literals, patterns)
+        v += 1
+    if scaled != 0 and low < 10:  # numbers below 10^-places: one significant digit above the cut
+        for digit in range(low, min(high, 10)):
+            _add(str(digit), True, literals, patterns)
+    return _merged(literals), patterns
 
 
-def _prefixes(low: Decimal, high: Decimal, places: int) -> list[str]:
-    """The ``places``-decimal prefixes of the numbers in ``[low, high)``."""
-    step = Decimal(1).scaleb(-places)
-    value = low.quantize(step, rounding=ROUND_DOWN)
-    found = []
-    while value < high:
-        found.append(f"{value:.{places}f}")
-        value += step
-    return found
+def _bare(prefix: str) -> str:
+    """A prefix as it may be printed without its trailing zeros: ``7.00`` as ``7``, ``0.50`` as ``0.5``."""
+    return prefix.rstrip("0").rstrip(".") or "0"
 
 
-def _add(prefix: str, exponent: str, literals: list[str], short: list[tuple[str, str]]) -> None:
-    """File a prefix as a literal to search for, or as a short one with what must follow it. A prefix that
-    ends in zeros may be printed without them (``7.00`` as ``7``): its bare form is what is searched."""
-    bare = (prefix.rstrip("0").rstrip(".") or "0") if "." in prefix else prefix
-    if exponent:
-        # A mantissa: any digits may follow (the hit is checked), then the exponent.
-        short.append((bare, (r"[0-9]*" if "." in bare else r"(?:\.[0-9]*)?") + exponent))
-    elif len(bare) >= _SHORT:
+def _add(bare: str, exponent: bool, literals: list[str], patterns: list[re.Pattern[str]]) -> None:
+    """File a prefix: long enough, a literal to search for (each hit is checked); else a regex that checks
+    what comes before and after it (a mantissa needs an exponent after it)."""
+    if len(bare) >= _SHORT:
         literals.append(bare)
     else:
-        # Only zeros may follow at once (and, without a decimal point yet, the point and zeros).
-        short.append((bare, r"(?![1-9])" if "." in bare else r"(?![0-9]|\.[1-9])"))
+        pattern = _short_pattern(bare, exponent)
+        if pattern not in patterns:
+            patterns.append(pattern)
 
 
-def _grouped(short: list[tuple[str, str]]) -> list[str]:
-    """Regexes for short prefixes, one per first character, each led by its group's common prefix (so the
-    regex engine can skip ahead to it), then a check that no letter, digit, ``_`` or ``.`` comes before."""
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for literal, tail in dict.fromkeys(short):
-        groups.setdefault(literal[0], []).append((literal, tail))
-    patterns = []
-    for members in groups.values():
-        common = _common_prefix([literal for literal, _ in members])
-        lead = re.escape(common)
-        rest = "|".join(re.escape(literal[len(common) :]) + tail for literal, tail in members)
-        patterns.append(rf"{lead}(?<![\w.]{lead})(?:{rest})")
-    return patterns
+@lru_cache(maxsize=4096)
+def _short_pattern(bare: str, exponent: bool) -> re.Pattern[str]:
+    """A short prefix, not glued to a letter, digit, ``_`` or ``.`` before it; followed by zeros only (and,
+    without its decimal point, the point and zeros), or, as a mantissa, by digits and an exponent."""
+    lead = re.escape(bare)
+    if exponent:
+        after = (r"[0-9]*" if "." in bare else r"(?:\.[0-9]*)?") + r"[eE][-+]?[0-9]"
+    else:
+        after = r"(?![1-9])" if "." in bare else r"(?![0-9]|\.[1-9])"
+    # Compiled once per prefix (there are a few thousand short ones), and led by the prefix itself, so
+    # that the regex engine skips ahead to it.
+    return re.compile(rf"{lead}(?<![\w.]{lead}){after}")
 
 
-def _common_prefix(words: list[str]) -> str:
-    first, last = min(words), max(words)
+def _merged(literals: list[str]) -> list[str]:
+    """The literals; those that share a prefix longer than a short one are searched for once, by it."""
+    merged: list[str] = []
+    for literal in sorted(set(literals)):
+        if merged:
+            common = _common_prefix(merged[-1], literal)
+            if len(common) > _SHORT:
+                merged[-1] = common
+                continue
+        merged.append(literal)
+    return merged
+
+
+def _common_prefix(a: str, b: str) -> str:
     n = 0
-    while n < len(first) and first[n] == last[n]:
+    for x, y in zip(a, b):
+        if x != y:
+            break
         n += 1
-    return first[:n]
+    return a[:n]
