@@ -81,7 +81,7 @@ def variants(tasks: list[Task], processes: bool, with_ray: bool) -> dict[str, Me
         else:
 
             def on_ray(root: Path, name: str) -> tuple[float, float, list[TaskResult]]:
-                ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+                ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
                 try:
                     return with_runner(tasks, root, name, executor="ray")
                 finally:

@@ -21,10 +21,11 @@ class Answer:
     body: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     usage: tuple[int, int] | None = None
+    finish_reason: str = "stop"  # why the server says the reply ended where no stop sequence cut it
 
 
-def reply(text: str, usage: tuple[int, int] | None = None) -> Answer:
-    return Answer(text=text, usage=usage)
+def reply(text: str, usage: tuple[int, int] | None = None, finish_reason: str = "stop") -> Answer:
+    return Answer(text=text, usage=usage, finish_reason=finish_reason)
 
 
 def error(status: int, message: str = "scripted failure", **headers: str) -> Answer:
@@ -115,14 +116,15 @@ def _usage(request: dict[str, Any], text: str, answer: Answer) -> tuple[int, int
 
 def _openai(request: dict[str, Any], answer: Answer) -> dict[str, Any]:
     stop = request.get("stop") or []
-    text, _ = _cut(answer.text or "", [stop] if isinstance(stop, str) else stop)
+    text, cut = _cut(answer.text or "", [stop] if isinstance(stop, str) else stop)
     prompt, completion = _usage(request, text, answer)
+    finish = "stop" if cut else answer.finish_reason
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 0,
         "model": request.get("model"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
     }
 

@@ -83,6 +83,7 @@ BAD_ANSWERS = [
 ]
 
 
+@pytest.mark.slow
 def test_an_answer_that_cannot_be_kept_is_refused_and_the_episode_goes_on(env: Environment, tmp_path: Path) -> None:
     for answer, message in BAD_ANSWERS:
         step = env.step(Action.submit(answer))
@@ -101,6 +102,7 @@ def test_an_answer_that_cannot_be_kept_is_refused_and_the_episode_goes_on(env: E
     assert len(saved.steps) == len(BAD_ANSWERS) + 1
 
 
+@pytest.mark.slow
 def test_other_content_that_cannot_be_kept_is_not_performed(env: Environment, tmp_path: Path) -> None:
     step = env.step({"type": "execute", "content": {1, 2}})
     assert step.outcome == "invalid" and "was not performed" in step.observation
@@ -139,6 +141,7 @@ class CarelessAgent:
         env.step(Action.submit({"test_mse": 7.4031}))
 
 
+@pytest.mark.slow
 def test_an_agent_that_writes_what_cannot_be_kept_is_its_failure_not_retried(tmp_path: Path) -> None:
     AGENTS.register("careless", "tests.test_agent_failures:CarelessAgent")
     try:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import make_task
+from tests.helpers import ANSWER, CLONE, TRAIN, react
 from tests.model_server import error, model_server, raw
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, Task, load_tasks, run, score_trajectory
@@ -18,16 +19,6 @@ from super_bench.agents.react import ReActAgent, ReActSuperAgent
 from super_bench.errors import ConfigError
 from super_bench.models import ModelOptions
 from super_bench.models.mock import MockModel
-
-CLONE = "!git clone -q https://github.com/super-bench-demo/tinyreg"
-TRAIN = "!python train.py --config configs/base.json --epochs 5 --limit 50"
-ANSWER = '{"test_mse": 7.4031}'
-
-
-def react(thought: str, action: str, content: str | None = None) -> str:
-    return f"Thought: {thought}\nAction: {action}" + (
-        f"\n<content>\n{content}\n</content>" if content is not None else ""
-    )
 
 
 def script(tmp_path: Path, *replies: str) -> str:
@@ -55,6 +46,7 @@ def assert_solved(outcome: Any) -> None:
 
 
 # -- ReAct and ReAct-SUPER ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_react_super_solves_a_demo_task(tmp_path: Path, env_factory: Any) -> None:
     model = MockModel(
         "script",
@@ -98,6 +90,7 @@ def test_react_super_solves_a_demo_task(tmp_path: Path, env_factory: Any) -> Non
     assert last[-1]["content"].startswith("Observation: ```\nLoaded 50 training examples")
 
 
+@pytest.mark.slow
 def test_react_through_the_runner(tmp_path: Path) -> None:
     model = script(
         tmp_path,
@@ -112,6 +105,7 @@ def test_react_through_the_runner(tmp_path: Path) -> None:
     assert trajectory["usage"]["model_calls"] == 3
 
 
+@pytest.mark.slow
 def test_observations_are_cut_for_the_model(env_factory: Any) -> None:
     model = MockModel(
         "script",
@@ -132,6 +126,7 @@ def test_observations_are_cut_for_the_model(env_factory: Any) -> None:
     assert env.trajectory.steps[1].observation.endswith("END2\n")  # the record itself is not cut
 
 
+@pytest.mark.slow
 def test_masked_pre_executed_cells_are_in_the_conversation(tmp_path: Path, env_factory: Any) -> None:
     task = load_tasks("demo", "masked")[0]
     model = MockModel("script", replies=[react("Train.", "execute", TRAIN), react("Report.", "submit", ANSWER)])
@@ -144,6 +139,7 @@ def test_masked_pre_executed_cells_are_in_the_conversation(tmp_path: Path, env_f
     assert score_trajectory(env.trajectory, task)[0].output_match == 1.0
 
 
+@pytest.mark.slow
 def test_format_retries_then_success(env_factory: Any) -> None:
     model = MockModel(
         "script",
@@ -170,6 +166,7 @@ def test_format_retries_then_success(env_factory: Any) -> None:
     assert len(model.requests[3].messages) == len(retry)  # each retry shows only the latest bad reply
 
 
+@pytest.mark.slow
 def test_a_timeout_is_answered_with_continue_wait_or_interrupt(env_factory: Any) -> None:
     model = MockModel(
         "script",
@@ -197,6 +194,7 @@ def test_a_timeout_is_answered_with_continue_wait_or_interrupt(env_factory: Any)
 
 
 # -- budgets ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("stop_reason", "env", "prices"),
     [
@@ -227,6 +225,7 @@ def test_each_budget_stops_the_episode(tmp_path: Path, stop_reason: str, env: di
     assert result.usage.model_calls == result.n_steps
 
 
+@pytest.mark.slow
 def test_format_error_stops_the_episode_and_keeps_the_replies(tmp_path: Path) -> None:
     model = script(tmp_path, *["no format at all"] * 4)
     (result,) = run(config(tmp_path, agent="react", model=model), tasks=[make_task()]).results
@@ -236,6 +235,7 @@ def test_format_error_stops_the_episode_and_keeps_the_replies(tmp_path: Path) ->
     assert trajectory["usage"]["model_calls"] == 4
 
 
+@pytest.mark.slow
 def test_max_cost_needs_a_price(tmp_path: Path) -> None:
     settings = config(
         tmp_path,
@@ -258,6 +258,7 @@ def test_agent_settings_are_checked(tmp_path: Path) -> None:
 
 
 # -- the OpenAI provider under an agent, against a real HTTP server ---------------------------------
+@pytest.mark.slow
 def test_react_super_through_the_openai_provider(tmp_path: Path) -> None:
     replies = [
         error(429, "rate limited", retry_after_ms="20"),
@@ -297,6 +298,7 @@ def test_react_super_through_the_openai_provider(tmp_path: Path) -> None:
         assert len(server.requests) == 8 and other.results[0].usage.cached_calls == 0
 
 
+@pytest.mark.slow
 def test_a_model_service_failure_is_an_infrastructure_error(tmp_path: Path) -> None:
     with model_server(*[error(503, "down", retry_after_ms="1")] * 2) as server:
         options = ModelOptions(base_url=server.base_url, cache=None, max_retries=1)
@@ -306,6 +308,7 @@ def test_a_model_service_failure_is_an_infrastructure_error(tmp_path: Path) -> N
     assert "kept failing for openai/m (HTTP 503: down)" in (result.error or "")
 
 
+@pytest.mark.slow
 def test_a_rejected_key_stops_the_whole_run(tmp_path: Path) -> None:
     with model_server(error(401, "bad key")) as server:
         options = ModelOptions(base_url=server.base_url, cache=None)
@@ -321,6 +324,7 @@ def swe(thought: str, command: str) -> str:
     return f"{thought}\n```\n{command}\n```"
 
 
+@pytest.mark.slow
 def test_swe_agent_solves_a_demo_task_with_its_tools(env_factory: Any) -> None:
     model = MockModel(
         "script",
@@ -388,6 +392,7 @@ def test_swe_tools_directly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 # -- Reflexion -----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_reflexion_retries_after_a_failed_self_check(tmp_path: Path) -> None:
     model = script(
         tmp_path,
@@ -411,6 +416,7 @@ def test_reflexion_retries_after_a_failed_self_check(tmp_path: Path) -> None:
     assert [s["action"]["type"] for s in trajectory["steps"]] == ["execute", "submit"]  # the final attempt only
 
 
+@pytest.mark.slow
 def test_reflexion_retries_an_attempt_without_a_submission(tmp_path: Path, env_factory: Any) -> None:
     model = MockModel(
         "script",
@@ -434,6 +440,7 @@ def test_reflexion_retries_an_attempt_without_a_submission(tmp_path: Path, env_f
 
 
 # -- the human agent -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_human_agent_waits_and_interrupts(env_factory: Any) -> None:
     lines = iter(
         [
@@ -471,6 +478,7 @@ def test_the_human_agent_waits_and_interrupts(env_factory: Any) -> None:
 
 
 # -- the custom agent of docs/agents.md ---------------------------------------------------------------
+@pytest.mark.slow
 def test_the_documented_custom_agent_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The 30-line agent in the docs, and the snippet that registers and runs it, exactly as written."""
     from super_bench.agents import AGENTS

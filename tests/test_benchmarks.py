@@ -23,6 +23,7 @@ def benchmarks(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return run_all
 
 
+@pytest.mark.slow
 def test_the_end_of_megabytes_of_progress_bars_is_graded(benchmarks: ModuleType) -> None:
     rows = benchmarks.bench_output.rows([0.5, 2], "local", repeats=1)
     runs = [r for r in rows if r.benchmark == "huge output"]
@@ -32,6 +33,7 @@ def test_the_end_of_megabytes_of_progress_bars_is_graded(benchmarks: ModuleType)
     assert [r.case for r in rows if r.benchmark == "cleaning"] == ["0.5 MB", "2 MB"]
 
 
+@pytest.mark.slow
 def test_rescoring_a_synthetic_run_keeps_every_task(benchmarks: ModuleType) -> None:
     rows = benchmarks.bench_scoring.rows(60, 1, repeats=1)
     assert [r.case for r in rows] == [

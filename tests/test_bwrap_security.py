@@ -106,6 +106,7 @@ def test_only_an_allowlist_of_host_paths_is_visible(start: Any) -> None:
     assert "super-bench" in run(env, "import os\nprint(os.listdir('/opt'))")
 
 
+@pytest.mark.slow
 def test_the_harness_its_checkout_and_its_task_files_are_invisible(start: Any) -> None:
     import super_bench
     from super_bench import demo
@@ -122,6 +123,7 @@ def test_the_harness_its_checkout_and_its_task_files_are_invisible(start: Any) -
     close_and_check(env)
 
 
+@pytest.mark.slow
 def test_writes_outside_the_task_go_nowhere(start: Any, tmp_path: Path) -> None:
     env = start()
     outside = tmp_path / "outside.txt"
@@ -143,6 +145,7 @@ def test_writes_outside_the_task_go_nowhere(start: Any, tmp_path: Path) -> None:
     close_and_check(env)
 
 
+@pytest.mark.slow
 def test_the_edit_action_does_not_follow_symlinks_out_of_the_sandbox(start: Any, tmp_path: Path) -> None:
     victim = tmp_path / "victim.py"
     victim.write_text("x = 1\n")
@@ -154,6 +157,7 @@ def test_the_edit_action_does_not_follow_symlinks_out_of_the_sandbox(start: Any,
     close_and_check(env)
 
 
+@pytest.mark.slow
 def test_other_tasks_directories_are_out_of_reach(start: Any) -> None:
     other, env = start(), start()
     other.sandbox.write_file("result.txt", b"mine\n")
@@ -185,6 +189,7 @@ print('forked', forked)
 """
 
 
+@pytest.mark.slow
 def test_a_fork_bomb_hits_the_process_limit(start: Any) -> None:
     env = start(max_processes=64)
     seen = run(env, FORK_SLEEPERS)
@@ -203,6 +208,7 @@ def test_a_fork_bomb_hits_the_process_limit(start: Any) -> None:
     close_and_check(env)
 
 
+@pytest.mark.slow
 def test_daemons_die_with_their_kernel(start: Any) -> None:
     env = start()
     mark = token()
@@ -215,6 +221,7 @@ def test_daemons_die_with_their_kernel(start: Any) -> None:
     close_and_check(env)
 
 
+@pytest.mark.slow
 def test_memory_bombs_are_contained(start: Any) -> None:
     env = start(memory_limit="256m")
     assert "MemoryError" in run(env, "x = bytearray(2 * 2**30)")
@@ -232,6 +239,7 @@ SHARED_MAPPINGS = {
 TOUCH = "\nfor i in range(0, SIZE, 4096):\n    m[i] = 1\nprint('surv' + 'ived')"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("enforcement", ["cgroup", "address-space"])
 @pytest.mark.parametrize("mapping", sorted(SHARED_MAPPINGS))
 def test_shared_memory_counts_against_the_memory_limit(start: Any, enforcement: str, mapping: str) -> None:
@@ -252,6 +260,7 @@ def test_shared_memory_counts_against_the_memory_limit(start: Any, enforcement: 
     close_and_check(env)
 
 
+@pytest.mark.slow
 def test_numpy_works_under_an_address_space_limit(start: Any) -> None:
     env = start(memory_limit="1g", memory_enforcement="address-space")
     seen = run(env, "import numpy\nprint(int(numpy.ones((1000, 1000)).sum()))")
@@ -292,6 +301,7 @@ def loopback_server() -> Iterator[tuple[int, list[str]]]:
 CONNECT = "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n    print('connected')\nexcept OSError as e:\n    print('unreachable', e)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("network", [False, True])
 def test_the_hosts_loopback_is_unreachable_with_the_network_off(
     start: Any, loopback_server: tuple[int, list[str]], network: bool

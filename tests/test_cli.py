@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers import cli
 
 
-def cli(*args: str, prefix: list[str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [*(prefix or []), sys.executable, "-m", "super_bench", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=600,
-    )
-
-
+@pytest.mark.slow
 def test_help_everywhere() -> None:
     for args in ([], ["run"], ["score"], ["tasks"], ["tasks", "validate"]):
         result = cli(*args, "--help")
@@ -30,6 +17,7 @@ def test_help_everywhere() -> None:
         assert "Usage:" in result.stdout
 
 
+@pytest.mark.slow
 def test_run_options_and_rescore(tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = cli("run", "--set", "masked", "--task-ids", "tinyreg_goal", "--out", str(out), "--cell-timeout", "60")
@@ -58,6 +46,7 @@ def test_run_options_and_rescore(tmp_path: Path) -> None:
     assert both.returncode == 2 and "--in-place" in both.stderr
 
 
+@pytest.mark.slow
 def test_a_run_that_scored_nothing_fails(tmp_path: Path) -> None:
     broken = tmp_path / "python"
     broken.write_text("#!/bin/sh\nexit 1\n")
@@ -72,6 +61,7 @@ def test_a_run_that_scored_nothing_fails(tmp_path: Path) -> None:
     assert scored.returncode == 3 and "no task could be scored" in scored.stderr
 
 
+@pytest.mark.slow
 def test_tasks_list_and_show() -> None:
     result = cli("tasks", "list")
     assert result.returncode == 0 and "tinyreg" in result.stdout

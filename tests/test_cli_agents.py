@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from tests.helpers import ANSWER, CLONE, TRAIN, react
 from tests.model_server import model_server
-from tests.test_agents import ANSWER, CLONE, TRAIN, react
+
+# Each test runs agents on demo tasks end to end.
+pytestmark = pytest.mark.slow
 
 
 def cli(*args: str, stdin: str | None = None, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:

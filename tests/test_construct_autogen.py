@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import cli, make_repo
 from tests.model_server import model_server
-from tests.test_cli import cli
 
 from super_bench import load_tasks
 from super_bench.construct.autogen import autogen, parse_reply
@@ -25,23 +25,6 @@ from super_bench.models.mock import MockModel
 TINYREG = "https://github.com/super-bench-demo/tinyreg"
 SPKMEANS = "https://github.com/super-bench-demo/spkmeans"
 SCRIPT = 'import argparse\n\nif __name__ == "__main__":\n    argparse.ArgumentParser().parse_args()\n'
-
-
-def make_repo(path: Path, files: dict[str, str]) -> Path:
-    """A git repository with these files, committed."""
-    for name, text in files.items():
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(text)
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    for command in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "code"]):
-        subprocess.run(command, cwd=path, env=env, check=True)
-    return path
 
 
 @pytest.fixture
@@ -102,6 +85,7 @@ def test_repositories_are_screened_with_a_reason(repos: dict[str, Path], tmp_pat
         assert exclusion(repo) is None and repo.url == url and repo.commit is not None
 
 
+@pytest.mark.slow
 def test_autogen_with_the_scripted_model(repos: dict[str, Path], tmp_path: Path) -> None:
     replies = [
         # tinyreg: a script that does not exist, corrected on the second try.
@@ -154,6 +138,7 @@ def test_autogen_with_the_scripted_model(repos: dict[str, Path], tmp_path: Path)
     assert len(load_tasks(out)) == 3
 
 
+@pytest.mark.slow
 def test_autogen_against_an_openai_compatible_server(repos: dict[str, Path], tmp_path: Path) -> None:
     bad = '{"query": "Train the model for one epoch on the sample data and report the loss.", "entrypoint": "main.py"}'
     good = '{"query": "Train the model for one epoch on the sample data and report the loss.", "entrypoint": "train.py", "arguments": "--epochs 1"}'

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests.test_cli import cli
+from tests.helpers import cli
 
 from super_bench import demo, load_tasks
 from super_bench.construct.blocks import analyse
@@ -21,6 +21,7 @@ from super_bench.runner.rundir import RunDir
 DEMO_TASKS = Path(demo.__file__).parent / "tasks"
 
 
+@pytest.mark.slow
 def test_masked_tasks_from_every_demo_expert_task_are_solved_by_the_gold_agent(tmp_path: Path) -> None:
     out, runs = tmp_path / "masked.jsonl", tmp_path / "runs"
     result = cli("construct", "mask", "--out", str(out), "--runs", str(runs))
@@ -75,6 +76,7 @@ def _tinyreg() -> dict[str, object]:
     return row
 
 
+@pytest.mark.slow
 def test_failed_checks_are_retried_reported_and_left_out(tmp_path: Path) -> None:
     tinyreg = _tinyreg()
     setup, report = tinyreg["solution"][:2], tinyreg["solution"][3]  # type: ignore[index]
@@ -146,6 +148,7 @@ def test_the_template_is_used_when_the_model_fails() -> None:
     assert writer.failures == 1
 
 
+@pytest.mark.slow
 def test_mask_with_a_scripted_model_from_the_command_line(tmp_path: Path) -> None:
     script = tmp_path / "goals.txt"
     script.write_text("Everything is set up but the run itself: run the training as asked and report the test MSE.\n")
@@ -181,6 +184,25 @@ def test_cells_are_sorted_into_blocks(cell: str, category: str) -> None:
     cells = analyse([Action.execute(cell), Action.execute("print(1)")])
     assert cells[0].category == category
     assert cells[1].category == "goal"  # the last cell reports the answer
+
+
+@pytest.mark.parametrize(
+    ("cell", "category", "scripts"),
+    [
+        ("!timeout 600 python prepare_data.py --split dev", "data", ["python prepare_data.py --split dev"]),
+        ("!FOO=1 timeout -s INT 600 nohup python train.py", "goal", ["python train.py"]),
+        ("!stdbuf -oL bash run.sh", "goal", ["bash run.sh"]),
+        ("!true;(python prepare_data.py)", "data", ["python prepare_data.py"]),
+    ],
+)
+def test_construction_reads_a_command_line_as_scoring_does(cell: str, category: str, scripts: list[str]) -> None:
+    from super_bench.actions import Action
+    from super_bench.scoring.entrypoint import cell_runs_entrypoint
+
+    (cell_info, _) = analyse([Action.execute(cell), Action.execute("print(1)")])
+    assert cell_info.category == category
+    assert cell_info.scripts == scripts
+    assert cell_runs_entrypoint(cell, scripts[0].split()[1])  # scoring sees the same script run
 
 
 def test_python_that_does_work_is_part_of_the_goal_and_setup_stays_in_place() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from tests.conftest import REFERENCE_TRAJECTORIES
-from tests.test_cli import cli
+from tests.helpers import cli
 
 from super_bench import demo, load_tasks, run
 from super_bench.construct.landmarks import generalise, milestone, suggest_landmarks
@@ -99,6 +99,7 @@ def test_suggestions_on_real_outputs_match_them_and_cannot_hang() -> None:
 
 
 # -- from-notebook ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_from_notebook_builds_the_expert_task_that_was_solved(solved: Path, tmp_path: Path) -> None:
     out = tmp_path / "expert.jsonl"
     args = ["construct", "from-notebook", str(solved), "--repo", TINYREG, "--query", QUERY]
@@ -210,6 +211,7 @@ def test_a_notebook_without_a_printed_answer_is_refused(solved: Path, tmp_path: 
 
 
 # -- doctor ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_doctor_reports_task_rot_with_the_diff(tmp_path: Path) -> None:
     good = json.loads((Path(demo.__file__).parent / "tasks" / "expert.jsonl").read_text().splitlines()[0])
     rotten = {

@@ -93,6 +93,7 @@ def test_edit_of_a_missing_file_is_a_recorded_step(env: Environment) -> None:
     assert env.trajectory.steps[-1] is step and not env.done
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
@@ -108,6 +109,7 @@ def test_failed_edits_in_the_environment_leave_the_file_alone(env: Environment, 
     assert env.sandbox.read_file("m.py").decode() == SOURCE
 
 
+@pytest.mark.slow
 def test_edit_interrupts_a_running_cell_first(env_factory: Any) -> None:
     env = env_factory(cell_timeout=0.5)
     from tests.conftest import make_task

@@ -48,6 +48,7 @@ def test_failed_shell_command_records_its_exit_status(env: Environment) -> None:
     assert execute(env, "print('no command')").exit_code is None
 
 
+@pytest.mark.slow
 def test_an_empty_cell_has_no_exit_status_of_its_own(env: Environment) -> None:
     assert execute(env, "!exit 3").exit_code == 3
     for blank in ("", "   \n\t"):  # IPython runs nothing for these
@@ -56,6 +57,7 @@ def test_an_empty_cell_has_no_exit_status_of_its_own(env: Environment) -> None:
     assert execute(env, "# only a comment").exit_code is None
 
 
+@pytest.mark.slow
 def test_errors_are_reported_with_their_traceback(env: Environment) -> None:
     step = execute(env, "def f():\n    return 1 / 0\nf()")
     assert step.outcome == "error"
@@ -64,6 +66,7 @@ def test_errors_are_reported_with_their_traceback(env: Environment) -> None:
     assert "\x1b[" in step.raw_output  # grading keeps the raw output
 
 
+@pytest.mark.slow
 def test_input_does_not_hang(env: Environment) -> None:
     step = execute(env, "input('name? ')")
     assert step.outcome == "error"
@@ -91,6 +94,7 @@ def test_agent_code_runs_in_the_task_directory_with_a_scrubbed_environment(
     assert prefix == env.sandbox.inside(env.sandbox.python_dir)
 
 
+@pytest.mark.slow
 def test_soft_timeout_then_continue_wait_then_completion(env_factory: Any) -> None:
     env = env_factory(cell_timeout=1.0)
     env.reset(make_task())
@@ -109,6 +113,7 @@ def test_soft_timeout_then_continue_wait_then_completion(env_factory: Any) -> No
     assert "".join(outputs).count("tick") == 3  # nothing lost, nothing repeated
 
 
+@pytest.mark.slow
 def test_interrupt_stops_a_running_cell_and_keeps_state(env_factory: Any) -> None:
     env = env_factory(cell_timeout=0.5)
     env.reset(make_task())
@@ -120,6 +125,7 @@ def test_interrupt_stops_a_running_cell_and_keeps_state(env_factory: Any) -> Non
     assert execute(env, "print(kept)").observation == "still here\n"
 
 
+@pytest.mark.slow
 def test_interrupt_reaches_shell_subprocesses(env_factory: Any) -> None:
     env = env_factory(cell_timeout=0.5)
     env.reset(make_task())
@@ -130,6 +136,7 @@ def test_interrupt_reaches_shell_subprocesses(env_factory: Any) -> None:
     assert execute(env, "print('responsive')").observation == "responsive\n"
 
 
+@pytest.mark.slow
 def test_another_action_interrupts_a_running_cell_first(env_factory: Any) -> None:
     env = env_factory(cell_timeout=0.5)
     env.reset(make_task())
@@ -145,6 +152,7 @@ def test_continue_wait_and_interrupt_without_a_running_cell(env: Environment) ->
     assert env.step({"type": "interrupt"}).outcome == "invalid"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("code", "cause"),
     [
@@ -168,6 +176,7 @@ def test_a_dead_kernel_is_replaced_and_reported(env_factory: Any, code: str, cau
     assert env.kernel.restarts == 1
 
 
+@pytest.mark.slow
 def test_a_hundred_megabyte_cell(env_factory: Any) -> None:
     env = env_factory(cell_timeout=120)
     env.reset(make_task(landmarks=["Epoch 3 finished"]))
@@ -183,11 +192,13 @@ def test_a_hundred_megabyte_cell(env_factory: Any) -> None:
     assert len(step.raw_output) > 95_000_000
     assert step.observation.endswith("Epoch 3 finished\n")
     assert len(step.observation) <= env.config.observation_limit + 200
-    from super_bench.scoring.landmarks import landmark_score
+    from super_bench import score_trajectory
 
-    assert landmark_score(["Epoch 3 finished"], env.trajectory.steps) == 1.0
+    metrics, _ = score_trajectory(env.trajectory, make_task(landmarks=["Epoch 3 finished"]))
+    assert metrics.landmarks == 1.0
 
 
+@pytest.mark.slow
 def test_flooding_steps_stop_at_the_episode_output_limit(env_factory: Any, tmp_path: Any) -> None:
     env = env_factory(output_limit=2_000_000, episode_output_limit=3_000_000, observation_limit=1000)
     env.reset(make_task(landmarks=["first 1", "last 3"]))
@@ -202,14 +213,16 @@ def test_flooding_steps_stop_at_the_episode_output_limit(env_factory: Any, tmp_p
         marker = f"\n[... {dropped:,} characters of output dropped by super-bench ...]\n"
         assert marker in step.raw_output and len(step.raw_output) - len(marker) + dropped == 2_500_016
     assert env.trajectory.metadata["output_limit_reached"] == {"limit": 3_000_000, "step": 1}
-    from super_bench.scoring.landmarks import landmark_score
+    from super_bench import score_trajectory
 
     # Landmarks are graded on what was kept: the head and the tail of every step.
-    assert landmark_score(["first 3", "last 3", "last 1"], env.trajectory.steps) == 1.0
+    metrics, _ = score_trajectory(env.trajectory, make_task(landmarks=["first 3", "last 3", "last 1"]))
+    assert metrics.landmarks == 1.0
     assert (env.trajectory.save(tmp_path) and (tmp_path / "trajectory.json").stat().st_size) < 3_200_000
     assert execute(env, "print('still running')").observation == "still running\n"
 
 
+@pytest.mark.slow
 def test_submit_ends_the_episode(env: Environment) -> None:
     step = env.step({"type": "submit", "content": '{"accuracy": 0.5}'})
     assert step.outcome == "ok"
@@ -229,6 +242,7 @@ def test_a_submission_that_is_not_json_is_recorded_and_the_episode_goes_on(env: 
     assert env.trajectory.submission == {"accuracy": 0.5}
 
 
+@pytest.mark.slow
 def test_step_budget_ends_the_episode(env_factory: Any) -> None:
     env = env_factory(max_steps=2)
     env.reset(make_task())
@@ -238,6 +252,7 @@ def test_step_budget_ends_the_episode(env_factory: Any) -> None:
     assert env.done and env.trajectory.stop_reason == "max_steps"
 
 
+@pytest.mark.slow
 def test_execution_time_budget_ends_the_episode(env_factory: Any) -> None:
     env = env_factory(max_compute=0.5)
     env.reset(make_task())
@@ -245,6 +260,7 @@ def test_execution_time_budget_ends_the_episode(env_factory: Any) -> None:
     assert env.trajectory.stop_reason == "max_compute"
 
 
+@pytest.mark.slow
 def test_masked_tasks_run_their_pre_executed_cells(env_factory: Any) -> None:
     env = env_factory()
     cells = [json.dumps({"type": "execute", "content": "prepared = 'yes'\nprint('setup done')"})]
@@ -256,6 +272,7 @@ def test_masked_tasks_run_their_pre_executed_cells(env_factory: Any) -> None:
     assert env.trajectory.agent_steps == [step]
 
 
+@pytest.mark.slow
 def test_pip_installs_stay_in_the_task_environment(env: Environment, tmp_path: Any) -> None:
     wheel = tiny_wheel(tmp_path)
     env.sandbox.write_file(wheel.name, wheel.read_bytes())

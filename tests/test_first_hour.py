@@ -312,6 +312,7 @@ def test_every_readme_command_is_checked_here() -> None:
     assert set(CHECKS) == set(readme_commands())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c, check in CHECKS.items() if check.how in ("run", "error")])
 def test_readme_command(home: Home, command: str) -> None:
     check, result = CHECKS[command], home.results[command]
@@ -325,6 +326,7 @@ def test_readme_command(home: Home, command: str) -> None:
         check.shape(home, result)
 
 
+@pytest.mark.slow
 def test_readme_python_until_the_whole_run(home: Home) -> None:
     (block,) = readme_blocks("python")
     first = block.split("outcome = sb.run(")[0]

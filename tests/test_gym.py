@@ -33,6 +33,7 @@ def test_the_documented_agent_loop_runs(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("super-bench-")]
 
 
+@pytest.mark.slow
 def test_make_finds_tasks_and_validates_settings(tmp_path: Path) -> None:
     sandbox = sb.SandboxConfig(root=tmp_path)
     with sb.make("tinyreg_goal", sandbox=sandbox, cell_timeout=30) as env:

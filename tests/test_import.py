@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import REFERENCE_TRAJECTORIES
-from tests.test_cli import cli
+from tests.helpers import cli
 from tests.trajectory_notebooks import (
     EPOCH_LINE,
     GOLD,
@@ -121,6 +121,7 @@ def sample_tasks() -> list[Task]:
     return tasks
 
 
+@pytest.mark.slow
 @needs_sample
 @pytest.mark.parametrize("mode", ["corrected", "reference"])
 def test_every_sample_trajectory_scores_offline_as_at_import(tmp_path: Path, mode: str) -> None:

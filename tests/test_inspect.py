@@ -63,6 +63,7 @@ def scores(sample: EvalSample) -> dict[str, Any]:
     return {name: score.value for name, score in (sample.scores or {}).items()}
 
 
+@pytest.mark.slow
 def test_demo_expert_end_to_end(workdirs: Path) -> None:
     outputs = [
         call("execute", code=CLONE),
@@ -85,6 +86,7 @@ def test_demo_expert_end_to_end(workdirs: Path) -> None:
     assert sample.scores["output_match"].metadata == {"stop_reason": "submitted", "steps": 5, "mode": "corrected"}
 
 
+@pytest.mark.slow
 def test_soft_timeouts_interrupts_and_edits(workdirs: Path) -> None:
     outputs = [
         call("execute", code=f"{CLONE}\n%cd tinyreg"),
@@ -111,6 +113,7 @@ def test_soft_timeouts_interrupts_and_edits(workdirs: Path) -> None:
     assert scores(sample) == {"output_match": 0.0, "landmarks": pytest.approx(2 / 3)}  # not "epoch 5/5"
 
 
+@pytest.mark.slow
 def test_demo_masked_shows_the_pre_executed_cells(workdirs: Path) -> None:
     outputs = [
         call("execute", code=TRAIN),
@@ -123,6 +126,7 @@ def test_demo_masked_shows_the_pre_executed_cells(workdirs: Path) -> None:
     assert scores(sample) == {"output_match": 1.0, "landmarks": 1.0}
 
 
+@pytest.mark.slow
 def test_demo_auto_scores_whether_the_script_ran(workdirs: Path) -> None:
     outputs = [
         call("execute", code=f"{CLONE}\n%cd tinyreg"),

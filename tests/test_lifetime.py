@@ -41,6 +41,7 @@ def start_run(tmp_path: Path, backend: str, actions: list[dict[str, str]], *extr
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "bwrap"])
 @pytest.mark.parametrize("wall_time_limit", [None, "600"])
 def test_sigkill_of_the_harness_leaves_no_process(tmp_path: Path, backend: str, wall_time_limit: str | None) -> None:
@@ -64,6 +65,7 @@ def test_sigkill_of_the_harness_leaves_no_process(tmp_path: Path, backend: str, 
     assert wait_for(lambda: not list((tmp_path / "tmp" / scratch).glob("*")), timeout=5), "a task directory was left"
 
 
+@pytest.mark.slow
 def test_a_resumed_run_clears_what_a_killed_run_left(tmp_path: Path) -> None:
     """The whole session killed, the watchdog too: the next run of the same run directory kills what still runs
     (the local sandbox's kernels have no parent-death signal) and removes the directories."""

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from tests.conftest import make_task
+from tests.helpers import cli
 from tests.mirror_fixtures import dated_index, give_away, make_mirror, pip26_python
 from tests.sandboxes import backend_settings
-from tests.test_cli import cli
 
 from super_bench import SandboxConfig
 from super_bench.errors import SandboxError
@@ -37,6 +37,7 @@ def run_cells(env_factory: Any, sandbox: dict[str, Any], cells: list[str], **set
     return [env.step({"type": "execute", "content": cell}) for cell in cells]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ISOLATING)
 @pytest.mark.parametrize("kind", ["bare", "clone", "bundle"])
 def test_a_mirror_serves_its_url_with_or_without_git_and_slash(
@@ -52,6 +53,7 @@ def test_a_mirror_serves_its_url_with_or_without_git_and_slash(
         assert step.raw_output.strip().endswith(f"from {kind}"), (url, step.raw_output)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ISOLATING)
 def test_urls_that_only_begin_like_a_mirrored_one_are_not_served_from_it(
     env_factory: Any, tmp_path: Path, backend: str
@@ -65,6 +67,7 @@ def test_urls_that_only_begin_like_a_mirrored_one_are_not_served_from_it(
         assert f"'{url}/'" in step.raw_output and str(tmp_path) not in step.raw_output, step.raw_output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ISOLATING)
 def test_a_directory_of_mirrors_serves_a_url_prefix(env_factory: Any, tmp_path: Path, backend: str) -> None:
     root = tmp_path / "all"
@@ -77,6 +80,7 @@ def test_a_directory_of_mirrors_serves_a_url_prefix(env_factory: Any, tmp_path: 
     assert [s.raw_output.strip().splitlines()[-1] for s in steps] == ["a", "b", "c"]
 
 
+@pytest.mark.slow
 def test_the_demo_suite_and_a_mirror_live_side_by_side(env_factory: Any, tmp_path: Path) -> None:
     mirror = make_mirror(tmp_path / "proj.git", "bare", "mine")
     sandbox = {**backend_settings("bwrap"), "git_mirrors": {URL: mirror}}
@@ -108,6 +112,7 @@ def test_a_mirror_agent_code_could_not_read_is_refused_with_the_fix(env_factory:
         env.reset(make_task())
 
 
+@pytest.mark.slow
 def test_bad_mirror_settings_say_what_and_where(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     with pytest.raises(ValueError, match="does not exist"):
@@ -131,6 +136,7 @@ def test_bad_mirror_settings_say_what_and_where(tmp_path: Path) -> None:
 
 
 # -- pip: packages as of a date, from one index ---------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("backend", "as_of", "version"),
     [
@@ -157,6 +163,7 @@ def test_pip_installs_what_there_was_on_the_date(
     assert check.raw_output.strip() == version
 
 
+@pytest.mark.slow
 def test_a_task_python_whose_pip_would_ignore_the_date_is_refused(env_factory: Any, tmp_path: Path) -> None:
     old = tmp_path / "old"
     create_task_env(old, from_interpreter(sys.executable))
@@ -183,6 +190,7 @@ def test_a_pip_too_old_for_the_date_filter_is_refused_with_the_fix() -> None:
     check_task_pip(SandboxConfig(), "pip 9.0 from /x", "/x/bin/python")  # no date: any pip will do
 
 
+@pytest.mark.slow
 def test_the_pip_index_is_the_only_source(
     env_factory: Any, pip26_python: Path, dated_index: tuple[str, list[str]]
 ) -> None:
@@ -215,6 +223,7 @@ def hub_cache(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_models_and_datasets_load_from_a_shared_cache_without_the_network(env_factory: Any, tmp_path: Path) -> None:
     cache = hub_cache(tmp_path / "hf")
     # huggingface_hub is in SUPER's environment (with transformers), not in the minimal default: a base with it.
@@ -230,6 +239,7 @@ def test_models_and_datasets_load_from_a_shared_cache_without_the_network(env_fa
     assert "Read-only file system" in written.raw_output
 
 
+@pytest.mark.slow
 def test_mirror_settings_reach_make_and_the_run_manifest(tmp_path: Path, pip26_python: Path) -> None:
     import super_bench as sb
 

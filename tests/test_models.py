@@ -60,7 +60,6 @@ def test_mock_cuts_at_stop_sequences_and_counts_tokens() -> None:
     model = MockModel("m", replies=["Thought: go\nAction: execute\n<content>\n!ls\n</content>\nObservation: fake"])
     response = model.complete(request("x" * 400, stop=["</content>", "Observation:"]))
     assert response.text == "Thought: go\nAction: execute\n<content>\n!ls\n"
-    assert response.finish_reason == "stop"
     assert response.usage.model_calls == 1 and response.usage.prompt_tokens == 103
     assert response.usage.completion_tokens == len(response.text) // 4
 
@@ -129,6 +128,20 @@ def test_openai_provider_sends_the_request_and_reads_the_reply(monkeypatch: pyte
     assert (sent["temperature"], sent["top_p"], sent["max_tokens"], sent["seed"]) == (0.2, 0.5, 99, 7)
     assert sent["stop"] == ["</content>"]
     assert server.paths == ["/v1/chat/completions"]
+
+
+def test_a_reply_cut_at_a_stop_sequence_the_server_did_not_get_says_it_stopped_there() -> None:
+    # The API takes four stop sequences; the fifth is honoured here, and the reply then ended at a stop
+    # sequence, whatever the server said about the text it sent.
+    stops = ["<1>", "<2>", "<3>", "<4>", "</content>"]
+    long_reply = "Thought: go\nAction: execute\n<content>\n!ls\n</content>\nObservation: made up, on and on"
+    with model_server(reply(long_reply, finish_reason="length"), reply("on and on", finish_reason="length")) as server:
+        model = create_model("openai/m", options(base_url=server.base_url))
+        cut = model.complete(request(stop=stops))
+        uncut = model.complete(request("again", stop=stops))
+    assert server.requests[0]["stop"] == stops[:4]
+    assert cut.text == "Thought: go\nAction: execute\n<content>\n!ls\n" and cut.finish_reason == "stop"
+    assert uncut.text == "on and on" and uncut.finish_reason == "length"
 
 
 def test_openai_provider_retries_rate_limits_and_server_errors() -> None:

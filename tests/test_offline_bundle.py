@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.helpers import cli
 from tests.mirror_fixtures import dated_index, git, make_mirror, make_repo, pip26_python
 from tests.sandboxes import backend_settings
-from tests.test_cli import cli
 
 from super_bench import SandboxConfig
 from super_bench.sandbox.offline import MANIFEST
@@ -50,6 +50,7 @@ def upstream(tmp_path: Path) -> tuple[Path, str]:
     return repo, first
 
 
+@pytest.mark.slow
 def test_a_bundled_task_set_runs_with_the_network_off(
     tmp_path: Path, pip26_python: Path, dated_index: tuple[str, list[str]]
 ) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.test_scoring import step, trajectory
+from tests.helpers import step, trajectory
 from tests.trajectory_notebooks import EXPERT_QUERY, NbStep, write_notebook
 
 from super_bench.actions import Action

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import make_task
-from tests.test_cli import cli
-from tests.test_scoring import step, trajectory
+from tests.helpers import cli, step, trajectory
 from tests.trajectory_notebooks import NbStep, write_notebook
 
 from super_bench import Action, load_tasks, score_answer, score_trajectory

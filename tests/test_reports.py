@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.test_cli import cli
+from tests.helpers import cli
 
 from super_bench.errors import ConfigError, ReportError, RunDirError
 from super_bench.report.compare import compare_runs
@@ -124,6 +124,7 @@ def test_compare_runs(two_runs: tuple[Path, Path]) -> None:
     assert sum(row.n for row in c.categories) == 48
 
 
+@pytest.mark.slow
 def test_compare_command(two_runs: tuple[Path, Path]) -> None:
     result = cli("compare", *map(str, two_runs))
     assert result.returncode == 0, result.stderr
@@ -156,6 +157,7 @@ def test_leaderboard(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     assert printed.stdout == markdown
 
 
+@pytest.mark.slow
 def test_plots(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     runs = [load_run(p) for p in two_runs]
     table = metric_by_category(runs, "output_match")
@@ -256,6 +258,7 @@ def test_runs_with_no_task_in_common_are_refused(tmp_path: Path) -> None:
     assert result.returncode == 2 and "no scored task in common" in result.stderr
 
 
+@pytest.mark.slow
 def test_runs_scored_in_different_modes_are_not_mixed(tmp_path: Path) -> None:
     scores = {t: float(i % 2) for i, t in enumerate(masked_ids(10))}
     corrected = write_run(tmp_path / "c", scores, agent="x", mode="corrected")

@@ -102,6 +102,7 @@ def wait_until_some_finished_and_some_running(out: Path, timeout: float = 180) -
 
 
 # -- workers ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_two_workers_run_tasks_at_once_with_the_same_scores(tmp_path: Path) -> None:
     one = run(config(tmp_path, task_ids=FOUR, out=tmp_path / "one"))
     two = run(config(tmp_path, task_ids=FOUR, workers=2, out=tmp_path / "two"))
@@ -114,6 +115,7 @@ def test_two_workers_run_tasks_at_once_with_the_same_scores(tmp_path: Path) -> N
 
 
 # -- resume ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_to_one_row_per_task_and_the_same_scores(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
@@ -148,6 +150,7 @@ def test_a_run_killed_with_sigkill_resumes_to_one_row_per_task_and_the_same_scor
     assert json.loads((out / "summary.json").read_text())["metrics"] == uninterrupted.summary.metrics
 
 
+@pytest.mark.slow
 def test_sigterm_stops_running_tasks_cleanly_and_the_run_resumes(tmp_path: Path, cli_env: dict[str, str]) -> None:
     out = tmp_path / "run"
     args = ["--task-ids", *FOUR, "--workers", "2", "--out", str(out)]
@@ -168,6 +171,7 @@ def test_sigterm_stops_running_tasks_cleanly_and_the_run_resumes(tmp_path: Path,
     assert sorted(r["task_id"] for r in rows(out)) == sorted(FOUR)
 
 
+@pytest.mark.slow
 def test_resuming_into_a_different_run_is_refused_unless_redo(tmp_path: Path) -> None:
     run(config(tmp_path, task_ids=["tinyreg"]))
     actions = tmp_path / "null.json"
@@ -196,6 +200,7 @@ def test_a_run_directory_is_not_shared_and_not_an_arbitrary_directory(tmp_path: 
     assert (tmp_path / "notes" / "paper.txt").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_the_lock_is_the_running_process_and_goes_with_it(tmp_path: Path) -> None:
     busy = RunDir(tmp_path / "run")
     busy.create()
@@ -218,6 +223,7 @@ def test_the_lock_is_the_running_process_and_goes_with_it(tmp_path: Path) -> Non
     assert not (busy.path / ".lock").exists() and (busy.path / "summary.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_run_from_python_says_where_it_writes_and_shows_its_progress(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -229,6 +235,7 @@ def test_a_run_from_python_says_where_it_writes_and_shows_its_progress(
     assert "writing" not in capfd.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_torn_last_line_is_dropped_and_its_task_runs_again(tmp_path: Path) -> None:
     first = run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"]))
     results = tmp_path / "run" / "results.jsonl"
@@ -253,6 +260,7 @@ def flaky() -> Iterator[type[FlakySandbox]]:
     SANDBOXES.unregister("flaky")
 
 
+@pytest.mark.slow
 def test_infrastructure_failures_are_retried_then_counted_apart(tmp_path: Path, flaky: type[FlakySandbox]) -> None:
     flaky.failures.update({"tinyreg": 1, "spkmeans-news": 99})
     settings = config(tmp_path, task_ids=["tinyreg", "tinyreg-lr", "spkmeans-news"], sandbox={"backend": "flaky"})
@@ -306,6 +314,7 @@ def model_config(tmp_path: Path, base_url: str, **settings: Any) -> RunConfig:
     return config(tmp_path, agent="react", model="openai/m", model_options=options, **settings)
 
 
+@pytest.mark.slow
 def test_a_model_service_that_is_down_is_retried_then_an_infrastructure_error(tmp_path: Path) -> None:
     with model_server(*[error(503, "down")] * 3) as server:
         (result,) = run(model_config(tmp_path, server.base_url, infra_retries=2), tasks=[make_task()]).results
@@ -314,6 +323,7 @@ def test_a_model_service_that_is_down_is_retried_then_an_infrastructure_error(tm
     assert "ModelUnavailableError" in (result.error or "") and "HTTP 503: down" in (result.error or "")
 
 
+@pytest.mark.slow
 def test_a_model_service_that_comes_back_completes_the_task(tmp_path: Path) -> None:
     with model_server(error(502, "restarting"), SUBMIT) as server:
         (result,) = run(model_config(tmp_path, server.base_url), tasks=[make_task()]).results
@@ -322,6 +332,7 @@ def test_a_model_service_that_comes_back_completes_the_task(tmp_path: Path) -> N
     assert "HTTP 502: restarting" in result.retry_errors[0]
 
 
+@pytest.mark.slow
 def test_a_refused_request_is_the_agents_failure_and_not_retried(tmp_path: Path) -> None:
     with model_server(error(400, "context too long"), SUBMIT) as server:
         (result,) = run(model_config(tmp_path, server.base_url), tasks=[make_task()]).results
@@ -331,6 +342,7 @@ def test_a_refused_request_is_the_agents_failure_and_not_retried(tmp_path: Path)
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["n_scored"] == 1
 
 
+@pytest.mark.slow
 def test_a_configuration_error_stops_the_run_with_workers(tmp_path: Path) -> None:
     with model_server(error(401, "bad key"), error(401, "bad key")) as server:
         settings = model_config(tmp_path, server.base_url, workers=2)
@@ -345,6 +357,7 @@ def test_an_unknown_executor_is_named() -> None:
 
 
 # -- epochs and statistics ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_epochs_run_each_task_k_times_with_different_seeds(tmp_path: Path) -> None:
     outcome = run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"], epochs=2, seed=7, workers=2))
     assert [(r.task_id, r.epoch, r.seed) for r in outcome.results] == [
@@ -386,6 +399,7 @@ def test_statistics_average_epochs_per_task_then_bootstrap_over_tasks() -> None:
 
 
 # -- the manifest and the live display ------------------------------------------------------------
+@pytest.mark.slow
 def test_the_manifest_records_versions_sources_and_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(tmp_path / "never-built"))
     source = tmp_path / "tasks.jsonl"
@@ -437,7 +451,8 @@ def test_the_ray_executor_runs_the_demo_suite_with_the_local_executors_scores(tm
     ray = pytest.importorskip("ray")
     tasks = [t for task_set in ("expert", "masked", "auto") for t in load_tasks("demo", task_set)]
     local = run(config(tmp_path, workers=2, out=tmp_path / "local"), tasks=tasks)
-    ray.init(num_cpus=2, include_dashboard=False)
+    # "local": a new instance of our own, never a cluster another program left behind.
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
     try:
         on_ray = run(config(tmp_path, executor="ray", out=tmp_path / "ray"), tasks=tasks)
         # An error raised on a worker reaches the driver as itself: a configuration error stops the run.

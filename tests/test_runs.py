@@ -22,6 +22,7 @@ def config(tmp_path: Path, **settings: object) -> RunConfig:
     return RunConfig(env=env, **settings)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_run_directory_layout_and_trajectory_files(tmp_path: Path) -> None:
     outcome = run(config(tmp_path, task_set="masked", task_ids=["tinyreg_goal"]))
     root = tmp_path / "run"
@@ -41,6 +42,7 @@ def test_run_directory_layout_and_trajectory_files(tmp_path: Path) -> None:
     assert outcome.summary.metrics["output_match"] == 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_set", ["expert", "masked", "auto"])
 def test_an_agent_that_submits_null_scores_zero(tmp_path: Path, task_set: str) -> None:
     actions = tmp_path / "null.json"
@@ -61,6 +63,7 @@ def test_an_agent_that_submits_null_scores_zero(tmp_path: Path, task_set: str) -
         assert outcome.summary.metrics["entrypoint"] == 0.0
 
 
+@pytest.mark.slow
 def test_replay_agent_replays_a_saved_trajectory(tmp_path: Path) -> None:
     first = run(config(tmp_path, task_ids=["tinyreg"]))
     saved = tmp_path / "run" / first.results[0].trajectory  # type: ignore[operator]
@@ -68,6 +71,7 @@ def test_replay_agent_replays_a_saved_trajectory(tmp_path: Path) -> None:
     assert second.results[0].metrics == first.results[0].metrics
 
 
+@pytest.mark.slow
 def test_an_agent_that_stops_without_submitting(tmp_path: Path) -> None:
     actions = tmp_path / "a.json"
     actions.write_text(json.dumps([{"type": "execute", "content": "print('hello')"}]))
@@ -76,6 +80,7 @@ def test_an_agent_that_stops_without_submitting(tmp_path: Path) -> None:
     assert result.metrics.submitted == 0.0 and result.metrics.output_match == 0.0
 
 
+@pytest.mark.slow
 def test_rerunning_the_same_command_resumes(tmp_path: Path) -> None:
     run(config(tmp_path, task_ids=["tinyreg"]))
     outcome = run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"]))
@@ -84,6 +89,7 @@ def test_rerunning_the_same_command_resumes(tmp_path: Path) -> None:
     assert len(outcome.results) == len(lines)
 
 
+@pytest.mark.slow
 def test_rescoring_offline_in_both_modes(tmp_path: Path) -> None:
     replay = tmp_path / "partial.json"
     replay.write_text(json.dumps([{"type": "submit", "content": {"test_mse": 7.4031, "extra": 1}}]))
@@ -95,6 +101,7 @@ def test_rescoring_offline_in_both_modes(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["mode"] == "reference"
 
 
+@pytest.mark.slow
 def test_rescoring_survives_a_corrupt_trajectory(tmp_path: Path) -> None:
     run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr"]))
     broken = next((tmp_path / "run" / "tasks").iterdir()) / "trajectory.json"
@@ -108,6 +115,7 @@ def test_rescoring_survives_a_corrupt_trajectory(tmp_path: Path) -> None:
     assert outcome.summary.stats["output_match"].n == 1
 
 
+@pytest.mark.slow
 def test_rescoring_marks_missing_tasks_and_trajectories_unscored(tmp_path: Path) -> None:
     run(config(tmp_path, task_ids=["tinyreg", "tinyreg-lr", "nbsent"]))
     (tmp_path / "run" / "tasks" / "nbsent" / "trajectory.json").unlink()
@@ -122,6 +130,7 @@ def test_rescoring_marks_missing_tasks_and_trajectories_unscored(tmp_path: Path)
     assert sorted(r["task_id"] for r in rows if r["unscored"]) == ["nbsent", "tinyreg-lr"]
 
 
+@pytest.mark.slow
 def test_a_run_re_scored_in_place_resumes_in_its_new_mode(tmp_path: Path) -> None:
     run(config(tmp_path, task_ids=["tinyreg"]))
     rescore(tmp_path / "run", "reference")
@@ -131,6 +140,7 @@ def test_a_run_re_scored_in_place_resumes_in_its_new_mode(tmp_path: Path) -> Non
     assert outcome.summary.mode == "reference" and outcome.summary.modes == {"reference": 2}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["corrected", "reference"])
 def test_offline_scores_equal_online_ones(tmp_path: Path, mode: str) -> None:
     ids = ["tinyreg", "tinyreg_goal", "tinyreg-auto"]
@@ -145,6 +155,7 @@ def test_offline_scores_equal_online_ones(tmp_path: Path, mode: str) -> None:
     assert offline.summary.model_dump(exclude={"stats"}) == online.summary.model_dump(exclude={"stats"})
 
 
+@pytest.mark.slow
 def test_an_ad_hoc_query(tmp_path: Path) -> None:
     actions = tmp_path / "a.json"
     actions.write_text(json.dumps([{"type": "execute", "content": "!echo hi"}, {"type": "submit", "content": '"hi"'}]))
@@ -202,6 +213,7 @@ def test_distinct_task_ids_get_distinct_directory_names() -> None:
         assert task_dirname(plain) == plain
 
 
+@pytest.mark.slow
 def test_task_ids_that_looked_alike_keep_their_own_trajectories(tmp_path: Path) -> None:
     ids = ["a/b", "a_b", "A_b", "x", "x@2"]
     actions = tmp_path / "a.json"
@@ -213,6 +225,7 @@ def test_task_ids_that_looked_alike_keep_their_own_trajectories(tmp_path: Path) 
     assert rescore(tmp_path / "run").summary.n_tasks == len(ids)
 
 
+@pytest.mark.slow
 def test_a_run_with_the_former_directory_names_still_loads_and_resumes(tmp_path: Path) -> None:
     actions = tmp_path / "a.json"
     actions.write_text(json.dumps([{"type": "execute", "content": "print('hello')"}]))
@@ -233,8 +246,9 @@ def test_a_run_with_the_former_directory_names_still_loads_and_resumes(tmp_path:
     assert again.trajectory == "tasks/Data_set/trajectory.json"  # kept, not run again
 
 
+@pytest.mark.slow
 def test_the_episode_output_limit_is_set_on_the_command_line(tmp_path: Path) -> None:
-    from tests.test_cli import cli
+    from tests.helpers import cli
 
     actions = tmp_path / "flood.json"
     actions.write_text(json.dumps([{"type": "execute", "content": "print('x' * 50_000)"}] * 2))

@@ -38,6 +38,7 @@ def run(env: Environment, code: str) -> Any:
     return env.step(Action.execute(code))
 
 
+@pytest.mark.slow
 def test_state_persists_and_shell_and_magics_work(start: Any) -> None:
     env = start()
     run(env, "x = 41")
@@ -49,6 +50,7 @@ def test_state_persists_and_shell_and_magics_work(start: Any) -> None:
     assert env.kernel.cwd == f"{env.sandbox.workdir}/sub"
 
 
+@pytest.mark.slow
 def test_agent_code_sees_its_own_directory_and_no_secrets(start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-conformance-secret")
     env = start()
@@ -59,6 +61,7 @@ def test_agent_code_sees_its_own_directory_and_no_secrets(start: Any, monkeypatc
     assert run(env, "!ls ~/writable").exit_code == 0
 
 
+@pytest.mark.slow
 def test_files_in_and_out(start: Any) -> None:
     env = start()
     env.sandbox.write_file("data/in.txt", b"from the harness\n")
@@ -70,6 +73,7 @@ def test_files_in_and_out(start: Any) -> None:
         env.sandbox.read_file("missing.txt")
 
 
+@pytest.mark.slow
 def test_installs_land_in_the_task_layer(start: Any, tmp_path: Path) -> None:
     env = start()
     wheel = tiny_wheel(tmp_path)
@@ -81,6 +85,7 @@ def test_installs_land_in_the_task_layer(start: Any, tmp_path: Path) -> None:
         __import__("sbtinypkg")
 
 
+@pytest.mark.slow
 def test_soft_timeout_then_interrupt_reaches_shell_commands(start: Any) -> None:
     env = start(cell_timeout=1.0)
     run(env, "kept = 'still here'")
@@ -93,6 +98,7 @@ def test_soft_timeout_then_interrupt_reaches_shell_commands(start: Any) -> None:
     assert run(env, "print(kept)").observation == "still here\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("code", "cause"),
     [
@@ -113,6 +119,7 @@ def test_a_dead_kernel_is_reported_and_replaced(start: Any, code: str, cause: st
     assert env.kernel.restarts == 1
 
 
+@pytest.mark.slow
 def test_a_hundred_megabyte_output(start: Any) -> None:
     env = start(cell_timeout=120)
     step = run(env, "import sys\nfor _ in range(100):\n    sys.stdout.write('#' * 1_000_000)\nprint('\\ndone')")
@@ -121,6 +128,7 @@ def test_a_hundred_megabyte_output(start: Any) -> None:
     assert step.observation.endswith("done\n")
 
 
+@pytest.mark.slow
 def test_a_memory_bomb_is_contained(start: Any) -> None:
     env = start(sandbox={"memory_limit": "512m"})
     step = run(env, "chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 2**20))")
@@ -128,12 +136,14 @@ def test_a_memory_bomb_is_contained(start: Any) -> None:
     assert run(env, "chunks = None\nprint('alive')").observation == "alive\n"
 
 
+@pytest.mark.slow
 def test_the_file_size_limit(start: Any) -> None:
     env = start(sandbox={"max_file_size": "1m"})
     assert "File too large" in run(env, "open('big', 'wb').write(b' ' * 2**21)").observation
     assert run(env, "!head -c 500000 /dev/zero > small && ls -l small").exit_code == 0
 
 
+@pytest.mark.slow
 def test_the_wall_time_limit_ends_the_episode(start: Any) -> None:
     env = start(cell_timeout=5, sandbox={"wall_time_limit": 3})
     step = run(env, "import time\ntime.sleep(30)")
@@ -179,6 +189,7 @@ KERNEL_MACHINERY = {
 NOTEBOOK = {"ipykernel": ("ipykernel", "1.0"), "ipython": ("IPython", "1.0")}
 
 
+@pytest.mark.slow
 def test_the_kernel_survives_whatever_the_agent_installs(start: Any, tmp_path: Path) -> None:
     env = start()
     for name, (module, version) in {**KERNEL_MACHINERY, **NOTEBOOK}.items():
@@ -203,6 +214,7 @@ def test_the_kernel_survives_whatever_the_agent_installs(start: Any, tmp_path: P
     assert run(env, "import traitlets, json\nprint(json.dumps([traitlets.VALUE]))").observation == "[42]\n"
 
 
+@pytest.mark.slow
 def test_agent_code_cannot_import_the_harness(start: Any) -> None:
     env = start()
     step = run(env, "import super_bench")
@@ -211,6 +223,7 @@ def test_agent_code_cannot_import_the_harness(start: Any) -> None:
     assert "No module named 'openai'" in run(env, "import openai").observation
 
 
+@pytest.mark.slow
 def test_a_kernel_outlives_the_thread_that_started_it(start: Any) -> None:
     # Servers, Inspect and Ray start environments in worker threads that retire long before the episode ends.
     started: list[Environment] = []
@@ -223,6 +236,7 @@ def test_a_kernel_outlives_the_thread_that_started_it(start: Any) -> None:
     assert env.kernel.restarts == 0
 
 
+@pytest.mark.slow
 def test_harness_files_cannot_be_turned_against_the_host(start: Any, tmp_path: Path) -> None:
     """The kernel's connection file and sockets lie where agent code can write: replace them all with links to
     a host file and a host socket, kill the kernel, and the harness neither reads, writes nor connects there."""

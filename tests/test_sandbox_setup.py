@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from tests.conftest import make_task
+from tests.helpers import cli
 from tests.sandboxes import backend_settings, tiny_wheel
-from tests.test_cli import cli
 
 from super_bench import Action, EnvConfig, Environment, SandboxConfig
 from super_bench.errors import ConfigError
@@ -125,6 +125,7 @@ def test_sandbox_check_lists_the_backends() -> None:
     assert f"--sandbox auto uses: {resolve_backend('auto')}" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "bwrap"])
 def test_the_base_environment_is_built_once_and_shared_read_only(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_sandbox_root: Path
@@ -166,6 +167,7 @@ def test_the_base_environment_is_built_once_and_shared_read_only(
     assert sorted(p.name for p in base_site.iterdir()) == before  # the shared base is unchanged
 
 
+@pytest.mark.slow
 def test_the_build_leaves_out_what_cannot_be_had_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wheels = tmp_path / "wheels"
     wheels.mkdir()

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 from tests.conftest import make_task
+from tests.helpers import step, trajectory
 
-from super_bench import Action, Step, Trajectory, score_answer, score_trajectory
+from super_bench import Action, Step, score_answer, score_trajectory
 from super_bench.scoring.entrypoint import cell_runs_entrypoint, entrypoint_runs
-from super_bench.scoring.landmarks import landmark_score, landmark_steps
-
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from super_bench.scoring.landmarks import landmark_steps
 
 
 # -- output match ----------------------------------------------------------------------------------
@@ -49,51 +47,44 @@ def test_unknown_mode() -> None:
         score_answer(1, 1, mode="lenient")  # type: ignore[arg-type]
 
 
-# -- helpers ---------------------------------------------------------------------------------------
-def step(
-    index: int,
-    action: Action | dict[str, Any],
-    output: str = "",
-    *,
-    seconds: float = 1.0,
-    start: float = 0.0,
-    outcome: str = "ok",
-    exit_code: int | None = None,
-    raw: str | None = None,
-    pre: bool = False,
-) -> Step:
-    return Step(
-        index=index,
-        action=Action.coerce(action),
-        observation=output,
-        output=raw,
-        outcome=outcome,  # type: ignore[arg-type]
-        exit_code=exit_code,
-        pre_executed=pre,
-        start_time=T0 + timedelta(seconds=start),
-        end_time=T0 + timedelta(seconds=start + seconds),
-    )
-
-
-def trajectory(*steps: Step, submission: Any = None, submitted: bool = False) -> Trajectory:
-    return Trajectory(task_id="t", query="q", steps=list(steps), submission=submission, submitted=submitted)
-
-
 # -- landmarks -------------------------------------------------------------------------------------
 def test_landmarks_search_every_step_with_newlines_as_spaces() -> None:
     steps = [
         step(0, Action.execute("setup"), "Loaded 10\nexamples", pre=True),
         step(1, Action.execute("train"), "epoch 1 done"),
     ]
-    assert landmark_steps([r"Loaded 10 examples", r"epoch \d done", "never"], steps) == [0, 1, None]
-    assert landmark_score([r"Loaded 10 examples", r"epoch \d done", "never"], steps) == pytest.approx(2 / 3)
-    assert landmark_score([], steps) is None
+    landmarks = [r"Loaded 10 examples", r"epoch \d done", "never"]
+    assert landmark_steps(landmarks, steps) == [0, 1, None]
+    metrics, details = score_trajectory(trajectory(*steps), make_task(answer=1, landmarks=landmarks))
+    assert metrics.landmarks == pytest.approx(2 / 3) and details.landmark_steps == [0, 1, None]
+    assert score_trajectory(trajectory(*steps), make_task(answer=1))[0].landmarks is None
 
 
 def test_landmarks_are_graded_on_the_raw_output_not_the_shown_one() -> None:
     shown = "[... 9,000 characters omitted ...]\nfinal line"
     s = step(0, Action.execute("x"), shown, raw="epoch 1/3\r" + "x" * 9000 + "\nfinal line")
-    assert landmark_score([r"epoch 1/3"], [s]) == 1.0
+    assert score_trajectory(trajectory(s), make_task(landmarks=[r"epoch 1/3"]))[0].landmarks == 1.0
+
+
+@pytest.mark.timeout(120)
+def test_a_landmark_that_backtracks_catastrophically_cannot_hang_scoring(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from super_bench.scoring import landmarks
+
+    monkeypatch.setattr(landmarks, "SEARCH_TIMEOUT", 0.5)
+    steps = [step(0, Action.execute("x"), "a" * 80 + "!"), step(1, Action.execute("y"), "done " + "a" * 80)]
+    task = make_task(landmarks=[r"(a|aa)+$", "done", r"(?:a|aa)+!"])
+    metrics, details = score_trajectory(trajectory(*steps), task)
+    # The first search gives up and counts as no match; the others are found as ever.
+    assert details.landmark_steps == [None, 1, 0] and metrics.landmarks == pytest.approx(2 / 3)
+    assert "landmark 0 ('(a|aa)+$') searched the output of step 0 for more than 0.5 s" in caplog.text
+
+
+def test_landmarks_match_as_pythons_re_does() -> None:
+    # The scoring engine runs in its re-compatible mode: no full case-folding (ß is not SS), no set operations.
+    s = step(0, Action.execute("x"), "Straße bx loss:] 0.5")
+    assert landmark_steps([r"(?i)STRASSE", r"[[a-z]--[aeiou]]+x", r"loss[[:]+\] \d"], [s]) == [None, None, 0]
 
 
 # -- submitted -------------------------------------------------------------------------------------
@@ -127,6 +118,10 @@ def test_submitted_needs_a_final_accepted_non_null_submit() -> None:
         ("import os\nos.system('python3 train.py')", "train.py", True),
         ("%run train.py", "train.py", True),
         ("!timeout 60 python train.py", "train.py", True),
+        ("!timeout -s INT 60 python train.py", "train.py", True),
+        ("!nice -n 10 python train.py", "train.py", True),
+        ("!cd src;(python train.py)", "src/train.py", True),
+        ("!true;(python train.py)&", "train.py", True),
         ("!./run.sh", "run.sh", True),
         ("!torchrun --nproc_per_node 1 train.py", "train.py", True),
         ("!python -m torch.distributed.launch --nproc_per_node=1 train.py", "train.py", True),

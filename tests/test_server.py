@@ -117,6 +117,7 @@ def test_openapi_description_is_served_without_the_token(server: LiveServer) -> 
     assert {"get", "delete"} <= set(schema["paths"]["/v1/sessions/{session_id}"])
 
 
+@pytest.mark.slow
 def test_an_episode_from_start_to_scores(server: LiveServer, tmp_sandbox_root: Path) -> None:
     started = new_session(server, task_id="tinyreg")
     sid = started["session_id"]
@@ -156,6 +157,7 @@ def test_an_episode_from_start_to_scores(server: LiveServer, tmp_sandbox_root: P
     assert response.status_code == 410 and "deleted" in response.json()["detail"]
 
 
+@pytest.mark.slow
 def test_masked_tasks_start_with_their_pre_executed_cells(server: LiveServer) -> None:
     started = new_session(server, task_id="tinyreg_goal", task_set="masked")
     pre = started["pre_executed"]
@@ -168,6 +170,7 @@ def test_masked_tasks_start_with_their_pre_executed_cells(server: LiveServer) ->
     assert "train.py" in reply["step"]["observation"]  # the agent starts in the cloned repository
 
 
+@pytest.mark.slow
 def test_bad_requests_get_clear_answers(server: LiveServer) -> None:
     client = server.client
 
@@ -211,6 +214,7 @@ def test_a_sandbox_that_cannot_start_is_a_503_and_frees_its_slot(start_server: C
     assert server.client.get("/v1/sessions").json() == []
 
 
+@pytest.mark.slow
 def test_the_limit_on_sessions_at_once(start_server: Callable[..., LiveServer]) -> None:
     server = start_server(max_sessions=1)
     first = new_session(server, query="one")["session_id"]
@@ -225,6 +229,7 @@ def test_the_limit_on_sessions_at_once(start_server: Callable[..., LiveServer]) 
     new_session(server, query="three")
 
 
+@pytest.mark.slow
 def test_idle_sessions_are_reaped(start_server: Callable[..., LiveServer], tmp_sandbox_root: Path) -> None:
     server = start_server(idle_timeout=2.0)
     sid = new_session(server, query="x")["session_id"]
@@ -241,6 +246,7 @@ def test_idle_sessions_are_reaped(start_server: Callable[..., LiveServer], tmp_s
     assert list(tmp_sandbox_root.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_two_sessions_run_at_once_and_steps_of_one_session_take_turns(
     start_server: Callable[..., LiveServer], tmp_path: Path
 ) -> None:
@@ -271,6 +277,7 @@ def test_two_sessions_run_at_once_and_steps_of_one_session_take_turns(
     assert indices == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_soft_timeouts_over_http(start_server: Callable[..., LiveServer]) -> None:
     server = start_server(cell_timeout=1)
     sid = new_session(server, query="x")["session_id"]
@@ -303,6 +310,7 @@ def test_a_budget_that_runs_out_truncates_the_episode_over_http(tmp_sandbox_root
         server.stop()
 
 
+@pytest.mark.slow
 def test_deleting_a_session_cuts_its_step_short(server: LiveServer, tmp_sandbox_root: Path) -> None:
     sid = new_session(server, query="x")["session_id"]
     with ThreadPoolExecutor(1) as pool:
@@ -317,6 +325,7 @@ def test_deleting_a_session_cuts_its_step_short(server: LiveServer, tmp_sandbox_
     assert list(tmp_sandbox_root.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_stopping_the_server_stops_every_sandbox(
     start_server: Callable[..., LiveServer], tmp_sandbox_root: Path
 ) -> None:
@@ -340,6 +349,7 @@ def test_stopping_the_server_stops_every_sandbox(
     assert list(tmp_sandbox_root.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_serve_command(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SUPER_BENCH_TOKEN"}
     for given in (None, "s3cret"):

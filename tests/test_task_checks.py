@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.test_cli import cli
+from tests.helpers import cli
 
 from super_bench.tasks.regex_check import adversarial_inputs, slow_patterns
 
@@ -32,7 +32,7 @@ def test_validate_names_the_line_and_field_of_each_problem(tmp_path: Path) -> No
             {"task_id": "bad-regex", "query": "q", "landmarks": ["(unclosed"]},
             {"task_id": "bad-answer", "query": "q", "answer": "{not json"},
             {"task_id": "empty-match", "query": "q", "answer": 1, "landmarks": [r"\d*"]},
-            {"task_id": "hangs", "query": "q", "answer": 1, "landmarks": ["ok", r"(\w+\s?)+x"]},
+            {"task_id": "hangs", "query": "q", "answer": 1, "landmarks": ["ok", r"(\w|\w\w)+$"]},
             {"task_id": "nothing", "query": "q"},
             {"task_id": "x_unknown", "task_set": "masked", "query": "q", "answer": 1},
             {"task_id": "ok", "query": "again", "answer": 1},
@@ -62,13 +62,19 @@ def test_validate_names_the_line_and_field_of_each_problem(tmp_path: Path) -> No
 
 
 def test_a_catastrophic_regex_is_caught_within_the_time_limit() -> None:
-    patterns = [r"(a+)+$", r"epoch \d+/\d+: train loss \d+\.\d+", r"^(\w+\s?)*$", r".*loss", r"Test MSE: \d"]
+    patterns = [r"(a+)+$", r"epoch \d+/\d+: train loss \d+\.\d+", r"(a|aa)+$", r"(x+x+)+y", r"Test MSE: \d"]
     start = time.monotonic()
     slow = slow_patterns(patterns, timeout=1.0)
     elapsed = time.monotonic() - start
     assert sorted(slow) == [0, 2, 3]
     assert "catastrophic backtracking" in slow[0]
-    assert elapsed < 30  # three time-outs of 1 s and three fresh checkers, not a hang
+    assert elapsed < 30  # three time-outs of 1 s, not a hang
+
+
+def test_patterns_that_only_hang_pythons_re_pass_since_scoring_does_not_use_it() -> None:
+    # Nested repetitions of this kind and a leading .* take Python's re exponential or quadratic time on
+    # these inputs; the engine landmarks are searched with does not backtrack into them.
+    assert slow_patterns([r"^(\w+\s?)*$", r".*loss", r"(\w+\s?)+x"], timeout=1.0) == {}
 
 
 def test_adversarial_inputs_pump_the_repeated_parts() -> None:
@@ -125,7 +131,7 @@ def test_the_demo_suite_is_valid(task_set: str) -> None:
 
 
 def test_repositories_are_never_read_as_options_of_git(tmp_path: Path) -> None:
-    from tests.test_construct_autogen import make_repo
+    from tests.helpers import make_repo
 
     repo = make_repo(tmp_path / "-repo", {"train.py": "print('hi')\n"})  # a legitimate name that starts with "-"
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()

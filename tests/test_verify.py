@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import cli
 from tests.sandboxes import backend_settings
-from tests.test_cli import cli
 from tests.trajectory_notebooks import NbStep, write_notebook
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import pytest
 from tests.conftest import REFERENCE_TRAJECTORIES
-from tests.test_cli import cli
+from tests.helpers import cli
 from tests.trajectory_notebooks import (
     EPOCH_LINE,
     EXPERT_QUERY,
@@ -175,6 +175,7 @@ def test_view_html_references_nothing_on_the_network(imported: Path, tmp_path: P
     assert "https://" not in outside and "http://" not in outside
 
 
+@pytest.mark.slow
 def test_view_of_a_real_run_with_pre_executed_steps(tmp_path: Path) -> None:
     env = EnvConfig(cell_timeout=60, sandbox=SandboxConfig(root=tmp_path / "sandboxes"))
     run(RunConfig(env=env, task_set="masked", task_ids=["tinyreg_goal"], out=tmp_path / "run"))
@@ -240,6 +241,7 @@ class Page:
         return list(self.page.locator("#tasks tbody tr").evaluate_all("rows => rows.map(r => r.dataset.task)"))
 
 
+@pytest.mark.slow
 def test_viewer_in_headless_chromium(browser: Any, imported: Path, tmp_path: Path) -> None:
     view = Page(browser, build_view(imported, tmp_path / "view.html"))
     page = view.page
@@ -289,6 +291,7 @@ def test_viewer_in_headless_chromium(browser: Any, imported: Path, tmp_path: Pat
     page.close()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (REFERENCE_TRAJECTORIES / "react-super_expert").is_dir(), reason="no sample trajectories")
 def test_viewer_opens_every_sample_task(browser: Any, tmp_path: Path) -> None:
     import_trajectories(REFERENCE_TRAJECTORIES / "react-super_expert", tmp_path / "run")
@@ -306,6 +309,7 @@ def test_viewer_opens_every_sample_task(browser: Any, tmp_path: Path) -> None:
     page.close()
 
 
+@pytest.mark.slow
 def test_a_large_table_lists_its_first_rows_until_asked(browser: Any, tmp_path: Path) -> None:
     results = [TaskResult(task_id=f"t{i:03d}", task_set="expert", status="completed") for i in range(260)]
     results.append(TaskResult(task_id="crashed", task_set="expert", status="infra_error", error="sandbox died"))
@@ -349,6 +353,7 @@ FIGURES = [
 ]
 
 
+@pytest.mark.slow
 def test_figures_are_shown_in_the_page_within_a_budget_per_task(
     browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

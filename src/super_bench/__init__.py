@@ -15,9 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 _EXPORTS = {
+    "__version__": "super_bench._version",
     "Action": "super_bench.actions",
     "EnvConfig": "super_bench.environment",
     "Environment": "super_bench.environment",
@@ -59,6 +58,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from super_bench._version import __version__
     from super_bench.actions import Action
     from super_bench.environment import EnvConfig, Environment
     from super_bench.errors import SuperBenchError

@@ -66,10 +66,6 @@ class AgentError(SuperBenchError):
     """An agent could not be created or failed in a way that is not the model's fault."""
 
 
-class ScoringError(SuperBenchError):
-    """A run or trajectory could not be scored."""
-
-
 class ReportError(SuperBenchError):
     """Runs cannot be compared or ranked as asked (no task in common, scores of different modes)."""
 

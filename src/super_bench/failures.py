@@ -8,12 +8,11 @@ cannot drop a task it would fail by breaking something.
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
+from super_bench._names import TaskStatus
 from super_bench.errors import KernelError, KernelRestartError, ModelUnavailableError, SandboxError
 from super_bench.trajectory import StopReason
-
-TaskStatus = Literal["completed", "agent_error", "infra_error"]
 
 # Failures of the machinery rather than of the agent: the sandbox, the kernel or the model service.
 INFRA_ERRORS = (SandboxError, KernelError, ModelUnavailableError)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_json
 
-from super_bench._names import BUDGET_STOPS
+from super_bench._names import BUDGET_STOPS, BudgetStop
 from super_bench.actions import Action, content_problem
 
 # 2: each step says whether it ended the episode (terminated, truncated, stop_reason). Version 1 files
@@ -22,11 +22,7 @@ SCHEMA_VERSION = 2
 StepOutcome = Literal["ok", "error", "timeout", "interrupted", "kernel_died", "invalid"]
 StopReason = Literal[
     "submitted",  # the agent submitted an answer
-    "max_steps",
-    "max_tokens",
-    "max_cost",
-    "max_compute",  # total execution time
-    "max_wall_time",  # the sandbox's wall-time limit
+    BudgetStop,  # a budget ran out: max_steps, max_tokens, max_cost, max_compute, max_wall_time
     "format_error",  # the model kept answering in an unparsable format
     "agent_stopped",  # the agent ended without submitting
     "agent_error",  # the agent's own code raised

@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from super_bench import __version__
 from super_bench.errors import SuperBenchError
 
 # Exit statuses: 0 success; 1 an unexpected error; 2 bad input or a super-bench error, in one line;
@@ -64,7 +63,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.version_option(__version__, prog_name="super-bench")
+@click.version_option(package_name="super-bench", prog_name="super-bench")
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
 def main(verbose: int) -> None:
     """super-bench: run LLM agents on SUPER, the benchmark of setting up and executing research

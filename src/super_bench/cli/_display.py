@@ -128,7 +128,7 @@ def shown_metrics(summary: Summary) -> tuple[list[str], list[str]]:
     """The metrics that apply to the run's tasks, and why each of the others is left out: a metric no
     task defines, and ``submitted`` where no task has an answer to submit (Auto tasks are graded on
     their script alone)."""
-    defined = [m for m in METRICS if summary.metrics.get(m) is not None]
+    defined: list[str] = [m for m in METRICS if summary.metrics.get(m) is not None]
     shown = [m for m in defined if m != "submitted" or "output_match" in defined]
     absent = [m.replace("_", " ") for m in METRICS if m not in defined]
     notes = [f"{', '.join(absent)}: no task here defines {'it' if len(absent) == 1 else 'them'}"] if absent else []

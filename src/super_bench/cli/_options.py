@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from super_bench._names import TASK_SETS
+from super_bench._names import MEMORY_ENFORCEMENTS, SCORE_MODES, TASK_SETS
 
 if TYPE_CHECKING:
     from super_bench.sandbox import SandboxConfig
@@ -22,29 +24,89 @@ class ManyValues(click.Option):
     """An option that takes every following word up to the next option: ``--task-ids a b c``.
 
     Repeating the option works too. (Values are never split on commas: Masked task ids
-    such as ``abc_configuration,data`` contain them.)
+    such as ``abc_configuration,data`` contain them.) Its command must be a ``ManyValuesCommand``.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("multiple", True)
         super().__init__(*args, **kwargs)
 
-    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
-        super().add_to_parser(parser, ctx)
-        for name in self.opts:
-            option = parser._long_opt.get(name) or parser._short_opt.get(name)
-            if option is None:
+
+class ManyValuesCommand(click.Command):
+    """A command with ``ManyValues`` options: before click parses the arguments, ``--task-ids a b`` is
+    spelt out as ``--task-ids a --task-ids b``, which click reads as a repeated option."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, self._spread(args))
+
+    def _spread(self, args: list[str]) -> list[str]:
+        many: set[str] = set()
+        valued: set[str] = set()  # options that take the next word as their value, whatever it looks like
+        for param in self.params:
+            if isinstance(param, ManyValues):
+                many.update(param.opts)
+            elif isinstance(param, click.Option) and not (param.is_flag or param.count):
+                valued.update(param.opts)
+        spread: list[str] = []
+        words = iter(args)
+        filling = None  # the ManyValues option whose further words are being read
+        for word in words:
+            if word == "--":  # what follows is no option
+                spread += [word, *words]
+                break
+            if filling is not None and not word.startswith("-"):
+                spread += [filling, word]
                 continue
-            original = option.process
+            filling = None
+            spread.append(word)
+            name, has_value, _ = word.partition("=")
+            if name in many:
+                filling = name
+            if name in many | valued and not has_value:
+                spread += [value for value in (next(words, None),) if value is not None]
+        return spread
 
-            def process(value: Any, state: Any, _original: Any = original) -> None:
-                values = [value]
-                while state.rargs and not state.rargs[0].startswith("-"):
-                    values.append(state.rargs.pop(0))
-                for v in values:
-                    _original(v, state)
 
-            option.process = process
+def default_of(target: str) -> Any:
+    """The default of a config model's field, or of a function's parameter: ``"module:Owner.name"``."""
+    module, _, path = target.partition(":")
+    owner_name, _, name = path.rpartition(".")
+    owner = getattr(importlib.import_module(module), owner_name)
+    fields = getattr(owner, "model_fields", None)
+    if isinstance(owner, type) and fields is not None:
+        return fields[name].get_default(call_default_factory=True)
+    return inspect.signature(owner).parameters[name].default
+
+
+class Default:
+    """An option's default taken from where it is defined (see ``default_of``), so that it is written once.
+
+    Click calls it when the option is not given, and shows its text in ``--help``; only then is the
+    module that defines it imported, so that loading a command stays cheap (``super-bench --help``
+    loads them all). An option with such a default needs an explicit ``type``: click would otherwise
+    guess one from the default.
+    """
+
+    def __init__(self, target: str, to_option: Callable[[Any], Any] | None = None) -> None:
+        self.target = target
+        self.to_option = to_option  # the option's spelling of the value (True -> "on")
+
+    def __call__(self) -> Any:
+        value = default_of(self.target)
+        return value if self.to_option is None else self.to_option(value)
+
+    def __str__(self) -> str:
+        value = self()
+        if isinstance(value, tuple | list):
+            return ", ".join(map(str, value))
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 100_000:
+            return f"{value:,}"
+        return str(value)
+
+
+ENV = "super_bench.environment:EnvConfig."
+SANDBOX = "super_bench.sandbox.base:SandboxConfig."
+RUN = "super_bench.runner.run:RunConfig."
 
 
 def as_list(values: tuple[str, ...] | None) -> list[str] | None:
@@ -68,8 +130,8 @@ def key_values(values: tuple[str, ...], option: str) -> dict[str, Any]:
 
 mode_option = click.option(
     "--mode",
-    type=click.Choice(["corrected", "reference"]),
-    default="corrected",
+    type=click.Choice(SCORE_MODES),
+    default=Default(RUN + "mode"),
     show_default=True,
     help="Output-match scoring: corrected, or exactly as the reference harness (the paper's numbers).",
 )
@@ -77,7 +139,8 @@ mode_option = click.option(
 
 source_option = click.option(
     "--source",
-    default="demo",
+    type=str,
+    default=Default(RUN + "source"),
     show_default=True,
     help="Tasks: demo (bundled, offline), hf (the allenai/super dataset), hf:OWNER/NAME[@REV], "
     "or a .jsonl/.json/.parquet file or directory.",
@@ -98,26 +161,33 @@ def budget_options(function: F) -> F:
         click.option(
             "--cell-timeout",
             type=click.FloatRange(min=0, min_open=True),
-            default=300,
+            default=Default(ENV + "cell_timeout"),
             show_default=True,
             help="Soft timeout of a cell, in seconds.",
         ),
         click.option(
-            "--max-steps", type=click.IntRange(min=1), default=100, show_default=True, help="Agent steps per task."
+            "--max-steps",
+            type=click.IntRange(min=1),
+            default=Default(ENV + "max_steps"),
+            show_default=True,
+            help="Agent steps per task.",
         ),
         click.option(
             "--max-compute",
             type=click.FloatRange(min=0, min_open=True),
-            default=1800,
+            default=Default(ENV + "max_compute"),
             show_default=True,
             help="Seconds of execution per task.",
         ),
         click.option(
             "--output-limit",
             metavar="SIZE",
+            type=str,
+            default=Default(ENV + "episode_output_limit"),
+            show_default=True,
             callback=_output_limit,
             help="Raw output (images included) kept per task, in characters; 256m means 256 Mi. Beyond it, "
-            "each step keeps a head and a tail. [default: 128,000,000]",
+            "each step keeps a head and a tail.",
         ),
     )
     for option in reversed(options):
@@ -125,17 +195,17 @@ def budget_options(function: F) -> F:
     return function
 
 
-def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+def _size(ctx: click.Context, param: click.Parameter, value: str | int | None) -> int | None:
     """A size such as ``8g``, ``512m`` or a number of bytes, in bytes."""
     from super_bench.sandbox.base import parse_size
 
     try:
-        return None if value is None else parse_size(value)
+        return None if value is None else parse_size(str(value))
     except ValueError as e:
         raise click.BadParameter(str(e)) from e
 
 
-def _output_limit(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+def _output_limit(ctx: click.Context, param: click.Parameter, value: str | int | None) -> int | None:
     size = _size(ctx, param, value)
     if size is not None and size < 1000:
         raise click.BadParameter(f"{value} is below the least output a task may keep, 1000 characters")
@@ -181,7 +251,8 @@ def harness_mirrors(git_mirrors: dict[str, Path], **settings: Any) -> SandboxCon
 _SANDBOX_OPTIONS = (
     click.option(
         "--sandbox",
-        default="auto",
+        type=str,
+        default=Default(SANDBOX + "backend"),
         show_default=True,
         help="auto (bwrap where it works, else local), local (not isolated), bwrap or docker.",
     ),
@@ -195,7 +266,7 @@ _SANDBOX_OPTIONS = (
     click.option(
         "--network",
         type=click.Choice(["on", "off"]),
-        default="on",
+        default=Default(SANDBOX + "network", lambda allowed: "on" if allowed else "off"),
         show_default=True,
         help="Whether agent code may use the network (bwrap and docker can cut it).",
     ),
@@ -207,8 +278,8 @@ _SANDBOX_OPTIONS = (
     ),
     click.option(
         "--memory-enforcement",
-        type=click.Choice(["auto", "cgroup", "address-space"]),
-        default="auto",
+        type=click.Choice(MEMORY_ENFORCEMENTS),
+        default=Default(SANDBOX + "memory_enforcement"),
         show_default=True,
         help="How --memory-limit is enforced (local, bwrap): a cgroup of the task's own (auto: where one can be "
         "made), else an address-space limit per process. `super-bench sandbox check` says which works here.",
@@ -216,7 +287,7 @@ _SANDBOX_OPTIONS = (
     click.option(
         "--max-processes",
         type=click.IntRange(min=1),
-        default=1024,
+        default=Default(SANDBOX + "max_processes"),
         show_default=True,
         help="Processes and threads a task may run at once (bwrap, docker).",
     ),
@@ -302,14 +373,14 @@ def gold_run_options(function: F) -> F:
     function = click.option(
         "--max-compute",
         type=click.FloatRange(min=0, min_open=True),
-        default=1800,
+        default=Default(ENV + "max_compute"),
         show_default=True,
         help="Seconds of execution a gold run may take.",
     )(function)
     function = click.option(
         "--cell-timeout",
         type=click.FloatRange(min=0, min_open=True),
-        default=300,
+        default=Default(ENV + "cell_timeout"),
         show_default=True,
         help="Soft timeout of a cell in the gold runs, in seconds (gold cells are waited for).",
     )(function)

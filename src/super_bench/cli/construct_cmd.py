@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 import click
 
 from super_bench.cli._options import (
+    Default,
     ManyValues,
+    ManyValuesCommand,
     as_list,
     git_mirror_option,
     gold_run_options,
@@ -41,7 +43,13 @@ def construct_group() -> None:
     "--landmark", "landmarks", multiple=True, metavar="REGEX", help="A landmark (repeatable), instead of suggestions."
 )
 @click.option("--yes", "-y", is_flag=True, help="Accept the suggested landmarks without asking.")
-@click.option("--max-landmarks", type=click.IntRange(min=0), default=3, show_default=True)
+@click.option(
+    "--max-landmarks",
+    type=click.IntRange(min=0),
+    default=Default("super_bench.construct.notebook:notebook_task.max_landmarks"),
+    show_default=True,
+    help="Landmarks suggested at most.",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="JSONL file to add the task to.")
 @git_mirror_option
 def from_notebook_command(
@@ -152,7 +160,7 @@ def _append(out: Path, tasks: list[Task], lines: list[str]) -> None:
         f.writelines(line + "\n" for line in lines)
 
 
-@construct_group.command("mask")
+@construct_group.command("mask", cls=ManyValuesCommand)
 @source_option
 @click.option("--task-ids", cls=ManyValues, metavar="ID ...", help="Only these Expert tasks.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="JSONL file to write.")
@@ -226,7 +234,13 @@ def mask_command(
 @click.argument("repos", nargs=-1, required=True, metavar="REPO...")
 @click.option("--model", required=True, help="The model that writes the tasks, as provider/name.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="JSONL file to add to.")
-@click.option("--per-repo", type=click.IntRange(min=1), default=1, show_default=True, help="Tasks per repository.")
+@click.option(
+    "--per-repo",
+    type=click.IntRange(min=1),
+    default=Default("super_bench.construct.autogen:autogen.per_repo"),
+    show_default=True,
+    help="Tasks per repository.",
+)
 @click.option(
     "--min-runtime",
     type=click.FloatRange(min=0),

@@ -10,13 +10,20 @@ from typing import TYPE_CHECKING
 
 import click
 
-from super_bench.cli._options import ManyValues, as_list, gold_run_options, set_option, source_option
+from super_bench.cli._options import (
+    ManyValues,
+    ManyValuesCommand,
+    as_list,
+    gold_run_options,
+    set_option,
+    source_option,
+)
 
 if TYPE_CHECKING:
     from super_bench.sandbox import SandboxConfig
 
 
-@click.command("doctor")
+@click.command("doctor", cls=ManyValuesCommand)
 @source_option
 @set_option
 @click.option("--task-ids", cls=ManyValues, metavar="ID ...", help="Check only these tasks.")

@@ -11,7 +11,10 @@ import click
 
 from super_bench.cli import NOTHING_SCORED
 from super_bench.cli._options import (
+    RUN,
+    Default,
     ManyValues,
+    ManyValuesCommand,
     as_list,
     budget_options,
     key_values,
@@ -24,8 +27,10 @@ from super_bench.cli._options import (
 if TYPE_CHECKING:
     from super_bench.sandbox import SandboxConfig
 
+RAY = "super_bench.runner.run:RayOptions."
 
-@click.command("run")
+
+@click.command("run", cls=ManyValuesCommand)
 @source_option
 @set_option
 @click.option("--task-ids", cls=ManyValues, metavar="ID ...", help="Run only these tasks.")
@@ -38,7 +43,8 @@ if TYPE_CHECKING:
 @click.option("--skip-invalid", is_flag=True, help="Skip invalid task rows instead of failing.")
 @click.option(
     "--agent",
-    default="gold",
+    type=str,
+    default=Default(RUN + "agent"),
     show_default=True,
     help="gold, replay:FILE, react, react-super, swe-agent, reflexion[:AGENT], human, or a plug-in.",
 )
@@ -76,27 +82,38 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--executor",
-    default="local",
+    type=str,
+    default=Default(RUN + "executor"),
     show_default=True,
     help="local (this machine) or ray (a Ray cluster, or a local Ray instance); see docs/runner.md.",
 )
 @click.option("--ray-address", metavar="ADDR", help="Ray cluster to join: auto, HOST:6379 or ray://HOST:10001.")
 @click.option(
-    "--ray-cpus", type=click.FloatRange(min=0, min_open=True), default=1, show_default=True, help="CPUs per Ray task."
+    "--ray-cpus",
+    type=click.FloatRange(min=0, min_open=True),
+    default=Default(RAY + "cpus"),
+    show_default=True,
+    help="CPUs per Ray task.",
 )
 @click.option("--ray-memory", type=click.FloatRange(min=0, min_open=True), help="GiB of memory per Ray task.")
-@click.option("--ray-gpus", type=click.FloatRange(min=0), default=0, show_default=True, help="GPUs per Ray task.")
+@click.option(
+    "--ray-gpus",
+    type=click.FloatRange(min=0),
+    default=Default(RAY + "gpus"),
+    show_default=True,
+    help="GPUs per Ray task.",
+)
 @click.option(
     "--infra-retries",
     type=click.IntRange(min=0),
-    default=2,
+    default=Default(RUN + "infra_retries"),
     show_default=True,
     help="Times a task is tried again after an infrastructure failure (sandbox, kernel, model service).",
 )
 @click.option(
     "--epochs",
     type=click.IntRange(min=1),
-    default=1,
+    default=Default(RUN + "epochs"),
     show_default=True,
     help="Runs of each task (seeds: --seed, +1, ...); summary.json gets standard errors and intervals.",
 )

@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from super_bench.cli._display import console
+from super_bench.cli._options import Default
 from super_bench.errors import SuperBenchError
 
 
@@ -20,7 +21,7 @@ def sandbox_group() -> None:
 @click.option(
     "--backend",
     type=click.Choice(["auto", "local", "bwrap", "docker"]),
-    default="auto",
+    default=Default("super_bench.sandbox.base:SandboxConfig.backend"),
     show_default=True,
     help="docker: build the task image; the others: build the base environment task environments are layered over.",
 )

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from super_bench.cli._options import budget_options, mode_option, sandbox_options
+from super_bench.cli._options import Default, budget_options, mode_option, sandbox_options
 
 if TYPE_CHECKING:
     from super_bench.sandbox import SandboxConfig
+
+SESSIONS = "super_bench.server.sessions:SessionManager."
 
 
 @click.command("serve")
@@ -31,13 +33,22 @@ if TYPE_CHECKING:
     "--source",
     "sources",
     multiple=True,
-    help="A task source clients may use (repeatable); the first is the default. [default: demo, hf]",
+    type=str,
+    default=Default(SESSIONS + "sources"),
+    show_default=True,
+    help="A task source clients may use (repeatable); the first is the default.",
 )
-@click.option("--max-sessions", type=click.IntRange(min=1), default=4, show_default=True, help="Sessions at once.")
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    default=Default(SESSIONS + "max_sessions"),
+    show_default=True,
+    help="Sessions at once.",
+)
 @click.option(
     "--idle-timeout",
     type=click.FloatRange(min=0, min_open=True),
-    default=1800,
+    default=Default(SESSIONS + "idle_timeout"),
     show_default=True,
     help="Seconds without an action after which a session is closed and its sandbox stopped.",
 )
@@ -92,7 +103,7 @@ def serve_command(
             **({"episode_output_limit": output_limit} if output_limit else {}),
             sandbox=sandbox,
         ),
-        sources=sources or ("demo", "hf"),
+        sources=sources,
         max_sessions=max_sessions,
         idle_timeout=idle_timeout,
         mode=mode,  # type: ignore[arg-type]

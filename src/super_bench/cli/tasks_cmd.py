@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from super_bench.cli._options import set_option, source_option
+from super_bench.cli._options import Default, set_option, source_option
 
 
 @click.group("tasks")
@@ -58,7 +58,7 @@ def show_command(task_id: str, source: str, task_set: str | None) -> None:
 @click.option(
     "--regex-timeout",
     type=click.FloatRange(min=0, min_open=True),
-    default=2.0,
+    default=Default("super_bench.tasks.checks:check_tasks.regex_timeout"),
     show_default=True,
     help="Seconds a landmark may take on adversarial input before it counts as catastrophic.",
 )

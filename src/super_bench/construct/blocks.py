@@ -22,8 +22,8 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 
+from super_bench import shell
 from super_bench.actions import Action
-from super_bench.scoring.entrypoint import shell_commands
 
 MASKABLE = ("dependencies", "data", "configuration", "cpu", "issue", "goal")
 
@@ -95,10 +95,11 @@ def _analyse(index: int, action: Action) -> CellInfo:
         return CellInfo(index, action, _edit_category(path, content), writes={path})
     if action.type != "execute":
         return CellInfo(index, action, "other")
-    commands = shell_commands(content)
+    commands = shell.shell_commands(content)
     info = CellInfo(index, action, "other")
     _python_facts(content, info)
-    words = [w for w in (_program(simple) for command in commands for simple in _simple(command)) if w]
+    simple = [words for command in commands for words in shell.simple_commands(command)]
+    words = [w for w in map(shell.program, simple) if w]
     for w in words:
         info.writes.update(_shell_writes(w))
         if _runs_script(w):
@@ -194,35 +195,6 @@ def _does_work(statement: ast.stmt) -> bool:
         return True
     call = statement.value
     return isinstance(call, ast.Call) and not (isinstance(call.func, ast.Name) and call.func.id in _LOOKING)
-
-
-def _simple(command: str) -> list[list[str]]:
-    """The simple commands of a shell command line (``a && b | c`` -> three)."""
-    commands: list[list[str]] = []
-    for line in command.splitlines():
-        try:
-            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-            lexer.whitespace_split = True
-            tokens = list(lexer)
-        except ValueError:
-            tokens = line.split()
-        current: list[str] = []
-        for token in tokens:
-            if token and set(token) <= set(";&|()"):
-                commands.append(current)
-                current = []
-            else:
-                current.append(token)
-        commands.append(current)
-    return [c for c in commands if c]
-
-
-def _program(words: list[str]) -> list[str]:
-    """The words from the program on, past variable assignments and wrappers (``env``, ``time``, ...)."""
-    i = 0
-    while i < len(words) and (re.match(r"^\w+=", words[i]) or words[i] in ("env", "time", "nohup", "sudo")):
-        i += 1
-    return words[i:]
 
 
 def _module(words: list[str]) -> str | None:

@@ -39,7 +39,10 @@ class GoldCheck:
 
 
 def gold_env(
-    *, sandbox: SandboxConfig | None = None, cell_timeout: float = 300, max_compute: float | None = 1800
+    *,
+    sandbox: SandboxConfig | None = None,
+    cell_timeout: float = EnvConfig.model_fields["cell_timeout"].default,
+    max_compute: float | None = EnvConfig.model_fields["max_compute"].default,
 ) -> EnvConfig:
     """The environment of gold runs: no limit on steps, since a solution has the cells it has."""
     return EnvConfig(

@@ -24,11 +24,15 @@ from super_bench.errors import ConfigError
 from super_bench.inspect_ext.agent import super_agent
 from super_bench.inspect_ext.notebook import TASK_KEY, close_notebook, open_notebook
 from super_bench.inspect_ext.scorers import entrypoint, landmarks, output_match
+from super_bench.runner.run import RunConfig
 from super_bench.sandbox import SandboxConfig
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.loaders import load_tasks
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step
+
+# The defaults of the options are those of the harness's own settings.
+_ENV, _SANDBOX, _RUN = EnvConfig.model_fields, SandboxConfig.model_fields, RunConfig.model_fields
 
 
 class TaskOptions(BaseModel):
@@ -38,11 +42,11 @@ class TaskOptions(BaseModel):
 
     task_ids: list[str] | None = Field(None, description="Run only these tasks")
     limit: int | None = Field(None, ge=1, description="Run at most this many tasks")
-    sandbox: str = Field("auto", description="auto, local, bwrap or docker")
-    cell_timeout: float = Field(300, gt=0, description="Soft timeout of a cell, in seconds")
-    max_steps: int = Field(100, ge=1, description="Agent steps per sample")
-    max_compute: float = Field(1800, gt=0, description="Seconds of execution per sample")
-    mode: ScoreMode = Field("corrected", description="Output-match scoring: corrected or reference")
+    sandbox: str = Field(_SANDBOX["backend"].default, description="auto, local, bwrap or docker")
+    cell_timeout: float = Field(_ENV["cell_timeout"].default, gt=0, description="Soft timeout of a cell, in seconds")
+    max_steps: int = Field(_ENV["max_steps"].default, ge=1, description="Agent steps per sample")
+    max_compute: float = Field(_ENV["max_compute"].default, gt=0, description="Seconds of execution per sample")
+    mode: ScoreMode = Field(_RUN["mode"].default, description="Output-match scoring: corrected or reference")
 
     @field_validator("task_ids", mode="before")
     @classmethod

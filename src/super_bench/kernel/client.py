@@ -109,11 +109,12 @@ class NotebookKernel:
         self,
         sandbox: Sandbox,
         *,
-        max_output_chars: int = 128_000_000,
-        startup_timeout: float = 60.0,
-        interrupt_grace: float = 10.0,
+        max_output_chars: int,
+        startup_timeout: float,
+        interrupt_grace: float,
         poll_interval: float = 0.2,
     ) -> None:
+        """The limits are the environment's (``EnvConfig``: output_limit, startup_timeout, interrupt_grace)."""
         self.sandbox = sandbox
         self.max_output_chars = max_output_chars
         self.startup_timeout = startup_timeout

@@ -9,6 +9,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import regex
+
 from super_bench.scoring.answer import score_answer
 
 # ANSI escapes, the carriage return of "\r\n", and control characters: dropped for display. A lone
@@ -48,8 +50,9 @@ def display_text(raw: str) -> tuple[str, Callable[[int], int]]:
     return text, to_display
 
 
-def landmark_spans(raw: str, patterns: Sequence[tuple[int, re.Pattern[str]]]) -> list[Span]:
-    """Where each landmark first matches, searched as scoring does (newlines read as spaces)."""
+def landmark_spans(raw: str, patterns: Sequence[tuple[int, regex.Pattern[str]]]) -> list[Span]:
+    """Where each landmark first matches, searched as scoring does (compiled by ``compile_landmark``, newlines
+    read as spaces)."""
     flat = raw.replace("\n", " ")
     spans: list[Span] = []
     for number, pattern in patterns:

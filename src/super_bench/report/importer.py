@@ -187,7 +187,7 @@ def _result(trajectory: Trajectory, task_set: str, metrics: Metrics, path: str) 
 
 
 def _manifest(source: Path, task_set: str, model: str | None, agents: set[str], n_tasks: int) -> RunManifest:
-    from super_bench import __version__
+    from super_bench._version import __version__
 
     agent = ", ".join(sorted(a for a in agents if a)) or None
     return RunManifest(

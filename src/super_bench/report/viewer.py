@@ -21,15 +21,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import regex
 from pydantic import ValidationError
 
-from super_bench._names import METRICS
+from super_bench._names import METRICS, MetricName, TaskStatus
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
 from super_bench.runner.verify_records import VerifyResult, read_rows, summarize_verification
 from super_bench.scoring.landmarks import landmark_steps
-from super_bench.tasks.model import Task
-from super_bench.trajectory import Step, Trajectory, atomic_write
+from super_bench.scoring.provenance import PROVENANCE_STATUSES
+from super_bench.tasks.model import Task, compile_landmark
+from super_bench.trajectory import Step, StepOutcome, Trajectory, atomic_write
 
 from .excerpts import Span, answer_rows, capped, excerpt, landmark_spans
 from .runs import RunData, load_run
@@ -98,7 +100,7 @@ def page_data(run: RunData, verification: dict[tuple[str, int], VerifyResult] | 
             r.stop_reason or "",
             r.n_steps,
             *(getattr(r.metrics, m) for m in METRICS),
-            (r.answer_provenance or "").replace("_", " "),
+            _label(r.answer_provenance),
             r.usage.cost,
             round(r.wall_time, 1),
         ]
@@ -114,6 +116,7 @@ def page_data(run: RunData, verification: dict[tuple[str, int], VerifyResult] | 
             "agent": run.agent,
             "model": run.model,
             "set": run.task_set,
+            "primary": run.primary_metric,
             "mode": summary.mode,
             "created": run.manifest.created_at.isoformat() if run.manifest.created_at else None,
             "imported_from": run.manifest.imported_from,
@@ -133,7 +136,30 @@ def page_data(run: RunData, verification: dict[tuple[str, int], VerifyResult] | 
         "reproduced": reproduced.model_dump(mode="json") if reproduced is not None else None,
         "columns": columns,
         "rows": rows,
+        "names": names(),
     }
+
+
+def names() -> dict[str, Any]:
+    """The names the page's script compares with, taken from the types that define them, so that the script
+    never spells one itself; and the badge (good, warn, bad) of each value of the answer and reproduced
+    columns."""
+    submitted: MetricName = "submitted"
+    completed: TaskStatus = "completed"
+    ok: StepOutcome = "ok"
+    return {
+        "metrics": list(METRICS),
+        "submitted": submitted,
+        "completed": completed,
+        "ok": ok,
+        "answer": {_label(s): badge for s, badge in zip(PROVENANCE_STATUSES, ("good", "warn", "bad"))},
+        "reproduced": dict(zip(REPRODUCED.values(), ("good", "bad", ""))),
+    }
+
+
+def _label(status: str | None) -> str:
+    """A provenance status as the table shows it: ``partly observed``; blank when nothing was traced."""
+    return (status or "").replace("_", " ")
 
 
 def task_payload(run: RunData, result: TaskResult, verified: VerifyResult | None = None) -> dict[str, Any]:
@@ -177,10 +203,10 @@ def task_payload(run: RunData, result: TaskResult, verified: VerifyResult | None
         recorded=trajectory.metadata.get("recorded_metrics"),
         times=trajectory.metadata.get("times"),
     )
-    by_step: dict[int, list[tuple[int, re.Pattern[str]]]] = {}
+    by_step: dict[int, list[tuple[int, regex.Pattern[str]]]] = {}
     for number, (pattern, step_index) in enumerate(zip(task.landmarks if task else [], found)):
         if step_index is not None:
-            by_step.setdefault(step_index, []).append((number, re.compile(pattern)))
+            by_step.setdefault(step_index, []).append((number, compile_landmark(pattern)))
     shown = _answer_spans(data["provenance"])
     data["steps"] = [
         _step(step, trajectory.started_at, by_step.get(step.index, []), shown.get(step.index, []))
@@ -209,7 +235,7 @@ def _answer_spans(provenance: Any) -> dict[int, list[Span]]:
 
 
 def _step(
-    step: Step, start: datetime, patterns: list[tuple[int, re.Pattern[str]]], answers: Sequence[Span] = ()
+    step: Step, start: datetime, patterns: list[tuple[int, regex.Pattern[str]]], answers: Sequence[Span] = ()
 ) -> dict[str, Any]:
     spans = [*(landmark_spans(step.raw_output, patterns) if patterns else []), *answers]
     content = step.action.content

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from super_bench._names import TaskStatus
 from super_bench.actions import Action
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
 from super_bench.errors import ConfigError
-from super_bench.failures import Failure, TaskStatus, classify_failure
+from super_bench.failures import Failure, classify_failure
 from super_bench.runner.results import TaskResult
 from super_bench.scoring import ScoreMode, score_trajectory
 from super_bench.tasks.model import Task

@@ -116,7 +116,7 @@ def check_same_run(path: Path, previous: RunManifest | None, current: dict[str, 
 
 
 def build_manifest(config: RunConfig, run_dir: RunDir, previous: RunManifest | None) -> RunManifest:
-    from super_bench import __version__
+    from super_bench._version import __version__
 
     now = datetime.now().astimezone()
     executor = Executor(name=config.executor, workers=config.workers, epochs=config.epochs)
@@ -185,7 +185,7 @@ def _task_source(config: RunConfig, run_dir: RunDir) -> TaskSource:
     if config.query is not None:
         return info
     if config.source == "demo":
-        from super_bench import __version__
+        from super_bench._version import __version__
 
         info.revision = f"bundled with super-bench {__version__}"
     elif config.source == "hf" or config.source.startswith("hf:"):

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from super_bench._names import METRICS
-from super_bench.failures import TaskStatus
+from super_bench._names import METRICS, TaskStatus
 from super_bench.runner.records import VersionedRecord
 from super_bench.scoring import Metrics, ProvenanceStatus, submission_of
 from super_bench.scoring.submission import json_safe

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from pydantic import ConfigDict, Field
 
-from super_bench.failures import TaskStatus
+from super_bench._names import TaskStatus
 from super_bench.runner.records import NewerRecordError, VersionedRecord, stored
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import FieldProvenance, ProvenanceStatus

@@ -17,10 +17,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from super_bench._names import MemoryEnforcement
 from super_bench.errors import SandboxError
 from super_bench.sandbox import supervisor
 from super_bench.sandbox.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
@@ -93,7 +94,7 @@ class SandboxConfig(BaseModel):
     memory_limit: int | None = Field(
         None, gt=0, description="Bytes of memory the task may use, shared memory included (see memory_enforcement)"
     )
-    memory_enforcement: Literal["auto", "cgroup", "address-space"] = Field(
+    memory_enforcement: MemoryEnforcement = Field(
         "auto",
         description="How the memory limit is enforced (local, bwrap): a cgroup of the task's own (auto, where one "
         "can be made) or an address-space limit per process",

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from super_bench import __version__
+from super_bench._version import __version__
 from super_bench.errors import KernelError, SandboxError
 from super_bench.sandbox import supervisor
 from super_bench.sandbox.base import (

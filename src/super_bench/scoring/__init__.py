@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from super_bench._names import METRICS
-from super_bench.scoring.answer import ScoreMode, score_answer
+from super_bench._names import METRICS, SCORE_MODES, ScoreMode
+from super_bench.scoring.answer import score_answer
 from super_bench.scoring.entrypoint import entrypoint_runs
 from super_bench.scoring.landmarks import landmark_steps, raw_text
 from super_bench.scoring.provenance import (
@@ -27,8 +27,6 @@ from super_bench.scoring.reference import (
 from super_bench.scoring.submission import parse_answer, submission_of
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory
-
-SCORE_MODES: tuple[str, ...] = ("corrected", "reference")
 
 
 class Metrics(BaseModel):
@@ -63,7 +61,7 @@ def answer_provenance(trajectory: Trajectory) -> AnswerProvenance | None:
 def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corrected") -> tuple[Metrics, ScoreDetails]:
     """Score one episode against its task, offline."""
     if mode not in SCORE_MODES:
-        raise ValueError(f"unknown scoring mode {mode!r}; use 'corrected' or 'reference'")
+        raise ValueError(f"unknown scoring mode {mode!r}; use {' or '.join(map(repr, SCORE_MODES))}")
     reference = mode == "reference"
     submission = submission_of(trajectory)
     # The answer as given, in either mode: where it came from is no question of the scoring rules.

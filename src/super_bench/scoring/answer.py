@@ -17,11 +17,11 @@ strings match after stripping whitespace; a type mismatch scores 0.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
+from super_bench._names import ScoreMode
 from super_bench.scoring.submission import json_key
 
-ScoreMode = Literal["corrected", "reference"]
 FLOAT_EPSILON = 1e-2
 
 

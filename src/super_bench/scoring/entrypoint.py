@@ -21,35 +21,18 @@ The reference harness only checked that the file name appeared in the cell's tex
 
 from __future__ import annotations
 
-import ast
 import posixpath
 import re
-import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
 
+from super_bench import shell
 from super_bench.trajectory import Step
 
 _PYTHON = re.compile(r"^(python[\d.]*|pypy[\d.]*)$")
 _SHELLS = {"bash", "sh", "zsh", "dash"}
-_WRAPPERS = {
-    "time",
-    "nohup",
-    "env",
-    "sudo",
-    "stdbuf",
-    "nice",
-    "exec",
-    "command",
-    "xvfb-run",
-    "unbuffer",
-    "srun",
-}
 _LAUNCHERS = {"torchrun", "deepspeed", "accelerate", "horovodrun", "mpirun"}
 _PY_OPTS_WITH_ARG = {"-W", "-X", "-Q"}
-_OPERATORS = {"&&", "||", ";", "|", "&", ";;", "(", ")", "|&"}
 
 
 @dataclass(frozen=True)
@@ -82,61 +65,20 @@ class _Matcher:
         return self.module is not None and _suffix_match(tuple(name.split(".")), self.module)
 
 
-def _simple_commands(command: str) -> Iterator[list[str]]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:  # unbalanced quotes: fall back to plain splitting
-        tokens = command.split()
-    current: list[str] = []
-    for token in tokens:
-        if token in _OPERATORS or token == "\n":
-            if current:
-                yield current
-            current = []
-        else:
-            current.append(token)
-    if current:
-        yield current
-
-
 def command_runs(command: str, matcher: _Matcher) -> bool:
     """Whether a shell command line runs the entrypoint."""
     cwd = ""
-    for line in command.splitlines():
-        for words in _simple_commands(line):
-            if words[0] == "cd" and len(words) > 1:
-                cwd = posixpath.join(cwd, words[1])
-                continue
-            if _invokes(words, matcher, cwd):
-                return True
+    for words in shell.simple_commands(command):
+        if words[0] == "cd" and len(words) > 1:
+            cwd = posixpath.join(cwd, words[1])
+            continue
+        if _invokes(words, matcher, cwd):
+            return True
     return False
 
 
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-
-
-def _program(words: list[str]) -> list[str]:
-    """The words from the program on: ``FOO=1 nohup timeout 60 python x.py`` -> ``python x.py``."""
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if _ASSIGNMENT.match(word):
-            i += 1
-        elif word in _WRAPPERS or word == "timeout":
-            i += 1
-            while i < len(words) and words[i].startswith("-"):
-                i += 1
-            if word == "timeout":
-                i += 1  # the duration
-        else:
-            break
-    return words[i:]
-
-
 def _invokes(words: list[str], matcher: _Matcher, cwd: str) -> bool:
-    words = _program(words)
+    words = shell.program(words)
     if not words:
         return False
     program, args = posixpath.basename(words[0]), words[1:]
@@ -177,59 +119,9 @@ def _python_args(args: list[str], matcher: _Matcher, cwd: str) -> bool:
     return False
 
 
-@lru_cache(maxsize=1)
-def _transformer() -> Any:
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    return TransformerManager()
-
-
-def shell_commands(cell: str) -> list[str]:
-    """The shell command lines a notebook cell runs, as far as they are literal in its text."""
-    stripped = cell.lstrip()
-    if stripped.startswith("%%"):
-        header, _, body = stripped.partition("\n")
-        magic = header[2:].split()
-        if magic and (
-            magic[0] in ("bash", "sh", "shell") or (magic[0] == "script" and magic[1:2] in (["bash"], ["sh"]))
-        ):
-            return [body]
-        return []
-    try:
-        tree = ast.parse(_transformer().transform_cell(cell))
-    except (SyntaxError, ValueError):
-        return []
-    commands: list[str] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-            continue
-        name, args = node.func.attr, node.args
-        literals = [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        if name in (
-            "system",
-            "getoutput",
-            "check_output",
-            "run",
-            "call",
-            "check_call",
-            "Popen",
-            "getstatusoutput",
-        ):
-            if args and isinstance(args[0], ast.List | ast.Tuple):
-                parts = [e.value for e in args[0].elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-                commands.append(shlex.join(parts))
-            elif literals:
-                commands.append(literals[0])
-        elif name == "run_line_magic" and len(literals) >= 2 and literals[0] in ("run", "sx", "system"):
-            commands.append(("python " if literals[0] == "run" else "") + literals[1])
-        elif name == "run_cell_magic" and len(literals) >= 3 and literals[0] in ("bash", "sh", "shell"):
-            commands.append(literals[2])
-    return commands
-
-
 def cell_runs_entrypoint(cell: str, entrypoint: str) -> bool:
     matcher = _Matcher(entrypoint)
-    return any(command_runs(cmd, matcher) for cmd in shell_commands(cell))
+    return any(command_runs(cmd, matcher) for cmd in shell.shell_commands(cell))
 
 
 def _usage_error(output: str, entrypoint: str) -> bool:
@@ -268,9 +160,3 @@ def _verdict(last: Step, output: str, duration: float, entrypoint: str, min_runt
     if duration < min_runtime:
         return False, f"ran {duration:.1f} s, less than the required {min_runtime:g} s"
     return True, "ran successfully"
-
-
-def entrypoint_score(entrypoint: str | None, steps: Sequence[Step], min_runtime: float) -> float | None:
-    if not entrypoint:
-        return None
-    return float(any(run.success for run in entrypoint_runs(entrypoint, steps, min_runtime)))

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from super_bench import __version__
+from super_bench._version import __version__
 from super_bench.actions import Action, ActionType
 from super_bench.errors import KernelError, SandboxError, SuperBenchError
 from super_bench.scoring import Metrics, ScoreDetails

@@ -19,12 +19,13 @@ import anyio
 from anyio import to_thread
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from super_bench._names import TaskSet
 from super_bench.actions import Action
 from super_bench.environment import EnvConfig, Environment
 from super_bench.errors import KernelError, SandboxError, SuperBenchError
 from super_bench.scoring import Metrics, ScoreDetails, ScoreMode, score_trajectory
 from super_bench.tasks.loaders import find_task
-from super_bench.tasks.model import Task, TaskSet
+from super_bench.tasks.model import Task
 from super_bench.trajectory import Step
 
 log = logging.getLogger(__name__)

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import difflib
 import posixpath
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from super_bench.errors import TaskSourceError
-from super_bench.tasks.model import MASKED_CATEGORIES, Task
+from super_bench.tasks.model import MASKED_CATEGORIES, Task, compile_landmark
 from super_bench.tasks.regex_check import DEFAULT_TIMEOUT, slow_patterns
 from super_bench.tasks.repos import RepoCache, available_offline, find_files, list_files, resolve_commit
 
@@ -55,7 +54,7 @@ def check_tasks(
 
 def _check_content(origin: str, task: Task, report: CheckReport) -> None:
     for i, pattern in enumerate(task.landmarks):
-        if re.search(pattern, "") is not None:
+        if compile_landmark(pattern).search("") is not None:
             report.add(
                 origin, task, "landmarks", f"landmark {i} ({pattern!r}) matches an empty output: it proves nothing"
             )

@@ -9,16 +9,24 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Any
 
+import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from super_bench._names import TaskSet
 from super_bench.actions import Action
 from super_bench.errors import SuperBenchError
 
-TaskSet = Literal["expert", "masked", "auto"]
 MASKED_CATEGORIES = ("data", "dependencies", "goal", "issue", "configuration", "cpu", "custom", "customgoal")
 DEFAULT_MIN_RUNTIME = 10.0
+
+
+def compile_landmark(pattern: str) -> regex.Pattern[str]:
+    """A landmark as it is searched (scoring, the viewer, ``tasks validate``): with the ``regex`` engine in
+    its ``re``-compatible mode (``VERSION0``: the syntax and matches of Python's ``re``, which the reference
+    used), because its searches take a time limit."""
+    return regex.compile(pattern, regex.VERSION0)
 
 
 class Task(BaseModel):

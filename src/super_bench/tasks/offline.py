@@ -146,7 +146,7 @@ def make_offline_bundle(
     index and date (``pip_index``, ``packages_as_of``). ``python``: the interpreter whose pip fetches
     the wheels, and for whose version and platform (default: this one).
     """
-    from super_bench import __version__
+    from super_bench._version import __version__
 
     mirrors = mirrors or SandboxConfig()
     python = python or sys.executable

@@ -1,28 +1,25 @@
 """Landmark regexes that cannot hang the scorer.
 
 Landmarks are searched in whole outputs (megabytes of pip logs and progress bars, newlines turned
-into spaces), with Python's backtracking ``re``. A pattern with nested quantifiers, such as
-``(\\w+\\s?)+x``, takes exponential time on a line of letters without the ``x``; one that begins
-with ``.*`` takes quadratic time on any large output without a match. Each pattern is run on
-inputs built to provoke that: every repeated part of the pattern pumped many times and followed
-by a character that breaks the match, and a 100,000-character log with the pattern's matches
-removed. Python's ``re`` cannot be interrupted, so the patterns run in a child process that is
-killed when one of them exceeds the time limit.
+into spaces) with a backtracking engine, the one scoring uses (``scoring.landmarks``). A pattern
+whose repetitions can match the same text in many ways, such as ``(a+)+$`` or ``(a|aa)+$``, takes
+exponential time on a line that almost matches. Each pattern is run on inputs built to provoke
+that: every repeated part of the pattern pumped many times and followed by a character that breaks
+the match, and a 100,000-character log with the pattern's matches removed. The engine stops a
+search that exceeds the time limit (its ``timeout``), and the pattern is reported.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
-import queue
-import re
-import subprocess
 import sys
-import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from super_bench.errors import TaskError
+import regex
+
+from super_bench.tasks.model import compile_landmark
 
 DEFAULT_TIMEOUT = 2.0
 # A repeated part is pumped this many times (enough for an exponential blowup), and to this many
@@ -30,7 +27,6 @@ DEFAULT_TIMEOUT = 2.0
 _PUMP_TIMES = 32
 _PUMP_CHARS = 2000
 _LOG_SIZE = 100_000
-_STARTUP_TIMEOUT = 60.0
 # Lines of the kind research code prints, for the large-output test.
 _LOG_LINES = (
     "Collecting numpy>=1.24 (from -r requirements.txt (line 2))",
@@ -141,98 +137,48 @@ def adversarial_inputs(pattern: str) -> list[str]:
     return list(inputs)
 
 
-def realistic_log(pattern: re.Pattern[str]) -> str:
+def realistic_log(pattern: regex.Pattern[str], timeout: float | None = None) -> str:
     """About 100,000 characters of log output without a match of ``pattern``, newlines as spaces (as
-    landmarks are searched), so that the search has to fail on a large output."""
-    lines = " ".join(pattern.sub("", line) for line in _LOG_LINES)
+    landmarks are searched), so that the search has to fail on a large output. Raises ``TimeoutError``
+    when removing the matches takes more than ``timeout`` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    lines = " ".join(pattern.sub("", line, timeout=_left(deadline)) for line in _LOG_LINES)
     text = (lines + " ") * (_LOG_SIZE // (len(lines) + 1) + 1)
     for _ in range(3):  # joining the lines may have made new matches
-        stripped = pattern.sub("", text)
+        stripped = pattern.sub("", text, timeout=_left(deadline))
         if stripped == text:
             break
         text = stripped
     return text
 
 
-def _serve() -> None:
-    """The child process: reads ``[pattern, ...]`` on stdin, prints each index once it is done."""
-    patterns = json.load(sys.stdin)
-    print("ready", flush=True)
-    for i, pattern in enumerate(patterns):
-        compiled = re.compile(pattern)
-        for text in [*adversarial_inputs(pattern), realistic_log(compiled)]:
-            compiled.search(text)
-        print(i, flush=True)
-
-
 def slow_patterns(patterns: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> dict[int, str]:
     """The patterns (by index) that take longer than ``timeout`` seconds on adversarial input, with why.
 
-    Every pattern must compile. One child process checks them in turn; when one runs too long it is
-    killed and a new one goes on with the next pattern.
-    """
+    Every pattern must compile."""
     slow: dict[int, str] = {}
-    start = 0
-    while start < len(patterns):
-        done = _check_from(patterns, start, timeout)
-        if done == len(patterns):
-            break
-        slow[done] = (
-            f"takes more than {timeout:g} s on adversarial input (catastrophic backtracking: nested or adjacent "
-            "repetitions that can match the same text, or a leading .*); simplify it"
-        )
-        start = done + 1
+    for index, pattern in enumerate(patterns):
+        if not _finishes(pattern, timeout):
+            slow[index] = (
+                f"takes more than {timeout:g} s on adversarial input (catastrophic backtracking: nested or adjacent "
+                "repetitions that can match the same text, or a leading .*); simplify it"
+            )
     return slow
 
 
-def _check_from(patterns: Sequence[str], start: int, timeout: float) -> int:
-    """Checks ``patterns[start:]`` in a child process; returns the index of the first one that ran out
-    of time, or ``len(patterns)`` when all finished."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", "from super_bench.tasks.regex_check import _serve; _serve()"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.put(line.strip())
-        lines.put("")  # end of output
-
-    threading.Thread(target=read, daemon=True).start()
+def _finishes(pattern: str, timeout: float) -> bool:
+    """Whether every search of the adversarial inputs, and of a large log, ends within ``timeout`` seconds in all."""
+    compiled = compile_landmark(pattern)
+    deadline = time.monotonic() + timeout
     try:
-        assert process.stdin is not None
-        process.stdin.write(json.dumps(list(patterns[start:])))
-        process.stdin.close()
-        if _next_line(lines, _STARTUP_TIMEOUT) != "ready":
-            raise TaskError(f"the landmark checker did not start: {_stderr(process)}")
-        for index in range(start, len(patterns)):
-            line = _next_line(lines, timeout)
-            if line is None:
-                return index
-            if not line:
-                raise TaskError(f"the landmark checker failed: {_stderr(process)}")
-        return len(patterns)
-    finally:
-        process.kill()
-        process.wait()
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        for text in adversarial_inputs(pattern):
+            compiled.search(text, timeout=_left(deadline))
+        compiled.search(realistic_log(compiled, _left(deadline)), timeout=_left(deadline))
+    except TimeoutError:
+        return False
+    return True
 
 
-def _stderr(process: subprocess.Popen[str]) -> str:
-    process.kill()
-    process.wait()
-    return process.stderr.read().strip()[-2000:] if process.stderr else ""
-
-
-def _next_line(lines: queue.Queue[str], timeout: float) -> str | None:
-    try:
-        return lines.get(timeout=timeout)
-    except queue.Empty:
-        return None
+def _left(deadline: float | None) -> float | None:
+    """Seconds until ``deadline``; a search given none left still starts, and stops at its first check."""
+    return None if deadline is None else max(deadline - time.monotonic(), 1e-6)

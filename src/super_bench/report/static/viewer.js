@@ -4,7 +4,8 @@
 // This script runs before the trajectories are parsed, so the table shows while a large file still loads.
 
 const DATA = JSON.parse(document.getElementById("run-data").textContent);
-const METRICS = ["output_match", "landmarks", "entrypoint", "submitted"];
+const NAMES = DATA.names; // from Python: the metrics, the names of a completed task and of a step that went well, the badges of the answer and reproduced columns
+const METRICS = NAMES.metrics;
 const COL = Object.fromEntries(DATA.columns.map((name, i) => [name, i]));
 const ROW_KEY = DATA.columns.length; // the task's payload number follows the visible columns
 const NUMERIC = new Set(["steps", "cost", "time", ...METRICS]);
@@ -14,8 +15,6 @@ const parsed = document.readyState === "loading"
   ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }))
   : Promise.resolve();
 const state = { limit: ROWS_SHOWN,  sort: { col: "task", dir: 1 }, filter: { text: "", status: "", set: "", category: "", stop: "", result: "", answer: "", reproduced: "" }, order: [] };
-const PROVENANCE = { "observed": "good", "partly observed": "warn", "unobserved": "bad" }; // the answer column's values
-const REPRODUCED = { "yes": "good", "no": "bad", "not checked": "" };
 
 // -- helpers --------------------------------------------------------------------------------------
 function el(tag, props, ...children) {
@@ -107,7 +106,7 @@ function distinct(col) {
 
 function renderFilters() {
   const box = document.getElementById("filters");
-  const primary = DATA.run.set === "auto" ? "entrypoint" : "output_match";
+  const primary = DATA.run.primary;
   box.append(el("input", { type: "search", placeholder: "filter task ids (text or /regex/)", "aria-label": "filter task ids",
     oninput: (e) => { state.filter.text = e.target.value; state.limit = ROWS_SHOWN; refresh(); } }));
   // A filter of one value is shown where that value marks some rows apart from the blank others.
@@ -139,7 +138,7 @@ function matches(row) {
   if (f.category && !String(row[COL.category]).split(",").includes(f.category)) return false;
   if (f.result) {
     const v = row[COL[state.primary]];
-    if (f.result === "unsubmitted") return !row[COL.submitted];
+    if (f.result === "unsubmitted") return !row[COL[NAMES.submitted]];
     if (v === null || v === undefined) return false;
     if (f.result === "solved" && v < 1) return false;
     if (f.result === "failed" && v > 0) return false;
@@ -177,10 +176,9 @@ function cell(name, value) {
   if (name === "cost") return el("td", { class: "num", text: money(value) });
   if (name === "time") return el("td", { class: "num", text: duration(value) });
   if (name === "steps") return el("td", { class: "num", text: value });
-  if (name === "status") return el("td", null, el("span", { class: `badge ${value === "completed" ? "good" : "bad"}`, text: value }));
+  if (name === "status") return el("td", null, el("span", { class: `badge ${value === NAMES.completed ? "good" : "bad"}`, text: value }));
   if ((name === "answer" || name === "reproduced") && value) {
-    const kind = (name === "answer" ? PROVENANCE : REPRODUCED)[value];
-    return el("td", null, el("span", { class: `badge ${kind || ""}`, text: value }));
+    return el("td", null, el("span", { class: `badge ${NAMES[name][value] || ""}`, text: value }));
   }
   return el("td", { class: name === "task" ? "task" : null, text: value });
 }
@@ -287,7 +285,7 @@ function stepNode(step, d) {
     el("span", { class: "n", text: `Step ${step.i + 1}` }),
     el("span", { class: "badge", text: kind }),
     step.pre && el("span", { class: "badge pre", text: "pre-executed" }),
-    step.outcome !== "ok" && el("span", { class: "badge bad", text: step.outcome }),
+    step.outcome !== NAMES.ok && el("span", { class: "badge bad", text: step.outcome }),
     step.exit !== null && step.exit !== undefined && step.exit !== 0 && el("span", { class: "badge bad", text: `exit ${step.exit}` }),
     step.lm.map((n) => el("span", { class: "badge lm", title: d.landmarks[n] ? d.landmarks[n][0] : "", text: `landmark ${n + 1}` })),
     (step.ans || []).map((field) => el("span", { class: "badge ans", title: "the submitted value is first shown here", text: `answer: ${field}` })),

@@ -1,0 +1,86 @@
+"""Helpers shared by test modules: the command line, small git repositories, trajectories, the ReAct format."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from super_bench import Action, Step, Trajectory
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+# The demo task tinyreg's solution, as a ReAct agent types it.
+CLONE = "!git clone -q https://github.com/super-bench-demo/tinyreg"
+TRAIN = "!python train.py --config configs/base.json --epochs 5 --limit 50"
+ANSWER = '{"test_mse": 7.4031}'
+
+
+def cli(*args: str, prefix: list[str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``super-bench ARGS`` as a user runs it, in a process of its own."""
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [*(prefix or []), sys.executable, "-m", "super_bench", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
+
+
+def make_repo(path: Path, files: dict[str, str]) -> Path:
+    """A git repository with these files, committed."""
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    for command in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "code"]):
+        subprocess.run(command, cwd=path, env=env, check=True)
+    return path
+
+
+def step(
+    index: int,
+    action: Action | dict[str, Any],
+    output: str = "",
+    *,
+    seconds: float = 1.0,
+    start: float = 0.0,
+    outcome: str = "ok",
+    exit_code: int | None = None,
+    raw: str | None = None,
+    pre: bool = False,
+) -> Step:
+    """A recorded step that started ``start`` seconds after T0 and took ``seconds``."""
+    return Step(
+        index=index,
+        action=Action.coerce(action),
+        observation=output,
+        output=raw,
+        outcome=outcome,  # type: ignore[arg-type]
+        exit_code=exit_code,
+        pre_executed=pre,
+        start_time=T0 + timedelta(seconds=start),
+        end_time=T0 + timedelta(seconds=start + seconds),
+    )
+
+
+def trajectory(*steps: Step, submission: Any = None, submitted: bool = False) -> Trajectory:
+    return Trajectory(task_id="t", query="q", steps=list(steps), submission=submission, submitted=submitted)
+
+
+def react(thought: str, action: str, content: str | None = None) -> str:
+    """A model reply in the ReAct-SUPER format."""
+    return f"Thought: {thought}\nAction: {action}" + (
+        f"\n<content>\n{content}\n</content>" if content is not None else ""
+    )
