@@ -19,7 +19,7 @@ from super_bench.runner.rundir import RunDir
 from super_bench.scoring import score_trajectory
 from super_bench.scoring.provenance import MAX_TRACED_VALUES, trace_answer
 from super_bench.tasks.model import Task
-from super_bench.trajectory import Step
+from super_bench.trajectory import Step, Trajectory
 
 RUN = Action.execute("!python train.py")
 
@@ -274,5 +274,11 @@ def test_imported_runs_get_provenance_without_gold_tasks(tmp_path: Path) -> None
     assert by_id["shown"].answer_provenance == "partly_observed"  # 7.4031 printed, epochs never
     assert by_id["guessed"].answer_provenance == "unobserved"
     assert all(r.mode == "recorded" for r in by_id.values())
+    # The trajectory keeps each value's detail too.
+    kept = Trajectory.load(tmp_path / "run" / str(by_id["shown"].trajectory)).metadata["answer_provenance"]
+    assert [(f["field"], f["value"], f["step"], f["text"]) for f in kept["fields"]] == [
+        ("test_mse", 7.4031, 0, "7.4031"),
+        ("epochs", 2, None, None),
+    ]
     again = {r.task_id: r for r in rescore(tmp_path / "run", tasks=[]).results}  # no gold: recorded metrics kept
     assert again["shown"].answer_provenance == "partly_observed" and again["shown"].mode == "recorded"

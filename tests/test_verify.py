@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import cli
+from tests import helpers
+from tests.helpers import CLONE, cli
 from tests.sandboxes import backend_settings
 from tests.trajectory_notebooks import NbStep, write_notebook
 
@@ -23,9 +24,8 @@ from super_bench.runner.verify import verify
 from super_bench.runner.verify_records import VerifyResult, read_rows
 from super_bench.trajectory import Trajectory
 
-CLONE = "!git clone -q https://github.com/super-bench-demo/tinyreg"
-TRAIN = "%cd tinyreg\n!python train.py --config configs/base.json --epochs 5 --limit 50"
-ANSWER = {"test_mse": 7.4031}
+TRAIN = "%cd tinyreg\n" + helpers.TRAIN
+ANSWER = json.loads(helpers.ANSWER)
 
 
 def settings(tmp_path: Path, **more: Any) -> RunConfig:
@@ -60,13 +60,18 @@ def rows_of(run_dir: Path) -> dict[str, dict[str, Any]]:
     return {row["task_id"]: row for row in map(json.loads, (run_dir / "verify.jsonl").read_text().splitlines())}
 
 
+@pytest.mark.slow
 def test_a_run_that_printed_its_answer_is_observed_and_reproduces(runs: dict[str, Path]) -> None:
     gold = runs["gold"]
     results = {r.task_id: r for r in RunDir(gold).read_results()}
     assert {r.answer_provenance for r in results.values()} == {"observed"}
+    kept = Trajectory.load(gold / str(results["tinyreg"].trajectory)).metadata["answer_provenance"]
+    (shown,) = kept["fields"]
+    assert (shown["field"], shown["value"], shown["text"]) == ("test_mse", 7.4031, "7.4031")
+    assert shown == results["tinyreg"].details["provenance"]["fields"][0]
     assert json.loads((gold / "summary.json").read_text())["answer_observed"] == 1.0
 
-    result = cli("verify", str(gold), "--workers", "2")
+    result = cli("verify", str(gold), "--task-ids", "tinyreg", "kneser-wikitext", "--workers", "2")
     assert result.returncode == 0, result.stderr
     assert "reproduced: 2 of 2" in result.stdout
     rows = rows_of(gold)
@@ -100,6 +105,7 @@ def test_an_answer_never_printed_is_unobserved_and_does_not_reproduce(runs: dict
     assert row["fields"][0]["step"] is None
 
 
+@pytest.mark.slow
 def test_verification_resumes_keeping_finished_replays(runs: dict[str, Path], tmp_path: Path) -> None:
     gold = runs["gold"]
     verify(gold, task_ids=["tinyreg"])
@@ -163,14 +169,13 @@ def test_the_viewer_shows_provenance_and_the_reproduction(runs: dict[str, Path],
 def imported_run(tmp_path: Path, url: str, printed: bool) -> Path:
     """A published-style notebook (the paper's ReAct-SUPER layout) that clones ``url`` and trains, imported."""
     source = tmp_path / "published_react-super_expert"
-    train = "%cd tinyreg\n!python train.py --config configs/base.json --epochs 5 --limit 50"
     write_notebook(
         source / "tinyreg" / "history.ipynb",
         "react-super",
         "Train tinyreg and report the test MSE.",
         [
             NbStep("execute", f"!git clone -q {url}", ""),
-            NbStep("execute", train if printed else train + " > /dev/null", "Test MSE: 7.4031\n" if printed else ""),
+            NbStep("execute", TRAIN if printed else TRAIN + " > /dev/null", "Test MSE: 7.4031\n" if printed else ""),
             NbStep("submit", "{'test_mse': 7.4031}", ""),
         ],
         {"submitted": 1, "output_match": 1.0},

@@ -10,37 +10,30 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from super_bench.cli import NOTHING_SCORED
-from super_bench.cli._options import ManyValues, as_list, sandbox_options
+from super_bench.cli._options import (
+    Default,
+    ManyValues,
+    ManyValuesCommand,
+    as_list,
+    given_sandbox_settings,
+    sandbox_options,
+)
 
 if TYPE_CHECKING:
     from super_bench.runner.verify_records import VerifyResult
     from super_bench.sandbox import SandboxConfig
 
-# The sandbox options by their parameter names, as the SandboxConfig settings they set.
-_SETTINGS = {
-    "sandbox": "backend",
-    "task_python": "task_python",
-    "keep_workdirs": "keep",
-    "network": "network",
-    "memory_limit": "memory_limit",
-    "memory_enforcement": "memory_enforcement",
-    "max_processes": "max_processes",
-    "max_file_size": "max_file_size",
-    "wall_time_limit": "wall_time_limit",
-    "image": "image",
-    "engine": "engine",
-    "git_mirrors": "git_mirrors",
-    "packages_as_of": "packages_as_of",
-    "pip_index": "pip_index",
-    "hf_cache": "hf_cache",
-    "offline_bundle": "offline_bundle",
-}
 
-
-@click.command("verify")
+@click.command("verify", cls=ManyValuesCommand)
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--task-ids", cls=ManyValues, metavar="ID ...", help="Verify only these tasks.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Replays at once.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=Default("super_bench.runner.verify:verify.workers"),
+    show_default=True,
+    help="Replays at once, each in its own sandbox.",
+)
 @click.option("--redo", is_flag=True, help="Replay every task again instead of resuming the verification.")
 @sandbox_options
 def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo: bool, sandbox: SandboxConfig) -> None:
@@ -55,12 +48,7 @@ def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo:
     from super_bench.cli._display import console, err_console
     from super_bench.runner.verify import verify
 
-    context = click.get_current_context()
-    given = {
-        setting: getattr(sandbox, setting)
-        for name, setting in _SETTINGS.items()
-        if context.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
-    }
+    given = given_sandbox_settings(sandbox)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a scheduler's stop, as Ctrl-C
     err_console.print(f"super-bench: verifying {run_dir}")
     outcome = verify(

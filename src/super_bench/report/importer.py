@@ -23,7 +23,7 @@ from super_bench.runner.records import RUN_SCHEMA_VERSION, RunManifest
 from super_bench.runner.rescore import rescore, with_provenance
 from super_bench.runner.results import RECORDED_MODE, RunOutcome, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
-from super_bench.scoring import Metrics, ScoreMode
+from super_bench.scoring import Metrics, ScoreMode, note_provenance
 from super_bench.tasks.model import MASKED_CATEGORIES, Task
 from super_bench.trajectory import Trajectory
 
@@ -151,8 +151,10 @@ def import_trajectories(
             continue
         trajectory.metadata["recorded_metrics"] = raw
         agents.add(trajectory.agent or "")
+        provenance = note_provenance(trajectory)
         path = trajectory.save(run_dir.task_dir(task_id))
-        results.append(_result(trajectory, task_set, metrics, str(path.relative_to(run_dir.path))))
+        row = _result(trajectory, task_set, metrics, str(path.relative_to(run_dir.path)))
+        results.append(with_provenance(row, provenance))
     run_dir.write_manifest(_manifest(source, task_set, model, agents, len(results)))
     unmatched: list[str] = []
     if tasks is not None:
@@ -173,7 +175,7 @@ def import_trajectories(
 
 def _result(trajectory: Trajectory, task_set: str, metrics: Metrics, path: str) -> TaskResult:
     # Times of day carry no date: no start or end, and the recorded durations as the time taken.
-    row = TaskResult.from_trajectory(
+    return TaskResult.from_trajectory(
         trajectory,
         task_set,
         metrics=metrics,
@@ -183,7 +185,6 @@ def _result(trajectory: Trajectory, task_set: str, metrics: Metrics, path: str) 
         finished_at=None,
         wall_time=trajectory.execution_time,
     )
-    return with_provenance(row, trajectory)
 
 
 def _manifest(source: Path, task_set: str, model: str | None, agents: set[str], n_tasks: int) -> RunManifest:

@@ -23,7 +23,7 @@ from super_bench.environment import EnvConfig, Environment
 from super_bench.errors import ConfigError
 from super_bench.failures import Failure, classify_failure
 from super_bench.runner.results import TaskResult
-from super_bench.scoring import ScoreMode, score_trajectory
+from super_bench.scoring import ScoreMode, note_provenance, score_trajectory
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, Trajectory, step_line
 
@@ -176,6 +176,7 @@ def run_episode(
     # An episode the environment ended itself on the agent's account (environment_broken) says why there.
     error = error or trajectory.metadata.get("error")
     trajectory.finished_at = trajectory.finished_at or trajectory.started_at
+    note_provenance(trajectory)
     path = trajectory.save(task_dir)
     (task_dir / "steps.jsonl").unlink(missing_ok=True)
     metrics, details = score_trajectory(trajectory, task, mode)

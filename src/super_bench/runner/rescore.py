@@ -14,7 +14,7 @@ from super_bench.errors import RunDirError
 from super_bench.runner.records import RUN_SCHEMA_VERSION, Rescoring, RunManifest
 from super_bench.runner.results import RECORDED_MODE, RunOutcome, Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir
-from super_bench.scoring import ScoreMode, answer_provenance, score_trajectory, submission_of
+from super_bench.scoring import AnswerProvenance, ScoreMode, answer_provenance, score_trajectory, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory
@@ -111,7 +111,7 @@ def _rescore(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_
             if row is not None and row.mode == RECORDED_MODE:
                 # An imported task with no gold task keeps the metrics recorded for it; its answer's
                 # provenance needs no gold.
-                results[row.key] = with_provenance(row, trajectory)
+                results[row.key] = with_provenance(row, answer_provenance(trajectory))
                 done.add(row.key)
                 continue
             reason = f"task {trajectory.task_id!r} is not among the tasks"
@@ -160,9 +160,8 @@ def _write_summary(run_dir: RunDir, results: list[TaskResult], mode: ScoreMode, 
     return summary
 
 
-def with_provenance(row: TaskResult, trajectory: Trajectory) -> TaskResult:
-    """``row`` with the provenance of its trajectory's answer, its metrics as they were."""
-    provenance = answer_provenance(trajectory)
+def with_provenance(row: TaskResult, provenance: AnswerProvenance | None) -> TaskResult:
+    """``row`` with its answer's provenance, its metrics as they were."""
     details = {**row.details, "provenance": provenance.model_dump() if provenance is not None else None}
     status = provenance.status if provenance is not None else None
     return row.model_copy(update={"details": details, "answer_provenance": status})

@@ -12,6 +12,7 @@ from super_bench.scoring.answer import score_answer
 from super_bench.scoring.entrypoint import entrypoint_runs
 from super_bench.scoring.landmarks import landmark_steps, raw_text
 from super_bench.scoring.provenance import (
+    PROVENANCE_KEY,
     PROVENANCE_STATUSES,
     AnswerProvenance,
     FieldProvenance,
@@ -58,6 +59,17 @@ def answer_provenance(trajectory: Trajectory) -> AnswerProvenance | None:
     return trace_answer(submission_of(trajectory), trajectory.steps)
 
 
+def note_provenance(trajectory: Trajectory) -> AnswerProvenance | None:
+    """The answer's provenance, also kept in the trajectory's metadata (``answer_provenance``: each value,
+    its step and printed text), so that the trajectory tells it without the run's results."""
+    provenance = answer_provenance(trajectory)
+    if provenance is None:
+        trajectory.metadata.pop(PROVENANCE_KEY, None)
+    else:
+        trajectory.metadata[PROVENANCE_KEY] = provenance.model_dump(mode="json")
+    return provenance
+
+
 def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corrected") -> tuple[Metrics, ScoreDetails]:
     """Score one episode against its task, offline."""
     if mode not in SCORE_MODES:
@@ -91,6 +103,7 @@ def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corr
 
 __all__ = [
     "METRICS",
+    "PROVENANCE_KEY",
     "PROVENANCE_STATUSES",
     "SCORE_MODES",
     "AnswerProvenance",
@@ -100,6 +113,7 @@ __all__ = [
     "ScoreDetails",
     "ScoreMode",
     "answer_provenance",
+    "note_provenance",
     "parse_answer",
     "score_answer",
     "score_trajectory",

@@ -44,6 +44,7 @@ PROVENANCE_STATUSES: tuple[str, ...] = ("observed", "partly_observed", "unobserv
 # An answer is a few values; a submission of thousands (a list of predictions) is traced in its first
 # values and counted unobserved beyond them, so that no answer can make scoring slow.
 MAX_TRACED_VALUES = 64
+PROVENANCE_KEY = "answer_provenance"  # where a trajectory's metadata keeps its answer's provenance
 TOLERANCE = Decimal("0.01")  # output match's: floats match when they differ by less than this
 
 _CONTEXT = Context(prec=80)  # exact for every number a float or a printed token holds
