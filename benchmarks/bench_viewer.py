@@ -9,6 +9,7 @@ the time until the task table is shown, to open the largest task, and to sort an
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import sys
@@ -44,7 +45,7 @@ def log_text(rng: random.Random, size: int) -> str:
 
 
 def printed_answer(rng: random.Random) -> dict[str, float]:
-    """An answer of the kind the logs print (a loss-like value): found early in a trajectory's outputs."""
+    """An accuracy of two decimals."""
     return {"acc": round(rng.random(), 2)}
 
 
@@ -54,9 +55,11 @@ def make_run(
     megabytes: float,
     seed: int = 0,
     answer: Callable[[random.Random], Any] = printed_answer,
+    shown: bool = True,
 ) -> Path:
     """A run directory of ``n_tasks`` trajectories of training logs, ``megabytes`` in all, each submitting
-    ``answer(rng)``."""
+    ``answer(rng)``; where ``shown``, the middle step's output prints it (as an evaluation after training
+    does), beside the landmark line."""
     rng = random.Random(seed)
     run_dir = RunDir(root)
     run_dir.create()
@@ -66,6 +69,7 @@ def make_run(
     for t in range(n_tasks):
         task_id = f"repo{t // 4}_{['data', 'goal', 'issue', 'configuration,cpu'][t % 4]}"
         n_steps = rng.randint(10, 100)
+        submission = answer(rng)
         # Most outputs are short; a few are huge, as pip logs and training runs are.
         weights = [rng.paretovariate(1.2) for _ in range(n_steps)]
         scale = per_task / sum(weights)
@@ -74,7 +78,8 @@ def make_run(
         for i, weight in enumerate(weights):
             output = log_text(rng, int(weight * scale))
             if i == n_steps // 2:
-                output = output[: len(output) // 2] + "\n*** Epoch 1 finished ***\n" + output[len(output) // 2 :]
+                finished = "\n*** Epoch 1 finished ***\n" + (f"eval: {json.dumps(submission)}\n" if shown else "")
+                output = output[: len(output) // 2] + finished + output[len(output) // 2 :]
             steps.append(
                 Step(
                     index=i,
@@ -87,7 +92,6 @@ def make_run(
                 )
             )
             clock += timedelta(seconds=weight + 1)
-        submission = answer(rng)
         steps.append(Step(index=n_steps, action=Action.submit(submission), start_time=clock, end_time=clock))
         trajectory = Trajectory(task_id=task_id, query=f"Train {task_id}.", steps=steps, started_at=start)
         trajectory.submitted, trajectory.submission = True, submission

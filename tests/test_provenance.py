@@ -156,6 +156,28 @@ def test_output_that_echoes_a_number_the_agents_code_spelled_out_does_not_count(
     assert traced is not None and traced.status == "observed"
 
 
+def test_the_first_step_wins_whatever_form_each_step_prints_the_value_in() -> None:
+    # A later step prints it plainly; an earlier one in scientific notation, and one before that as a
+    # percentage: the earliest counts, with what it printed.
+    outputs = ["setup done", "accuracy: 85.23%", "acc 8.523e-01", "acc 0.8523"]
+    traced = trace_answer({"acc": 0.85}, [step(i, RUN, text) for i, text in enumerate(outputs)])
+    assert traced is not None and (traced.fields[0].step, traced.fields[0].text) == (1, "85.23%")
+    # The same across many steps, so that several are searched at once, and past a pre-executed one.
+    many = [step(i, RUN, f"loss {i}.5\n") for i in range(200)]
+    many[3] = step(3, RUN, "acc 0.8523", pre=True)
+    many[150] = step(150, RUN, "acc 8.523e-01")
+    traced = trace_answer({"acc": 0.85}, many)
+    assert traced is not None and traced.fields[0].step == 150 and traced.fields[0].offset == 4
+
+
+def test_text_is_not_found_across_two_steps_outputs() -> None:
+    steps = [step(0, RUN, "best model: bert"), step(1, RUN, "base done")]
+    traced = trace_answer({"model": "bert\nbase"}, steps)
+    assert traced is not None and traced.status == "unobserved"
+    traced = trace_answer({"model": "bert\nbase"}, [*steps, step(2, RUN, "picked bert\nbase")])
+    assert traced is not None and (traced.fields[0].step, traced.fields[0].offset) == (2, 7)
+
+
 def test_a_huge_submission_is_traced_in_its_first_values_and_never_observed_whole() -> None:
     values = list(range(MAX_TRACED_VALUES + 1000))
     traced = trace_answer(values, [step(0, RUN, " ".join(map(str, values)))])

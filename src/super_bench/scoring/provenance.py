@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation
 from functools import lru_cache
+from itertools import accumulate
+from operator import add, attrgetter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -49,10 +52,12 @@ TOLERANCE = Decimal("0.01")  # output match's: floats match when they differ by 
 
 _CONTEXT = Context(prec=80)  # exact for every number a float or a printed token holds
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
-_NON_INTEGER = re.compile(r"[0-9]*\.[0-9]|[0-9][eE][-+]?[0-9]")
+_NON_INTEGER = re.compile(r"[.eE]")  # in a number's text: written as a non-integer
 _BEFORE_PERCENT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)? ?\Z")
 _SHOWN_BY = ("execute", "continue_wait", "interrupt")
 _TYPED_IN = ("execute", "edit")
+_RAW_OUTPUT, _INDEX = attrgetter("raw_output"), attrgetter("index")
+_CHUNK = 1 << 20  # characters joined at most into one text to search (beyond, a text is searched alone)
 _SHORT = 4  # literals shorter than this are frequent in any output: searched by a regex that checks their ends
 
 
@@ -108,51 +113,67 @@ def trace_answer(submission: Any, steps: Sequence[Step]) -> AnswerProvenance | N
             continue
         fields.append(FieldProvenance(field=path, value=value))
         finders.append(_finder(type(value).__name__, value))
-    pending = list(range(len(fields)))  # not shown by the agent's output yet
-    unseen_pre = set(pending)
-    for step in steps:
-        if not pending:
-            break
-        kind = step.action.type
-        if step.outcome == "invalid" or (kind not in _SHOWN_BY and not step.pre_executed):
-            continue  # an invalid step never ran: its observation is the harness's message
-        output = _Output(step.raw_output)
-        if step.pre_executed:
-            for i in [i for i in pending if i in unseen_pre] if kind == "execute" else ():
-                if finders[i].find(output) is not None:
-                    fields[i].pre_executed_step = step.index
-                    unseen_pre.discard(i)
-            continue
-        for i in list(pending):
-            hit = finders[i].find(output)
-            if hit is not None:
-                fields[i].step, fields[i].offset, fields[i].text = step.index, hit[0], hit[1]
-                pending.remove(i)
+    outputs = _Chunks(steps, _RAW_OUTPUT)
+    for field, finder in zip(fields, finders):
+        hit = _first(finder, outputs, _shows)
+        if hit is not None:
+            step, offset, text = hit
+            field.step, field.offset, field.text = step.index, offset, text
     _untyped(fields, finders, steps)
+    unseen = [(field, finder) for field, finder in zip(fields, finders) if field.step is None]
+    given = [s for s in steps if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid"]
+    if unseen and given:
+        # Given cells, looked at only for the values the agent's output never showed.
+        texts = _Chunks(given, _RAW_OUTPUT)
+        for field, finder in unseen:
+            hit = _first(finder, texts, _anything)
+            field.pre_executed_step = hit[0].index if hit is not None else None
     return AnswerProvenance(fields=fields, untraced=untraced)
+
+
+def _shows(step: Step) -> bool:
+    """An agent's cell whose output counts."""
+    return step.action.type in _SHOWN_BY and not step.pre_executed and step.outcome != "invalid"
+
+
+def _code(step: Step) -> str:
+    """The code the agent typed in the step; empty for other steps."""
+    content = step.action.content
+    typed = step.action.type in _TYPED_IN and not step.pre_executed and step.outcome != "invalid"
+    return content if typed and isinstance(content, str) else ""
 
 
 def _untyped(fields: list[FieldProvenance], finders: list[_Finder], steps: Sequence[Step]) -> None:
     """Unmark each value shown only once the agent's own code had spelled it out: at or after that step,
     the output echoes what the agent typed. Only the code of steps up to a sighting is read."""
-    seen = {i: f.step for i, f in enumerate(fields) if f.step is not None and isinstance(finders[i], _Number)}
+    seen = [f.step for f, finder in zip(fields, finders) if f.step is not None and isinstance(finder, _Number)]
     if not seen:
         return
-    shown, last = list(seen), max(seen.values())
-    for step in steps:
-        if not shown or step.index > last:
-            return
-        code = step.action.content
-        if step.pre_executed or step.outcome == "invalid" or step.action.type not in _TYPED_IN:
+    codes = _Chunks(steps[: bisect_right(steps, max(seen), key=_INDEX)], _code)
+    for field, finder in zip(fields, finders):
+        if field.step is None or not isinstance(finder, _Number):
             continue
-        typed = _typed_numbers(code) if isinstance(code, str) else []
-        for i in list(shown) if typed else ():
-            if step.index > seen[i]:
-                shown.remove(i)  # shown before it was typed: it stays observed
-            elif finders[i].typed(typed):
-                field = fields[i]
-                field.typed_step, field.step, field.offset, field.text = step.index, None, None, None
-                shown.remove(i)
+        hit = _first(finder, codes, _anything, typed=True)
+        if hit is not None and hit[0].index <= field.step:
+            field.typed_step, field.step, field.offset, field.text = hit[0].index, None, None, None
+
+
+def _anything(step: Step) -> bool:
+    return True
+
+
+def _first(
+    finder: _Finder, chunks: _Chunks, counts: Callable[[Step], bool], typed: bool = False
+) -> tuple[Step, int, str] | None:
+    """The first step that ``counts`` and whose text shows the value, and where and as what it shows it."""
+    for steps, text in chunks:
+        start = 0
+        while (hit := finder.find(text, typed, start)) is not None:
+            k, offset = text.locate(hit[0])
+            if counts(steps[k]) and offset + len(hit[1]) <= len(text.texts[k]):
+                return steps[k], offset, hit[1]
+            start = text.starts[k + 1] if k + 1 < len(text.texts) else len(text.text)
+    return None
 
 
 def _leaves(path: str, value: Any) -> Iterator[tuple[str, Any]]:
@@ -170,27 +191,74 @@ def _leaves(path: str, value: Any) -> Iterator[tuple[str, Any]]:
         yield path, repr(value)
 
 
-# -- one step's text ----------------------------------------------------------------------------------
-class _Output:
-    """A text searched for several values; its percentages are read once, when first needed."""
+# -- the text searched ---------------------------------------------------------------------------------
+class _Chunks:
+    """The texts (``text`` of each step: its output, or its code) in chunks of consecutive steps, joined as
+    they are first needed: one search over many texts costs less than one per text, and a value shown
+    early is found with little joined. Chunks double in steps (8, 16, 32, ...) up to about ``_CHUNK``
+    characters (a longer text alone, uncopied)."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __init__(self, steps: Sequence[Step], text: Callable[[Step], str]) -> None:
+        self.steps, self.text = steps, text
+        self.chunks: list[tuple[Sequence[Step], _Text]] = []
+        self.joined = 0  # steps in the chunks so far
+
+    def __iter__(self) -> Iterator[tuple[Sequence[Step], _Text]]:
+        k = 0
+        while k < len(self.chunks) or self._grow():
+            yield self.chunks[k]
+            k += 1
+
+    def _grow(self) -> bool:
+        first = self.joined
+        if first >= len(self.steps):
+            return False
+        steps = self.steps[first : first + max(8, 2 * first)]
+        texts = list(map(self.text, steps))
+        ends = list(accumulate(map(len, texts)))
+        n = max(1, bisect_right(ends, _CHUNK))
+        self.chunks.append((steps[:n], _Text(texts[:n])))
+        self.joined = first + n
+        return True
+
+
+class _Text:
+    """The texts of a trajectory's steps (outputs, or code), joined by newlines and searched at once (one
+    search over all of them costs less than one per step); it tells each hit's step. Where each text
+    starts, and the percentages, are read once, when first needed."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.text = "\n".join(texts)
+        self._starts: list[int] | None = None
         self._percents: list[tuple[int, str, Decimal]] | None = None
 
+    @property
+    def starts(self) -> list[int]:
+        if self._starts is None:
+            ends = list(accumulate(map(len, self.texts)))  # each text's end, not counting the newlines
+            self._starts = [0, *map(add, ends[:-1], range(1, len(ends)))]
+        return self._starts
+
+    def locate(self, offset: int) -> tuple[int, int]:
+        """Which text holds ``offset`` (its position), and the offset in it."""
+        k = bisect_right(self.starts, offset) - 1
+        return k, offset - self.starts[k]
+
     def percents(self) -> list[tuple[int, str, Decimal]]:
-        """``(offset, printed text, value / 100)`` of each distinct number printed before a ``%``."""
+        """``(offset, printed text, value / 100)`` of each number printed before a ``%``, in order; of a
+        number printed more than once in a text (a progress bar's), the first."""
         if self._percents is None:
-            seen: dict[str, tuple[int, str, Decimal]] = {}
+            seen: dict[tuple[int, str], tuple[int, str, Decimal]] = {}
             text = self.text
             at = text.find("%")
             while at >= 0:
                 window = max(0, at - 64)
                 match = _BEFORE_PERCENT.search(text, window, at)
                 number = None if match is None else _number_at(text, match.start())
-                if number is not None and number[1] not in seen:
+                if number is not None:
                     start, printed, value = number
-                    seen[printed] = (start, text[start : at + 1], value.scaleb(-2))
+                    seen.setdefault((self.locate(start)[0], printed), (start, text[start : at + 1], value.scaleb(-2)))
                 at = text.find("%", at + 1)
             self._percents = list(seen.values())
         return self._percents
@@ -218,25 +286,13 @@ def _number_at(text: str, i: int) -> tuple[int, str, Decimal] | None:
     return start, text[start:end], -value if negative else value
 
 
-def _typed_numbers(code: str) -> list[Decimal]:
-    """The numbers agent code spells out as non-integers (``0.85``, ``7.``, ``1e-5``), each read once."""
-    found = []
-    for match in _NON_INTEGER.finditer(code):
-        number = _number_at(code, match.start())
-        if number is not None:
-            found.append(number[2])
-    return found
-
-
 class _Finder:
-    """Finds one value in a text: ``(offset, printed text)`` or None."""
+    """Finds one value in a text: the first place from ``start`` on that shows it, ``(offset, printed
+    text)``, or None."""
 
-    def find(self, output: _Output) -> tuple[int, str] | None:
+    def find(self, text: _Text, typed: bool = False, start: int = 0) -> tuple[int, str] | None:
+        """With ``typed``, in code: where it spells the value out (numbers only, as non-integers)."""
         raise NotImplementedError
-
-    def typed(self, numbers: list[Decimal]) -> bool:
-        """Whether agent code that spells out ``numbers`` spelled out the value (numbers only)."""
-        return False
 
 
 @lru_cache(maxsize=1024)
@@ -261,18 +317,24 @@ class _Words(_Finder):
     def __init__(self, literals: tuple[str, ...]) -> None:
         self.literals = literals
 
-    def find(self, output: _Output) -> tuple[int, str] | None:
-        text = output.text
+    def find(self, text: _Text, typed: bool = False, start: int = 0) -> tuple[int, str] | None:
+        if typed:
+            return None
+        whole = text.text
+        found, limit = None, len(whole)
         for literal in self.literals:
-            at = text.find(literal)
-            while at >= 0:
-                end = at + len(literal)
-                before_ok = at == 0 or not (_word(literal[0]) and _word(text[at - 1]))
-                after_ok = end == len(text) or not (_word(literal[-1]) and _word(text[end]))
-                if before_ok and after_ok:
-                    return at, literal
-                at = text.find(literal, at + 1)
-        return None
+            at = whole.find(literal, start, limit + len(literal))
+            while 0 <= at < limit:
+                if self._apart(whole, literal, at, at + len(literal)):
+                    found, limit = (at, literal), at
+                    break
+                at = whole.find(literal, at + 1, limit + len(literal))
+        return found
+
+    @staticmethod
+    def _apart(text: str, literal: str, at: int, end: int) -> bool:
+        before_ok = at == 0 or not (_word(literal[0]) and _word(text[at - 1]))
+        return before_ok and (end == len(text) or not (_word(literal[-1]) and _word(text[end])))
 
 
 def _word(char: str) -> bool:
@@ -305,28 +367,41 @@ class _Number(_Finder):
         except InvalidOperation:
             return False
 
-    def find(self, output: _Output) -> tuple[int, str] | None:
-        text = output.text
+    def find(self, text: _Text, typed: bool = False, start: int = 0) -> tuple[int, str] | None:
+        """The first supporting number: each probe is searched only up to the best hit so far."""
+        whole = text.text
+        found: tuple[int, str] | None = None
+        limit = len(whole)
         for literal in self.literals:
-            at = text.find(literal)
-            while at >= 0:
-                number = _number_at(text, at)
-                if number is not None and self.supports(number[2]):
-                    return number[0], number[1]
-                at = text.find(literal, at + 1)
+            at = whole.find(literal, start, limit + len(literal))
+            while 0 <= at < limit:
+                hit = self._hit(whole, at, typed)
+                if hit is not None:
+                    found, limit = hit, hit[0]
+                    break
+                at = whole.find(literal, at + 1, limit + len(literal))
         for pattern in self.patterns:
-            for match in pattern.finditer(text):
-                number = _number_at(text, match.start())
-                if number is not None and self.supports(number[2]):
-                    return number[0], number[1]
-        if "%" in text:
-            for start, printed, value in output.percents():
-                if self.supports(value):
-                    return start, printed
-        return None
+            match = pattern.search(whole, start, limit + _SHORT)
+            while match is not None and match.start() < limit:
+                hit = self._hit(whole, match.start(), typed)
+                if hit is not None:
+                    found, limit = hit, hit[0]
+                    break
+                match = pattern.search(whole, match.start() + 1, limit + _SHORT)
+        if not typed and "%" in whole:
+            for at, printed, value in text.percents():
+                if at >= limit:
+                    break
+                if at >= start and self.supports(value):
+                    return at, printed
+        return found
 
-    def typed(self, numbers: list[Decimal]) -> bool:
-        return any(self.supports(value) for value in numbers)
+    def _hit(self, text: str, at: int, typed: bool) -> tuple[int, str] | None:
+        """The number at ``at`` if it supports the value (and, ``typed``, is written as a non-integer)."""
+        number = _number_at(text, at)
+        if number is None or not self.supports(number[2]) or (typed and not _NON_INTEGER.search(number[1])):
+            return None
+        return number[0], number[1]
 
 
 def _probes(scaled: int, places: int, decimals: int) -> tuple[list[str], list[re.Pattern[str]]]:
@@ -352,14 +427,14 @@ def _probes(scaled: int, places: int, decimals: int) -> tuple[list[str], list[re
         # where it lies in the window itself.
         shorten = _bare if v * 10 >= low else str
         whole, fraction = divmod(v, 10**places)
-        _add(shorten(f"{whole}.{fraction:0{places}d}"), False, literals, patterns)
-        if v > 0:  # its scientific notation: the same significant digits
+        _add(shorten(f"{whole}.{fraction:0{places}d}"), None, literals, patterns)
+        if v > 0:  # its scientific notation: the same significant digits, and an exponent they fix
             digits = str(v)
-            _add(shorten(f"{digits[0]}.{digits[1:]}"), True, literals, patterns)
+            _add(shorten(f"{digits[0]}.{digits[1:]}"), len(digits) - 1 - places, literals, patterns)
         v += 1
     if scaled != 0 and low < 10:  # numbers below 10^-places: one significant digit above the cut
         for digit in range(low, min(high, 10)):
-            _add(str(digit), True, literals, patterns)
+            _add(str(digit), -places - 1, literals, patterns)
     return _merged(literals), patterns
 
 
@@ -368,9 +443,9 @@ def _bare(prefix: str) -> str:
     return prefix.rstrip("0").rstrip(".") or "0"
 
 
-def _add(bare: str, exponent: bool, literals: list[str], patterns: list[re.Pattern[str]]) -> None:
+def _add(bare: str, exponent: int | None, literals: list[str], patterns: list[re.Pattern[str]]) -> None:
     """File a prefix: long enough, a literal to search for (each hit is checked); else a regex that checks
-    what comes before and after it (a mantissa needs an exponent after it)."""
+    what comes before and after it (a mantissa needs its ``exponent`` after it)."""
     if len(bare) >= _SHORT:
         literals.append(bare)
     else:
@@ -380,12 +455,15 @@ def _add(bare: str, exponent: bool, literals: list[str], patterns: list[re.Patte
 
 
 @lru_cache(maxsize=4096)
-def _short_pattern(bare: str, exponent: bool) -> re.Pattern[str]:
+def _short_pattern(bare: str, exponent: int | None) -> re.Pattern[str]:
     """A short prefix, not glued to a letter, digit, ``_`` or ``.`` before it; followed by zeros only (and,
-    without its decimal point, the point and zeros), or, as a mantissa, by digits and an exponent."""
+    without its decimal point, the point and zeros), or, as a mantissa, by digits and the exponent (so that
+    the other numbers of a log in scientific notation, learning rates say, are passed over at once)."""
     lead = re.escape(bare)
-    if exponent:
-        after = (r"[0-9]*" if "." in bare else r"(?:\.[0-9]*)?") + r"[eE][-+]?[0-9]"
+    if exponent is not None:
+        sign = "-" if exponent < 0 else r"\+?" if exponent > 0 else "[-+]?"
+        power = f"0*{abs(exponent)}" if exponent else "0+"
+        after = (r"[0-9]*" if "." in bare else r"(?:\.[0-9]*)?") + rf"[eE]{sign}{power}(?![0-9])"
     else:
         after = r"(?![1-9])" if "." in bare else r"(?![0-9]|\.[1-9])"
     # Compiled once per prefix (there are a few thousand short ones), and led by the prefix itself, so
