@@ -57,6 +57,7 @@ _BEFORE_PERCENT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)? ?\Z")
 _SHOWN_BY = ("execute", "continue_wait", "interrupt")
 _TYPED_IN = ("execute", "edit")
 _RAW_OUTPUT, _INDEX = attrgetter("raw_output"), attrgetter("index")
+_FIRST_CHUNK = 32  # steps: a whole short trajectory, searched at once
 _CHUNK = 1 << 20  # characters joined at most into one text to search (beyond, a text is searched alone)
 _SHORT = 4  # literals shorter than this are frequent in any output: searched by a regex that checks their ends
 
@@ -121,9 +122,9 @@ def trace_answer(submission: Any, steps: Sequence[Step]) -> AnswerProvenance | N
             field.step, field.offset, field.text = step.index, offset, text
     _untyped(fields, finders, steps)
     unseen = [(field, finder) for field, finder in zip(fields, finders) if field.step is None]
-    given = [s for s in steps if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid"]
-    if unseen and given:
+    if unseen:
         # Given cells, looked at only for the values the agent's output never showed.
+        given = [s for s in steps if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid"]
         texts = _Chunks(given, _RAW_OUTPUT)
         for field, finder in unseen:
             hit = _first(finder, texts, _anything)
@@ -195,7 +196,7 @@ def _leaves(path: str, value: Any) -> Iterator[tuple[str, Any]]:
 class _Chunks:
     """The texts (``text`` of each step: its output, or its code) in chunks of consecutive steps, joined as
     they are first needed: one search over many texts costs less than one per text, and a value shown
-    early is found with little joined. Chunks double in steps (8, 16, 32, ...) up to about ``_CHUNK``
+    early is found with little joined. Chunks double in steps (32, 64, ...) up to about ``_CHUNK``
     characters (a longer text alone, uncopied)."""
 
     def __init__(self, steps: Sequence[Step], text: Callable[[Step], str]) -> None:
@@ -213,7 +214,7 @@ class _Chunks:
         first = self.joined
         if first >= len(self.steps):
             return False
-        steps = self.steps[first : first + max(8, 2 * first)]
+        steps = self.steps[first : first + max(_FIRST_CHUNK, 2 * first)]
         texts = list(map(self.text, steps))
         ends = list(accumulate(map(len, texts)))
         n = max(1, bisect_right(ends, _CHUNK))
@@ -388,7 +389,7 @@ class _Number(_Finder):
                     found, limit = hit, hit[0]
                     break
                 match = pattern.search(whole, match.start() + 1, limit + _SHORT)
-        if not typed and "%" in whole:
+        if not typed and whole.find("%", start) >= 0:
             for at, printed, value in text.percents():
                 if at >= limit:
                     break
