@@ -178,6 +178,14 @@ def test_text_is_not_found_across_two_steps_outputs() -> None:
     assert traced is not None and (traced.fields[0].step, traced.fields[0].offset) == (2, 7)
 
 
+def test_what_provenance_cannot_tell_a_number_read_from_a_file_or_computed_from_a_guess() -> None:
+    # Documented limits: the output showed the value, whether or not the run computed it.
+    read = [step(0, Action.execute("!cat README.md"), "| model | MSE |\n| ours | 7.4031 |")]
+    assert trace_answer({"test_mse": 7.4031}, read).status == "observed"  # type: ignore[union-attr]
+    guessed = [step(0, Action.execute("print(17 / 20)"), "0.85")]
+    assert trace_answer({"acc": 0.85}, guessed).status == "observed"  # type: ignore[union-attr]
+
+
 def test_a_huge_submission_is_traced_in_its_first_values_and_never_observed_whole() -> None:
     values = list(range(MAX_TRACED_VALUES + 1000))
     traced = trace_answer(values, [step(0, RUN, " ".join(map(str, values)))])

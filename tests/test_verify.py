@@ -16,11 +16,11 @@ from tests.trajectory_notebooks import NbStep, write_notebook
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.demo import BUNDLES
-from super_bench.errors import RunDirError
+from super_bench.errors import ConfigError, RunDirError
 from super_bench.report.importer import import_trajectories
 from super_bench.report.viewer import build_view
 from super_bench.runner.rundir import RunDir
-from super_bench.runner.verify import verify
+from super_bench.runner.verify import _environment, verify
 from super_bench.runner.verify_records import VerifyResult, read_rows
 from super_bench.trajectory import Trajectory
 
@@ -97,6 +97,10 @@ def test_an_answer_never_printed_is_unobserved_and_does_not_reproduce(runs: dict
     assert result.answer_provenance == "unobserved"
     assert json.loads((silent / "summary.json").read_text())["answer_observed"] == 0.0
 
+    scored = cli("score", str(silent), "--out", str(runs["tmp"] / "silent-scored"))
+    assert "answers shown by the run's own output: 0 of 1" in scored.stdout, scored.stdout
+    assert "not every value shown (see the viewer): tinyreg" in scored.stdout
+
     cli_result = cli("verify", str(silent))
     assert cli_result.returncode == 0, cli_result.stderr
     row = rows_of(silent)["tinyreg"]
@@ -124,6 +128,18 @@ def test_verification_resumes_keeping_finished_replays(runs: dict[str, Path], tm
     redone = {r.task_id: r for r in verify(gold, task_ids=["tinyreg"], redo=True).rows}
     assert redone["tinyreg"].finished_at != resumed["tinyreg"].finished_at
     assert redone["kneser-wikitext"].finished_at == resumed["kneser-wikitext"].finished_at
+
+
+def test_the_replay_environment_is_the_runs_with_the_options_given(runs: dict[str, Path]) -> None:
+    gold = RunDir(runs["gold"])
+    env, mode = _environment(gold, {})
+    assert (env.cell_timeout, env.sandbox.backend, mode) == (120, "local", "corrected")  # as settings() ran it
+    mirror = {"https://example.org/tinyreg": BUNDLES / "tinyreg.bundle"}
+    env, _ = _environment(gold, {"network": False, "git_mirrors": mirror})
+    assert env.sandbox.network is False and env.sandbox.git_mirrors == mirror
+    assert env.cell_timeout == 120  # the rest kept
+    with pytest.raises(ConfigError, match="sandbox settings"):
+        _environment(gold, {"memory_limit": -5})
 
 
 def test_one_verification_at_a_time(runs: dict[str, Path]) -> None:
