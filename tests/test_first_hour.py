@@ -207,7 +207,7 @@ def imported(home: Home, result: subprocess.CompletedProcess[str]) -> None:
         pytest.skip("the paper's sample trajectories are not here (see SUPER_BENCH_REFERENCE_TRAJECTORIES)")
     assert result.returncode == 0, result.stderr
     table_lines(result.stdout)
-    assert "45 imported" in result.stdout and (home.path / "runs" / "paper" / "results.jsonl").is_file()
+    assert "45 imported" in result.stdout and (home.path / "paper" / "gpt-4o" / "results.jsonl").is_file()
 
 
 def compared(home: Home, result: subprocess.CompletedProcess[str]) -> None:
@@ -270,7 +270,7 @@ CHECKS: dict[str, Check] = {
     # Runs from the bundle the command above makes (with the network): tested in test_offline_bundle.
     "super-bench run --offline-bundle offline --network off": Check("resolve"),
     "super-bench view runs/<run>": Check("run", viewed),
-    "super-bench import-trajectories trajectories/gpt-4o-2024-08-06_react-super_expert --out runs/paper": Check(
+    "super-bench import-trajectories trajectories/gpt-4o-2024-08-06_react-super_expert --out paper/gpt-4o": Check(
         "run", imported, link_trajectories, ok=False
     ),
     "super-bench compare runs/<a> runs/<b>": Check("run", compared),

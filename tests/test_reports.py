@@ -17,11 +17,11 @@ from super_bench.report.compare import compare_runs
 from super_bench.report.leaderboard import leaderboard_rows, to_csv, to_markdown
 from super_bench.report.plots import metric_by_category, plot_metric_by_category, plot_score_vs_cost
 from super_bench.report.runs import load_run
-from super_bench.report.stats import MIN_PAIRED, bootstrap_mean, paired_bootstrap, paired_permutation_test
 from super_bench.runner.records import RunManifest
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import Metrics
+from super_bench.stats import MIN_PAIRED, bootstrap_mean, paired_bootstrap, paired_permutation_test
 from super_bench.trajectory import Usage
 
 CATEGORIES = ["data", "dependencies", "configuration,data", "goal", "issue"]

@@ -21,7 +21,7 @@ _EXPORTS = {
     "EnvConfig": "super_bench.environment",
     "Environment": "super_bench.environment",
     "Metrics": "super_bench.scoring",
-    "RunConfig": "super_bench.runner.run",
+    "RunConfig": "super_bench.runner.config",
     "SandboxConfig": "super_bench.sandbox.base",
     "Step": "super_bench.trajectory",
     "SuperBenchError": "super_bench.errors",
@@ -63,8 +63,9 @@ if TYPE_CHECKING:
     from super_bench.environment import EnvConfig, Environment
     from super_bench.errors import SuperBenchError
     from super_bench.gym import TaskEnvironment, make
+    from super_bench.runner.config import RunConfig
     from super_bench.runner.rescore import rescore
-    from super_bench.runner.run import RunConfig, run
+    from super_bench.runner.run import run
     from super_bench.sandbox.base import SandboxConfig
     from super_bench.scoring import Metrics, score_trajectory
     from super_bench.scoring.answer import score_answer

@@ -10,9 +10,10 @@ it is written from the same trajectory.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from super_bench.trajectory import Step, Trajectory
+if TYPE_CHECKING:  # trajectory writes notebooks through this module: only its types are needed here
+    from super_bench.trajectory import Step, Trajectory
 
 _KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 

@@ -106,7 +106,7 @@ class Default:
 
 ENV = "super_bench.environment:EnvConfig."
 SANDBOX = "super_bench.sandbox.base:SandboxConfig."
-RUN = "super_bench.runner.run:RunConfig."
+RUN = "super_bench.runner.config:RunConfig."
 
 
 def as_list(values: tuple[str, ...] | None) -> list[str] | None:

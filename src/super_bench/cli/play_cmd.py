@@ -43,7 +43,8 @@ def play_command(
     """
     from super_bench.cli._display import console, print_summary
     from super_bench.environment import EnvConfig
-    from super_bench.runner.run import RunConfig, run
+    from super_bench.runner.config import RunConfig
+    from super_bench.runner.run import run
     from super_bench.tasks.loaders import find_task
 
     task = find_task(task_id, source, task_set)

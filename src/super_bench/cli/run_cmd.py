@@ -27,7 +27,7 @@ from super_bench.cli._options import (
 if TYPE_CHECKING:
     from super_bench.sandbox import SandboxConfig
 
-RAY = "super_bench.runner.run:RayOptions."
+RAY = "super_bench.runner.config:RayOptions."
 
 
 @click.command("run", cls=ManyValuesCommand)
@@ -158,8 +158,9 @@ def run_command(
     from super_bench.cli._display import console, err_console, print_summary
     from super_bench.environment import EnvConfig
     from super_bench.models import ModelOptions
+    from super_bench.runner.config import RayOptions, RunConfig
     from super_bench.runner.progress import RunProgress
-    from super_bench.runner.run import RayOptions, RunConfig, run
+    from super_bench.runner.run import run
     from super_bench.sandbox import check_backend
 
     config = RunConfig(

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from super_bench.environment import EnvConfig
+from super_bench.runner.config import Reporter, RunConfig
 from super_bench.runner.results import TaskResult
-from super_bench.runner.run import Reporter, RunConfig, run
+from super_bench.runner.run import run
 from super_bench.sandbox import SandboxConfig
 from super_bench.scoring.answer import score_answer
 from super_bench.tasks.model import Task

@@ -25,7 +25,7 @@ from super_bench.construct.gold import GoldCheck, check_gold
 from super_bench.environment import EnvConfig
 from super_bench.errors import ModelError
 from super_bench.models import ChatModel, ModelRequest
-from super_bench.runner.run import Reporter
+from super_bench.runner.config import Reporter
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Usage
 

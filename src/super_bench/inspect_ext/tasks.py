@@ -24,7 +24,7 @@ from super_bench.errors import ConfigError
 from super_bench.inspect_ext.agent import super_agent
 from super_bench.inspect_ext.notebook import TASK_KEY, close_notebook, open_notebook
 from super_bench.inspect_ext.scorers import entrypoint, landmarks, output_match
-from super_bench.runner.run import RunConfig
+from super_bench.runner.config import RunConfig
 from super_bench.sandbox import SandboxConfig
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.loaders import load_tasks

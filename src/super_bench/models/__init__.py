@@ -8,8 +8,8 @@ from super_bench.models.base import (
     ModelOptions,
     ModelRequest,
     ModelResponse,
-    Reply,
     create_model,
 )
+from super_bench.models.cache import Reply
 
 __all__ = ["MODELS", "ChatModel", "Message", "ModelOptions", "ModelRequest", "ModelResponse", "Reply", "create_model"]

@@ -14,7 +14,8 @@ import anthropic
 
 from super_bench.errors import ConfigError, ModelUnavailableError
 from super_bench.models._api import translate
-from super_bench.models.base import ChatModel, Message, ModelOptions, ModelRequest, Reply
+from super_bench.models.base import ChatModel, Message, ModelOptions, ModelRequest
+from super_bench.models.cache import Reply
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 

@@ -13,14 +13,14 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, NamedTuple, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
 from super_bench._registry import Registry
 from super_bench.errors import ConfigError
-from super_bench.models.cache import ResponseCache
+from super_bench.models.cache import Reply, ResponseCache
 from super_bench.models.pricing import PriceTable
 from super_bench.trajectory import Usage
 
@@ -44,15 +44,6 @@ class ModelRequest(BaseModel):
     top_p: float | None = Field(None, gt=0, le=1)
     stop: list[str] = Field(default_factory=list, description="The reply ends before the first of these")
     seed: int | None = None
-
-
-class Reply(NamedTuple):
-    """What a provider returned for one request."""
-
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str | None = None
 
 
 class ModelResponse(BaseModel):

@@ -14,10 +14,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from super_bench.models.base import Reply
+from typing import Any, NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +29,15 @@ CREATE TABLE IF NOT EXISTS replies (
     created REAL NOT NULL
 )
 """
+
+
+class Reply(NamedTuple):
+    """What a provider returned for one request."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None = None
 
 
 class ResponseCache:
@@ -58,8 +64,6 @@ class ResponseCache:
         log.warning("the response cache %s cannot be used (%s); calling the model without it", self.path, error)
 
     def get(self, key: str) -> Reply | None:
-        from super_bench.models.base import Reply
-
         if self._broken:
             return None
         try:

@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from super_bench.errors import ConfigError, ModelError
-from super_bench.models.base import ChatModel, ModelOptions, ModelRequest, Reply, cut_at_stop
+from super_bench.models.base import ChatModel, ModelOptions, ModelRequest, cut_at_stop
+from super_bench.models.cache import Reply
 
 _SEPARATOR = re.compile(r"^={5,}[ \t]*$", re.MULTILINE)
 

@@ -16,7 +16,8 @@ import openai
 
 from super_bench.errors import ConfigError, ModelUnavailableError
 from super_bench.models._api import translate
-from super_bench.models.base import ChatModel, ModelOptions, ModelRequest, Reply
+from super_bench.models.base import ChatModel, ModelOptions, ModelRequest
+from super_bench.models.cache import Reply
 from super_bench.models.mock import estimate_tokens
 
 log = logging.getLogger(__name__)

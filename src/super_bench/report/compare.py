@@ -12,9 +12,9 @@ from pydantic import BaseModel, Field
 
 from super_bench._names import METRICS
 from super_bench.errors import ReportError
+from super_bench.stats import MIN_PAIRED, SIGNIFICANCE, Estimate, paired_bootstrap, paired_permutation_test
 
 from .runs import RunData, check_modes
-from .stats import MIN_PAIRED, SIGNIFICANCE, Estimate, paired_bootstrap, paired_permutation_test
 
 SOLVED = 1.0 - 1e-9  # full marks: a task counts as solved only when its metric is 1
 

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from super_bench._names import METRICS
+from super_bench.stats import Estimate
 
 from .runs import RunData
-from .stats import Estimate
 
 COLUMNS = ("run", "agent", "model", "set", "mode", "tasks", "scored")
 TAIL_COLUMNS = ("cost_usd", "execution_time_s", "wall_time_s")

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from super_bench.errors import ConfigError
+from super_bench.stats import Estimate, bootstrap_mean
 
 from .runs import RunData
-from .stats import Estimate, bootstrap_mean
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -15,9 +15,8 @@ from super_bench.errors import ReportError, RunDirError
 from super_bench.runner.records import NewerRecordError, RunManifest
 from super_bench.runner.results import MIXED_MODE, Summary, TaskResult, summarize, task_means
 from super_bench.runner.rundir import RunDir
+from super_bench.stats import Estimate, bootstrap_mean
 from super_bench.tasks.model import Task
-
-from .stats import Estimate, bootstrap_mean
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
 
 if TYPE_CHECKING:
-    from super_bench.runner.run import Reporter
+    from super_bench.runner.config import Reporter
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from super_bench.scoring import ScoreMode
 from super_bench.tasks.model import Task
 
 if TYPE_CHECKING:
-    from super_bench.runner.run import RunConfig
+    from super_bench.runner.config import RunConfig
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from super_bench.sandbox import resolve_backend
 from super_bench.tasks.loaders import TASK_FILE_SUFFIXES
 
 if TYPE_CHECKING:
-    from super_bench.runner.run import RunConfig
+    from super_bench.runner.config import RunConfig
     from super_bench.runner.rundir import RunDir
     from super_bench.sandbox import SandboxConfig
 
@@ -144,7 +144,8 @@ def _mirrors(sandbox: SandboxConfig) -> dict[str, Any]:
     """Where the tasks' repositories and packages came from, when not from the network as of today:
     each git mirror with the commit its HEAD was at, the package index and date, the HF cache."""
     from super_bench.errors import TaskSourceError
-    from super_bench.sandbox.mirrors import git_mirrors, repository_kind, upload_cutoff
+    from super_bench.sandbox.gitrepos import repository_kind
+    from super_bench.sandbox.mirrors import git_mirrors, upload_cutoff
     from super_bench.tasks.repos import git
 
     info: dict[str, Any] = {}

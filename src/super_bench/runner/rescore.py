@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from super_bench.errors import RunDirError
 from super_bench.runner.records import RUN_SCHEMA_VERSION, Rescoring, RunManifest
-from super_bench.runner.results import RECORDED_MODE, RunOutcome, Summary, TaskResult, summarize
-from super_bench.runner.rundir import RunDir
+from super_bench.runner.results import RECORDED_MODE, Summary, TaskResult, summarize
+from super_bench.runner.rundir import RunDir, RunOutcome
 from super_bench.scoring import AnswerProvenance, ScoreMode, answer_provenance, score_trajectory, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.tasks.model import Task

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,10 +14,8 @@ from super_bench._names import METRICS, TaskStatus
 from super_bench.runner.records import VersionedRecord
 from super_bench.scoring import Metrics, ProvenanceStatus, submission_of
 from super_bench.scoring.submission import json_safe
+from super_bench.stats import bootstrap_mean
 from super_bench.trajectory import StopReason, Trajectory, Usage
-
-if TYPE_CHECKING:
-    from super_bench.runner.rundir import RunDir
 
 RECORDED_MODE = "recorded"  # metrics imported as the original harness recorded them
 
@@ -132,15 +129,6 @@ class Summary(VersionedRecord):
     )
 
 
-@dataclass
-class RunOutcome:
-    """What a run or a re-scoring returns: where it is, its results and their summary."""
-
-    run_dir: RunDir
-    results: list[TaskResult]
-    summary: Summary
-
-
 MIXED_MODE = "mixed"
 
 
@@ -197,8 +185,6 @@ def task_means(results: list[TaskResult], metric: str) -> dict[str, float]:
 
 
 def metric_stats(results: list[TaskResult], metric: str) -> MetricStats:
-    from super_bench.report.stats import bootstrap_mean
-
     values = list(task_means(results, metric).values())
     estimate = bootstrap_mean(values)
     stderr = None

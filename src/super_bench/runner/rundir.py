@@ -26,6 +26,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -227,3 +228,12 @@ class RunDir:
             raise RunDirError(f"{path} is not a valid {path.name} ({problems})") from None
         except (OSError, ValueError, RecursionError) as e:
             raise RunDirError(f"{path} cannot be read: {e}") from None
+
+
+@dataclass
+class RunOutcome:
+    """What a run or a re-scoring returns: where it is, its results and their summary."""
+
+    run_dir: RunDir
+    results: list[TaskResult]
+    summary: Summary

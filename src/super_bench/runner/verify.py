@@ -120,7 +120,7 @@ def _environment(run_dir: RunDir, sandbox: dict[str, Any]) -> tuple[EnvConfig, S
     env = EnvConfig()
     mode: ScoreMode = "corrected"
     if "env" in config:  # a run of super-bench's; an imported one records only who ran it
-        from super_bench.runner.run import RunConfig
+        from super_bench.runner.config import RunConfig
 
         try:
             run_config = RunConfig.model_validate(config)

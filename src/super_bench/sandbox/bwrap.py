@@ -34,7 +34,6 @@ import tempfile
 from pathlib import Path
 from typing import ClassVar
 
-from super_bench import demo
 from super_bench.errors import SandboxError
 from super_bench.sandbox.base import SandboxConfig, file_io
 from super_bench.sandbox.local import LocalSandbox
@@ -220,15 +219,14 @@ class BwrapSandbox(LocalSandbox):
 
     def _hidden_paths(self) -> set[str]:
         """Host paths agent code must not see even where an allowed directory holds them: homes,
-        temporary and working directories, the harness's own installation and the bundled tasks (they
-        hold their answers), and the site-packages of the interpreter that the base does not use."""
+        temporary and working directories, the harness's own installation (with the bundled tasks and
+        their answers), and the site-packages of the interpreter that the base does not use."""
         harness = Path(__file__).resolve().parents[1]
         candidates = [
             Path.home(),
             tempfile.gettempdir(),
             self.config.root,
             Path.cwd(),
-            demo.TASKS,
             harness,
             sys.prefix if sys.prefix != sys.base_prefix else None,
             *self.base.hidden,

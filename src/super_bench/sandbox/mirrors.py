@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from super_bench import demo
 from super_bench.errors import SandboxError
+from super_bench.sandbox.gitrepos import base_url, expand_mirrors
 from super_bench.sandbox.offline import OfflineBundle
 
 if TYPE_CHECKING:
@@ -40,55 +41,6 @@ HOST_GIT_SYSTEM_CONFIG = "/etc/gitconfig"
 # Characters that may continue a repository name: a URL that continues a mirror's URL with one of
 # them names another repository ("lab/bert" and "lab/bert-large"), which must not hit the mirror.
 _NAME_CHARS = string.ascii_letters + string.digits + "-_."
-# How deep a directory of mirrors is searched for repositories (host/owner/name is three).
-_MAX_DEPTH = 4
-
-
-def repository_kind(path: Path) -> str | None:
-    """``bundle``, ``bare``, ``clone`` or None (not a git repository or bundle)."""
-    if path.is_file():
-        with open(path, "rb") as f:
-            return "bundle" if f.read(16).startswith((b"# v2 git bundle", b"# v3 git bundle")) else None
-    if (path / ".git").exists():
-        return "clone"
-    if (path / "HEAD").is_file() and (path / "objects").is_dir():
-        return "bare"
-    return None
-
-
-def expand_mirrors(url: str, path: Path) -> dict[str, str]:
-    """Repository URL -> local path, for one ``--git-mirror URL=PATH``: the repository itself, or
-    each repository under a directory of mirrors (``PATH/owner/name[.git|.bundle]`` for ``URL/owner/name``)."""
-    if repository_kind(path) is not None:
-        return {_base_url(url): str(path)}
-    if not path.is_dir():
-        raise SandboxError(f"git mirror for {url}: {path} is not a git repository, a git bundle or a directory")
-    found: dict[str, str] = {}
-    _walk(url.rstrip("/") + "/", path, path, found)
-    if not found:
-        raise SandboxError(
-            f"git mirror for {url}: {path} holds no git repository or bundle "
-            f"(searched {_MAX_DEPTH} directories deep, e.g. {path}/OWNER/NAME.git or NAME.bundle)"
-        )
-    return found
-
-
-def _walk(prefix: str, root: Path, directory: Path, found: dict[str, str]) -> None:
-    if len(directory.relative_to(root).parts) >= _MAX_DEPTH:
-        return
-    for entry in sorted(directory.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        if repository_kind(entry) is not None:
-            name = entry.relative_to(root).as_posix().removesuffix(".bundle")
-            found.setdefault(_base_url(prefix + name), str(entry))
-        elif entry.is_dir() and not entry.is_symlink():
-            _walk(prefix, root, entry, found)
-
-
-def _base_url(url: str) -> str:
-    """The URL without a trailing slash or ``.git``, as hosting sites name a repository either way."""
-    return url.rstrip("/").removesuffix(".git")
 
 
 def git_mirrors(config: SandboxConfig, *, demo_suite: bool = True) -> dict[str, str]:
@@ -96,7 +48,7 @@ def git_mirrors(config: SandboxConfig, *, demo_suite: bool = True) -> dict[str, 
     mirrors win over an offline bundle's, which win over the demo suite's."""
     mirrors = {}
     if demo_suite:
-        mirrors = {_base_url(f"{demo.DEMO_URL_PREFIX}{b.stem}"): str(b) for b in sorted(demo.BUNDLES.glob("*.bundle"))}
+        mirrors = {base_url(f"{demo.DEMO_URL_PREFIX}{b.stem}"): str(b) for b in sorted(demo.BUNDLES.glob("*.bundle"))}
     if config.offline_bundle is not None:
         mirrors.update(OfflineBundle.open(config.offline_bundle).git_mirrors())
     for url, path in config.git_mirrors.items():

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox.gitrepos import expand_mirrors
 
 _REPO_URL = re.compile(r"^([a-z][a-z0-9+.-]*://[^/\s]+/|[^@/\s]+@[^:/\s]+:)\S*$")
 
@@ -24,8 +25,6 @@ def _existing(path: Path, what: str) -> Path:
 
 
 def _mirrors(value: dict[str, Path]) -> dict[str, Path]:
-    from super_bench.sandbox.mirrors import expand_mirrors
-
     mirrors = {}
     for url, path in value.items():
         if not _REPO_URL.match(url):

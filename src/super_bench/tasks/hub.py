@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from super_bench.errors import TaskSourceError
-from super_bench.tasks.loaders import RawRow
+from super_bench.tasks.model import RawRow
 
 DEFAULT_REPO = "allenai/super"
 CONFIGS = {"expert": "Expert", "masked": "Masked", "auto": "Auto"}

@@ -10,7 +10,6 @@ import difflib
 import json
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from pydantic import ValidationError
 
 from super_bench._names import TASK_SETS
 from super_bench.errors import TaskError, TaskSourceError, TaskValidationError
-from super_bench.tasks.model import Task
+from super_bench.tasks.model import RawRow, Task
 
 log = logging.getLogger(__name__)
 
@@ -30,16 +29,6 @@ _KNOWN_FIELDS = set(Task.model_fields)
 _ALIASES = {"set": "task_set"}
 # Columns of the dataset that super-bench does not use; kept in metadata without a typo warning.
 _DATASET_EXTRAS = {"solutions"}
-
-
-@dataclass(frozen=True)
-class RawRow:
-    """One task row before validation, with where it came from."""
-
-    data: dict[str, Any]
-    origin: str  # "file.jsonl:12", "hf allenai/super Expert row 3"
-    task_set: str | None = None  # set implied by the file or split it came from
-    error: str | None = None  # why the row could not even be read as an object
 
 
 def load_tasks(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import regex
@@ -148,3 +149,13 @@ def _as_action(item: Any) -> Action:
         return Action.coerce(item)
     except SuperBenchError as e:
         raise ValueError(str(e)) from e
+
+
+@dataclass(frozen=True)
+class RawRow:
+    """One task row before validation, with where it came from."""
+
+    data: dict[str, Any]
+    origin: str  # "file.jsonl:12", "hf allenai/super Expert row 3"
+    task_set: str | None = None  # set implied by the file or split it came from
+    error: str | None = None  # why the row could not even be read as an object

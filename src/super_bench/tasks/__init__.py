@@ -1,0 +1,1 @@
+"""Tasks: the record, the loaders of every task source, and the checks of a task file."""
