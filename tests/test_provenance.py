@@ -170,6 +170,14 @@ def test_the_first_step_wins_whatever_form_each_step_prints_the_value_in() -> No
     assert traced is not None and traced.fields[0].step == 150 and traced.fields[0].offset == 4
 
 
+def test_outputs_of_megabytes_are_searched_to_the_right_step_and_place() -> None:
+    big = "loss 0.1234\n" * 150_000  # 1.8 MB: searched as a text of its own
+    steps = [step(0, RUN, "start"), step(1, RUN, big), step(2, RUN, big + "acc 0.8523"), step(3, RUN, "acc 0.85")]
+    traced = trace_answer({"acc": 0.85, "label": "pos"}, [*steps, step(4, RUN, "label: pos")])
+    assert traced is not None
+    assert [(f.step, f.offset) for f in traced.fields] == [(2, len(big) + 4), (4, 7)]
+
+
 def test_text_is_not_found_across_two_steps_outputs() -> None:
     steps = [step(0, RUN, "best model: bert"), step(1, RUN, "base done")]
     traced = trace_answer({"model": "bert\nbase"}, steps)
