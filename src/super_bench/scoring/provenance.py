@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from super_bench.scoring.shown import Chunks, Finder, Number, finder_for
+from super_bench.scoring.shown import Chunks, Finder, Number, finder_for, outputs
 from super_bench.trajectory import Step
 
 ProvenanceStatus = Literal["observed", "partly_observed", "unobserved"]
@@ -46,7 +46,7 @@ MAX_TRACED_VALUES = 64
 PROVENANCE_KEY = "answer_provenance"  # where a trajectory's metadata keeps its answer's provenance
 _SHOWN_BY = ("execute", "continue_wait", "interrupt")
 _TYPED_IN = ("execute", "edit")
-_RAW_OUTPUT, _INDEX = attrgetter("raw_output"), attrgetter("index")
+_INDEX = attrgetter("index")
 
 
 class FieldProvenance(BaseModel):
@@ -101,9 +101,9 @@ def trace_answer(submission: Any, steps: Sequence[Step]) -> AnswerProvenance | N
             continue
         fields.append(FieldProvenance(field=path, value=value))
         finders.append(finder_for(type(value).__name__, value))
-    outputs = Chunks(steps, _RAW_OUTPUT)
+    shown = Chunks(steps, outputs)
     for field, finder in zip(fields, finders):
-        hit = _first(finder, outputs, _shows)
+        hit = _first(finder, shown, _shows)
         if hit is not None:
             step, offset, text = hit
             field.step, field.offset, field.text = step.index, offset, text
@@ -112,7 +112,7 @@ def trace_answer(submission: Any, steps: Sequence[Step]) -> AnswerProvenance | N
     if unseen:
         # Given cells, looked at only for the values the agent's output never showed.
         given = [s for s in steps if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid"]
-        texts = Chunks(given, _RAW_OUTPUT)
+        texts = Chunks(given, outputs)
         for field, finder in unseen:
             hit = _first(finder, texts, _anything)
             field.pre_executed_step = hit[0].index if hit is not None else None
@@ -124,11 +124,17 @@ def _shows(step: Step) -> bool:
     return step.action.type in _SHOWN_BY and not step.pre_executed and step.outcome != "invalid"
 
 
-def _code(step: Step) -> str:
-    """The code the agent typed in the step; empty for other steps."""
-    content = step.action.content
-    typed = step.action.type in _TYPED_IN and not step.pre_executed and step.outcome != "invalid"
-    return content if typed and isinstance(content, str) else ""
+def _codes(steps: Sequence[Step]) -> list[str]:
+    """The code the agent typed in each step; empty for other steps."""
+    return [
+        s.action.content
+        if isinstance(s.action.content, str)
+        and s.action.type in _TYPED_IN
+        and not s.pre_executed
+        and s.outcome != "invalid"
+        else ""
+        for s in steps
+    ]
 
 
 def _untyped(fields: list[FieldProvenance], finders: list[Finder], steps: Sequence[Step]) -> None:
@@ -137,7 +143,7 @@ def _untyped(fields: list[FieldProvenance], finders: list[Finder], steps: Sequen
     seen = [f.step for f, finder in zip(fields, finders) if f.step is not None and isinstance(finder, Number)]
     if not seen:
         return
-    codes = Chunks(steps[: bisect_right(steps, max(seen), key=_INDEX)], _code)
+    codes = Chunks(steps[: bisect_right(steps, max(seen), key=_INDEX)], _codes)
     for field, finder in zip(fields, finders):
         if field.step is None or not isinstance(finder, Number):
             continue

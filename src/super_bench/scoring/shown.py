@@ -32,13 +32,13 @@ _SHORT = 4  # literals shorter than this are frequent in any output: searched by
 
 
 class Chunks:
-    """The texts (``text`` of each step: its output, or its code) in chunks of consecutive steps, joined as
-    they are first needed: one search over many texts costs less than one per text, and a value shown
-    early is found with little joined. Chunks double in steps (32, 64, ...) up to about ``_CHUNK``
+    """The texts of steps (``texts(steps)``: their outputs, or their code) in chunks of consecutive steps,
+    joined as they are first needed: one search over many texts costs less than one per text, and a value
+    shown early is found with little joined. Chunks double in steps (32, 64, ...) up to about ``_CHUNK``
     characters (a longer text alone, uncopied)."""
 
-    def __init__(self, steps: Sequence[Step], text: Callable[[Step], str]) -> None:
-        self.steps, self.text = steps, text
+    def __init__(self, steps: Sequence[Step], texts: Callable[[Sequence[Step]], list[str]]) -> None:
+        self.steps, self.texts = steps, texts
         self.chunks: list[tuple[Sequence[Step], Text]] = []
         self.joined = 0  # steps in the chunks so far
 
@@ -53,12 +53,19 @@ class Chunks:
         if first >= len(self.steps):
             return False
         steps = self.steps[first : first + max(_FIRST_CHUNK, 2 * first)]
-        texts = list(map(self.text, steps))
-        ends = list(accumulate(map(len, texts)))
-        n = max(1, bisect_right(ends, _CHUNK))
+        texts = self.texts(steps)
+        n = len(texts)
+        if sum(map(len, texts)) > _CHUNK:
+            n = max(1, bisect_right(list(accumulate(map(len, texts))), _CHUNK))
         self.chunks.append((steps[:n], Text(texts[:n])))
         self.joined = first + n
         return True
+
+
+def outputs(steps: Sequence[Step]) -> list[str]:
+    """The steps' raw outputs (``Step.raw_output``, read without a property call per step: a trajectory has
+    hundreds)."""
+    return [s.observation if s.output is None else s.output for s in steps]
 
 
 class Text:
