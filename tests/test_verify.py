@@ -43,17 +43,22 @@ def replay_run(tmp_path: Path, name: str, actions: list[dict[str, Any]], task: s
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A gold run of two tasks, and a run that submits tinyreg's right answer without ever printing it."""
-    tmp = tmp_path_factory.mktemp("verify")
-    gold = tmp / "gold"
-    run(settings(tmp, task_ids=["tinyreg", "kneser-wikitext"], out=gold), progress=False)
-    silent = [
+def gold(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A gold run of two tasks."""
+    out = tmp_path_factory.mktemp("verify") / "gold"
+    run(settings(out.parent, task_ids=["tinyreg", "kneser-wikitext"], out=out), progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def silent(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run that submits tinyreg's right answer without ever printing it."""
+    actions = [
         {"type": "execute", "content": CLONE},
         {"type": "execute", "content": TRAIN + " > /dev/null"},
         {"type": "submit", "content": ANSWER},
     ]
-    return {"gold": gold, "silent": replay_run(tmp, "silent", silent), "tmp": tmp}
+    return replay_run(tmp_path_factory.mktemp("verify"), "silent", actions)
 
 
 def rows_of(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -61,8 +66,7 @@ def rows_of(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_a_run_that_printed_its_answer_is_observed_and_reproduces(runs: dict[str, Path]) -> None:
-    gold = runs["gold"]
+def test_a_run_that_printed_its_answer_is_observed_and_reproduces(gold: Path) -> None:
     results = {r.task_id: r for r in RunDir(gold).read_results()}
     assert {r.answer_provenance for r in results.values()} == {"observed"}
     kept = Trajectory.load(gold / str(results["tinyreg"].trajectory)).metadata["answer_provenance"]
@@ -90,14 +94,13 @@ def test_a_run_that_printed_its_answer_is_observed_and_reproduces(runs: dict[str
     assert not list((gold / "verify").glob(".replay-*"))  # the replay files are gone
 
 
-def test_an_answer_never_printed_is_unobserved_and_does_not_reproduce(runs: dict[str, Path]) -> None:
-    silent = runs["silent"]
+def test_an_answer_never_printed_is_unobserved_and_does_not_reproduce(silent: Path, tmp_path: Path) -> None:
     (result,) = RunDir(silent).read_results()
     assert result.metrics.output_match == 1.0  # output match cannot tell
     assert result.answer_provenance == "unobserved"
     assert json.loads((silent / "summary.json").read_text())["answer_observed"] == 0.0
 
-    scored = cli("score", str(silent), "--out", str(runs["tmp"] / "silent-scored"))
+    scored = cli("score", str(silent), "--out", str(tmp_path / "scored"))
     assert "answers shown by the run's own output: 0 of 1" in scored.stdout, scored.stdout
     assert "not every value shown (see the viewer): tinyreg" in scored.stdout
 
@@ -110,8 +113,7 @@ def test_an_answer_never_printed_is_unobserved_and_does_not_reproduce(runs: dict
 
 
 @pytest.mark.slow
-def test_verification_resumes_keeping_finished_replays(runs: dict[str, Path], tmp_path: Path) -> None:
-    gold = runs["gold"]
+def test_verification_resumes_keeping_finished_replays(gold: Path) -> None:
     verify(gold, task_ids=["tinyreg"])
     before = {r.task_id: r for r in read_rows(RunDir(gold))}
     again = verify(gold)  # tinyreg's replay is kept; kneser-wikitext's as well, or run now
@@ -130,25 +132,25 @@ def test_verification_resumes_keeping_finished_replays(runs: dict[str, Path], tm
     assert redone["kneser-wikitext"].finished_at == resumed["kneser-wikitext"].finished_at
 
 
-def test_the_replay_environment_is_the_runs_with_the_options_given(runs: dict[str, Path]) -> None:
-    gold = RunDir(runs["gold"])
-    env, mode = _environment(gold, {})
+def test_the_replay_environment_is_the_runs_with_the_options_given(silent: Path) -> None:
+    original = RunDir(silent)
+    env, mode = _environment(original, {})
     assert (env.cell_timeout, env.sandbox.backend, mode) == (120, "local", "corrected")  # as settings() ran it
     mirror = {"https://example.org/tinyreg": BUNDLES / "tinyreg.bundle"}
-    env, _ = _environment(gold, {"network": False, "git_mirrors": mirror})
+    env, _ = _environment(original, {"network": False, "git_mirrors": mirror})
     assert env.sandbox.network is False and env.sandbox.git_mirrors == mirror
     assert env.cell_timeout == 120  # the rest kept
     with pytest.raises(ConfigError, match="sandbox settings"):
-        _environment(gold, {"memory_limit": -5})
+        _environment(original, {"memory_limit": -5})
 
 
-def test_one_verification_at_a_time(runs: dict[str, Path]) -> None:
-    with RunDir(runs["gold"] / "verify").lock(), pytest.raises(RunDirError, match="in use"):
-        verify(runs["gold"])
+def test_one_verification_at_a_time(silent: Path) -> None:
+    with RunDir(silent / "verify").lock(), pytest.raises(RunDirError, match="in use"):
+        verify(silent)
 
 
-def test_a_run_with_nothing_submitted_has_nothing_to_check_and_says_so(runs: dict[str, Path]) -> None:
-    out = replay_run(runs["tmp"], "gave-up", [{"type": "execute", "content": "print('no idea')"}])
+def test_a_run_with_nothing_submitted_has_nothing_to_check_and_says_so(tmp_path: Path) -> None:
+    out = replay_run(tmp_path, "gave-up", [{"type": "execute", "content": "print('no idea')"}])
     result = cli("verify", str(out))
     assert result.returncode == 3, result.stdout
     assert "no answer could be checked" in result.stderr
@@ -156,7 +158,7 @@ def test_a_run_with_nothing_submitted_has_nothing_to_check_and_says_so(runs: dic
     assert row.reproduced is None and row.status is None and "nothing was submitted" in (row.reason or "")
 
 
-def test_newer_rows_are_refused_and_run_redo_removes_the_verification(runs: dict[str, Path], tmp_path: Path) -> None:
+def test_newer_rows_are_refused_and_run_redo_removes_the_verification(tmp_path: Path) -> None:
     out = replay_run(
         tmp_path, "redo", [{"type": "execute", "content": "print(7.4031)"}, {"type": "submit", "content": ANSWER}]
     )
@@ -171,8 +173,7 @@ def test_newer_rows_are_refused_and_run_redo_removes_the_verification(runs: dict
     assert not (out / "verify.jsonl").exists() and not (out / "verify").exists()
 
 
-def test_the_viewer_shows_provenance_and_the_reproduction(runs: dict[str, Path], tmp_path: Path) -> None:
-    silent = runs["silent"]
+def test_the_viewer_shows_provenance_and_the_reproduction(silent: Path, tmp_path: Path) -> None:
     verify(silent)
     html = build_view(silent, tmp_path / "view.html").read_text(encoding="utf-8")
     data = json.loads(html.split('<script type="application/json" id="run-data">', 1)[1].split("</script>", 1)[0])
