@@ -8,6 +8,13 @@ results.jsonl and summary.json), in this process (the throughput the target boun
 reference: reading and parsing every ``trajectory.json`` with ``json.loads``, the least any
 re-scorer must do.
 
+Scoring traces each submitted value to the step that first printed it (answer provenance); each of the
+run's answers is printed halfway through its logs, as an evaluation after training prints it. Its cost:
+the same re-scoring with the tracing switched off (``trace_answer`` replaced, for that timing only, by
+one that traces nothing), in the same repeats, so that the machine's drift falls on both alike. A second
+run submits answers its logs never print, so that every output is searched through to its end: the
+worst case of that search.
+
 Reference mode re-scores the same run with each output cleaned as the reference agent cleaned it; the
 cleaning alone is timed on training logs and on long adversarial lines (on which the reference's own
 patterns take quadratic time), at two sizes, to show that its time grows linearly.
@@ -28,7 +35,11 @@ import os
 import random
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 from bench_viewer import log_text, make_run
 from common import Row, median, seconds, super_bench, table, timed
@@ -47,19 +58,47 @@ def parse_all(run: Path) -> int:
     return count
 
 
+def unprinted_answer(rng: random.Random) -> dict[str, float]:
+    """Two values of four decimals, from 10 to 21: the logs print no such number."""
+    return {"acc": round(10 + rng.random(), 4), "f1": round(20 + rng.random(), 4)}
+
+
+@contextmanager
+def untraced_answers() -> Iterator[None]:
+    """Re-scoring as it was before answers were traced: scoring's ``trace_answer`` traces nothing."""
+    import super_bench.scoring
+
+    # A plain function: a mock would keep every call's steps alive, and the garbage collector's work on
+    # them would be timed too.
+    with mock.patch.object(super_bench.scoring, "trace_answer", _trace_nothing):
+        yield
+
+
+def _trace_nothing(submission: Any, steps: Any) -> None:
+    return None
+
+
 def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
     from super_bench.runner.rescore import rescore
 
     with tempfile.TemporaryDirectory(prefix="bench-scoring-") as tmp:
         run = make_run(Path(tmp) / "run", n_tasks, megabytes)
+        silent = make_run(Path(tmp) / "silent", n_tasks, megabytes, answer=unprinted_answer, shown=False)
         parse_all(run)  # once, so that every variant reads from the page cache
-        ours, reference, cli, cleaned = [], [], [], []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            outcome = rescore(run)
-            ours.append(time.perf_counter() - start)
-            if len(outcome.results) != n_tasks or any(r.metrics.landmarks != 0.5 for r in outcome.results):
-                raise RuntimeError("re-scoring lost tasks or graded the landmarks wrongly")
+        parse_all(silent)
+        ours, reference, cli, cleaned, unprinted, untraced = [], [], [], [], [], []
+        for repeat in range(repeats):
+            # Traced and untraced in turn, each first in every other repeat: whichever runs first in a
+            # repeat pays for what the commands between repeats left in the caches.
+            for traced in (True, False) if repeat % 2 == 0 else (False, True):
+                with nullcontext() if traced else untraced_answers():
+                    start = time.perf_counter()
+                    outcome = rescore(run)
+                    (ours if traced else untraced).append(time.perf_counter() - start)
+                if len(outcome.results) != n_tasks or any(r.metrics.landmarks != 0.5 for r in outcome.results):
+                    raise RuntimeError("re-scoring lost tasks or graded the landmarks wrongly")
+                if any(r.answer_provenance != ("observed" if traced else None) for r in outcome.results):
+                    raise RuntimeError("a printed answer was not found, or answers were traced with tracing off")
             start = time.perf_counter()
             parse_all(run)
             reference.append(time.perf_counter() - start)
@@ -69,7 +108,13 @@ def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
             cleaned.append(time.perf_counter() - start)
             if any(r.metrics.landmarks != 0.5 for r in outcome.results):
                 raise RuntimeError("reference mode graded the landmarks wrongly")
+            start = time.perf_counter()
+            outcome = rescore(silent)
+            unprinted.append(time.perf_counter() - start)
+            if any(r.answer_provenance != "unobserved" for r in outcome.results):
+                raise RuntimeError("an answer the logs never print was found in them")
     mine, raw, command, ref_mode = median(ours), median(reference), median(cli), median(cleaned)
+    searched, plain = median(unprinted), median(untraced)
     speed, raw_speed, cli_speed = n_tasks / mine, n_tasks / raw, n_tasks / command
     where = f"{n_tasks} trajectories, {megabytes:g} MB"
     return [
@@ -88,6 +133,22 @@ def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
             f"{cli_speed:.0f} trajectories/s ({seconds(command)}, with the command's start-up)",
             f"{speed:.0f} trajectories/s (in process)",
             command / mine,
+        ),
+        Row(
+            "re-scoring",
+            f"{where}, answer provenance traced against not",
+            f"{speed:.0f} trajectories/s (traced)",
+            f"{n_tasks / plain:.0f} trajectories/s (not traced)",
+            mine / plain,
+            "<= 1.1x",
+            mine <= 1.1 * plain,
+        ),
+        Row(
+            "re-scoring",
+            f"{where}, answers never printed (every output searched through for them)",
+            f"{n_tasks / searched:.0f} trajectories/s ({seconds(searched)})",
+            f"{speed:.0f} trajectories/s (answers printed)",
+            searched / mine,
         ),
         Row(
             "re-scoring",

@@ -9,13 +9,16 @@ the time until the task table is shown, to open the largest task, and to sort an
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from common import Row, seconds, table
 
@@ -41,7 +44,22 @@ def log_text(rng: random.Random, size: int) -> str:
     return "\n".join(lines)
 
 
-def make_run(root: Path, n_tasks: int, megabytes: float, seed: int = 0) -> Path:
+def printed_answer(rng: random.Random) -> dict[str, float]:
+    """An accuracy of two decimals."""
+    return {"acc": round(rng.random(), 2)}
+
+
+def make_run(
+    root: Path,
+    n_tasks: int,
+    megabytes: float,
+    seed: int = 0,
+    answer: Callable[[random.Random], Any] = printed_answer,
+    shown: bool = True,
+) -> Path:
+    """A run directory of ``n_tasks`` trajectories of training logs, ``megabytes`` in all, each submitting
+    ``answer(rng)``; where ``shown``, the middle step's output prints it (as an evaluation after training
+    does), beside the landmark line."""
     rng = random.Random(seed)
     run_dir = RunDir(root)
     run_dir.create()
@@ -51,6 +69,7 @@ def make_run(root: Path, n_tasks: int, megabytes: float, seed: int = 0) -> Path:
     for t in range(n_tasks):
         task_id = f"repo{t // 4}_{['data', 'goal', 'issue', 'configuration,cpu'][t % 4]}"
         n_steps = rng.randint(10, 100)
+        submission = answer(rng)
         # Most outputs are short; a few are huge, as pip logs and training runs are.
         weights = [rng.paretovariate(1.2) for _ in range(n_steps)]
         scale = per_task / sum(weights)
@@ -59,7 +78,8 @@ def make_run(root: Path, n_tasks: int, megabytes: float, seed: int = 0) -> Path:
         for i, weight in enumerate(weights):
             output = log_text(rng, int(weight * scale))
             if i == n_steps // 2:
-                output = output[: len(output) // 2] + "\n*** Epoch 1 finished ***\n" + output[len(output) // 2 :]
+                finished = "\n*** Epoch 1 finished ***\n" + (f"eval: {json.dumps(submission)}\n" if shown else "")
+                output = output[: len(output) // 2] + finished + output[len(output) // 2 :]
             steps.append(
                 Step(
                     index=i,
@@ -72,8 +92,9 @@ def make_run(root: Path, n_tasks: int, megabytes: float, seed: int = 0) -> Path:
                 )
             )
             clock += timedelta(seconds=weight + 1)
+        steps.append(Step(index=n_steps, action=Action.submit(submission), start_time=clock, end_time=clock))
         trajectory = Trajectory(task_id=task_id, query=f"Train {task_id}.", steps=steps, started_at=start)
-        trajectory.submitted, trajectory.submission = True, {"acc": round(rng.random(), 2)}
+        trajectory.submitted, trajectory.submission = True, submission
         path = trajectory.save(run_dir.task_dir(task_id), notebook=False)
         tasks.append(
             Task(

@@ -39,8 +39,13 @@ def test_rescoring_a_synthetic_run_keeps_every_task(benchmarks: ModuleType) -> N
     assert [r.case for r in rows] == [
         "60 trajectories, 1 MB, in process",
         "60 trajectories, 1 MB, super-bench score --in-place",
+        "60 trajectories, 1 MB, answer provenance traced against not",
+        "60 trajectories, 1 MB, answers never printed (every output searched through for them)",
         "60 trajectories, 1 MB, --mode reference (every output cleaned)",
     ]
+    # The benchmark raises if a printed answer is not found, an unprinted one is, or the switch leaves any traced.
+    traced = rows[2]
+    assert traced.ratio is not None and traced.met is not None
     table = benchmarks.table(rows)
     assert table.count("\n") == len(rows) + 1 and "trajectories/s" in table
 

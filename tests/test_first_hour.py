@@ -162,6 +162,12 @@ def rescored(home: Home, result: subprocess.CompletedProcess[str]) -> None:
     assert json.loads((home.path / home.runs["runs/<run>"] / "summary.json").read_text())["mode"] == "corrected"
 
 
+def verified(home: Home, result: subprocess.CompletedProcess[str]) -> None:
+    assert "reproduced: 1 of 1 answer(s) checked" in result.stdout, result.stdout
+    rows = (home.path / home.runs["runs/<run>"] / "verify.jsonl").read_text().splitlines()
+    assert [json.loads(row)["reproduced"] for row in rows] == [True]
+
+
 def write_task_file(home: Home) -> None:
     home.sh("super-bench tasks list --json > my_tasks.jsonl")
 
@@ -250,6 +256,7 @@ CHECKS: dict[str, Check] = {
     "super-bench run --agent react-super --model openai/gpt-4o --query "
     '"Clone https://github.com/super-bench-demo/tinyreg and report its test MSE."': Check("error", error=NEEDS_KEY),
     "super-bench score runs/<run> --mode reference --out rescored": Check("run", rescored),
+    "super-bench verify runs/<run> --task-ids tinyreg": Check("run", verified),
     "super-bench tasks validate my_tasks.jsonl": Check("run", prepare=write_task_file),
     'super-bench construct from-notebook solved.ipynb --repo URL --query "..."': Check(
         "run", from_notebook, write_solved_notebook, ok=False

@@ -34,6 +34,7 @@ from super_bench.report.importer import import_trajectories
 from super_bench.report.viewer import build_view
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
+from super_bench.runner.verify_records import VerifyResult
 
 N_EXTRA = 30  # more tasks, so that sorting and filtering have something to do
 
@@ -408,4 +409,38 @@ def test_the_viewer_shows_time_without_result_and_the_node(browser: Any, tmp_pat
     text = page.locator("#task-view").inner_text()
     assert f"ran on {socket.gethostname()}" in text and "Time without result: interrupted cells" in text
     assert view.errors == []
+    page.close()
+
+
+def test_viewer_shows_where_the_answer_came_from_and_its_reproduction(
+    browser: Any, imported: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(imported, run_dir)
+    # tinyrepo printed its test MSE in step 5 (a continue_wait) and never its epochs; one task was verified.
+    checked = VerifyResult(task_id="tinyrepo", reproduced=False, reason="not shown by the replay's outputs: epochs = 2")
+    (run_dir / "verify.jsonl").write_text(checked.model_dump_json() + "\n")
+    view = Page(browser, build_view(run_dir, tmp_path / "view.html"))
+    page = view.page
+    page.wait_for_selector("#tasks tbody tr")
+    assert "answer observed" in page.locator("#answer-observed").inner_text()
+    assert "0 of 1" in page.locator("#reproduced").inner_text()
+    answer = page.locator("#tasks tbody tr[data-task=tinyrepo] td:nth-child(11)").inner_text()
+    assert answer == "partly observed"
+    page.select_option("#filters select[aria-label=answer]", "partly observed")
+    assert view.rows() == ["tinyrepo"]
+    page.select_option("#filters select[aria-label=reproduced]", "no")
+    assert view.rows() == ["tinyrepo"]
+
+    page.click("#tasks tbody tr[data-task=tinyrepo]")
+    page.wait_for_selector("#provenance li")
+    provenance = page.locator("#provenance").inner_text()
+    assert "test_mse = 7.4031 — shown in step 5 as 7.4031" in provenance
+    assert "epochs = 2 — never shown by the agent's own output" in provenance
+    assert "not reproduced" in page.locator("#reproduction").inner_text()
+    assert page.locator("#step-4 .badge.ans").inner_text() == "answer: test_mse"
+    page.click("#provenance a.step-link")
+    mark = page.locator('#step-4 mark.ans[data-field="test_mse"]')
+    assert mark.inner_text() == "7.4031" and mark.is_visible()
+    assert view.errors == [] and view.requests == [view.url]
     page.close()

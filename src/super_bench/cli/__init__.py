@@ -12,8 +12,8 @@ import click
 from super_bench.errors import SuperBenchError
 
 # Exit statuses: 0 success; 1 an unexpected error; 2 bad input or a super-bench error, in one line;
-# 3 a run or re-scoring in which no task could be scored (every task an infrastructure failure, say);
-# 130 interrupted.
+# 3 a run or re-scoring in which no task could be scored (every task an infrastructure failure, say), or a
+# verification in which no answer could be checked; 130 interrupted.
 NOTHING_SCORED = 3
 
 # Subcommands are imported only when used, so `super-bench --help` stays instant.
@@ -21,6 +21,7 @@ _COMMANDS = {
     "run": "super_bench.cli.run_cmd:run_command",
     "play": "super_bench.cli.play_cmd:play_command",
     "score": "super_bench.cli.score_cmd:score_command",
+    "verify": "super_bench.cli.verify_cmd:verify_command",
     "sandbox": "super_bench.cli.sandbox_cmd:sandbox_group",
     "serve": "super_bench.cli.serve_cmd:serve_command",
     "tasks": "super_bench.cli.tasks_cmd:tasks_group",

@@ -274,5 +274,20 @@ def print_summary(results: list[TaskResult], summary: Summary, title: str = "Sco
             f"model: {summary.usage.model_calls} calls{cached}, {summary.usage.prompt_tokens:,} prompt + "
             f"{summary.usage.completion_tokens:,} completion tokens, ${summary.usage.cost:.4f}"
         )
+    notes += _provenance_notes(results)
     for note in notes:
         console.print(f"  {note}")
+
+
+def _provenance_notes(results: list[TaskResult]) -> list[str]:
+    """How many submitted answers the run's own output showed, and which it never did (answer_provenance)."""
+    traced = [r for r in results if r.in_means and r.answer_provenance is not None]
+    if not traced:
+        return []
+    observed = sum(r.answer_provenance == "observed" for r in traced)
+    notes = [f"answers shown by the run's own output: {observed} of {len(traced)} (answer provenance)"]
+    flagged = [r.task_id for r in traced if r.answer_provenance != "observed"]
+    if flagged:
+        more = f" and {len(flagged) - 10} more" if len(flagged) > 10 else ""
+        notes.append("not every value shown (see the viewer): " + ", ".join(flagged[:10]) + more)
+    return notes

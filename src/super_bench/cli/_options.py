@@ -348,6 +348,44 @@ _SANDBOX_OPTIONS = (
 )
 
 
+# The sandbox options named as the SandboxConfig settings they set, and the SandboxConfig setting of each option.
+_SAME_NAMED = (
+    "memory_limit",
+    "memory_enforcement",
+    "max_processes",
+    "max_file_size",
+    "disk_limit",
+    "disk_enforcement",
+    "package_cache",
+    "wall_time_limit",
+    "image",
+    "engine",
+    "git_mirrors",
+    "pip_index",
+    "packages_as_of",
+    "hf_cache",
+    "offline_bundle",
+)
+SANDBOX_SETTINGS = {
+    "sandbox": "backend",
+    "task_python": "task_python",
+    "keep_workdirs": "keep",
+    "network": "network",
+    **{name: name for name in _SAME_NAMED},
+}
+
+
+def given_sandbox_settings(sandbox: SandboxConfig) -> dict[str, Any]:
+    """The settings of ``sandbox`` (made by ``sandbox_options``) whose options the command line gave: those
+    left at their defaults are not in it."""
+    context = click.get_current_context()
+    return {
+        setting: getattr(sandbox, setting)
+        for name, setting in SANDBOX_SETTINGS.items()
+        if context.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+    }
+
+
 def sandbox_options(function: F) -> F:
     """The sandbox's options (--sandbox, --network, the limits, ...), passed on as one ``sandbox``
     argument: a ``SandboxConfig``."""
@@ -360,26 +398,13 @@ def sandbox_options(function: F) -> F:
 
         from super_bench.sandbox import SandboxConfig
 
-        names = (
-            "memory_limit",
-            "memory_enforcement",
-            "max_processes",
-            "max_file_size",
-            "disk_limit",
-            "disk_enforcement",
-            "package_cache",
-            "wall_time_limit",
-            "image",
-            "engine",
-        )
-        mirrors = ("git_mirrors", "pip_index", "packages_as_of", "hf_cache", "offline_bundle")
         try:
             config = SandboxConfig(
                 backend=sandbox,
                 task_python=task_python,
                 keep=keep_workdirs,
                 network=network == "on",
-                **{name: kwargs.pop(name) for name in (*names, *mirrors)},
+                **{name: kwargs.pop(name) for name in _SAME_NAMED},
             )
         except ValidationError as e:
             error = e.errors()[0]

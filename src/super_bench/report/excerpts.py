@@ -19,7 +19,7 @@ _INVISIBLE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\r(?=\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 )
 
-Span = tuple[int, int, int]  # start, end, landmark number
+Span = tuple[int, int, int | str]  # start, end, and what is marked: a landmark's number, or an answer's field
 
 
 def display_text(raw: str) -> tuple[str, Callable[[int], int]]:
@@ -54,7 +54,7 @@ def landmark_spans(raw: str, patterns: Sequence[tuple[int, regex.Pattern[str]]])
     """Where each landmark first matches, searched as scoring does (compiled by ``compile_landmark``, newlines
     read as spaces)."""
     flat = raw.replace("\n", " ")
-    spans = []
+    spans: list[Span] = []
     for number, pattern in patterns:
         match = pattern.search(flat)
         if match is not None:

@@ -20,10 +20,10 @@ from typing import Any
 from super_bench._names import TASK_SETS
 from super_bench.errors import RunDirError, SuperBenchError, TrajectoryImportError
 from super_bench.runner.records import RUN_SCHEMA_VERSION, RunManifest
-from super_bench.runner.rescore import rescore
+from super_bench.runner.rescore import rescore, with_provenance
 from super_bench.runner.results import RECORDED_MODE, TaskResult, summarize
 from super_bench.runner.rundir import RunDir, RunOutcome
-from super_bench.scoring import Metrics, ScoreMode
+from super_bench.scoring import Metrics, ScoreMode, note_provenance
 from super_bench.tasks.model import MASKED_CATEGORIES, Task
 from super_bench.trajectory import Trajectory
 
@@ -151,8 +151,10 @@ def import_trajectories(
             continue
         trajectory.metadata["recorded_metrics"] = raw
         agents.add(trajectory.agent or "")
+        provenance = note_provenance(trajectory)
         path = trajectory.save(run_dir.task_dir(task_id))
-        results.append(_result(trajectory, task_set, metrics, str(path.relative_to(run_dir.path))))
+        row = _result(trajectory, task_set, metrics, str(path.relative_to(run_dir.path)))
+        results.append(with_provenance(row, provenance))
     run_dir.write_manifest(_manifest(source, task_set, model, agents, len(results)))
     unmatched: list[str] = []
     if tasks is not None:

@@ -15,7 +15,7 @@ import html
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -26,11 +26,14 @@ from pydantic import ValidationError
 
 from super_bench._names import METRICS, MetricName, TaskStatus
 from super_bench.runner.results import TaskResult
+from super_bench.runner.rundir import RunDir
+from super_bench.runner.verify_records import VerifyResult, read_rows, summarize_verification
 from super_bench.scoring.landmarks import landmark_steps
+from super_bench.scoring.provenance import PROVENANCE_STATUSES
 from super_bench.tasks.model import Task, compile_landmark
 from super_bench.trajectory import Step, StepOutcome, Trajectory, atomic_write
 
-from .excerpts import answer_rows, capped, excerpt, landmark_spans
+from .excerpts import Span, answer_rows, capped, excerpt, landmark_spans
 from .runs import RunData, load_run
 
 log = logging.getLogger(__name__)
@@ -38,7 +41,8 @@ log = logging.getLogger(__name__)
 THOUGHT_LIMIT = 4000
 ACTION_HEAD, ACTION_TAIL = 6000, 2000
 FIGURE_CHARS = 8_000_000  # base64 characters of figures embedded per task (a figure is some tens of thousands)
-COLUMNS = ["task", "set", "category", "status", "stop", "steps", *METRICS, "cost", "time"]
+COLUMNS = ["task", "set", "category", "status", "stop", "steps", *METRICS, "answer", "cost", "time"]
+REPRODUCED = {True: "yes", False: "no", None: "not checked"}
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -55,16 +59,17 @@ def build_view(
     if tasks is not None:
         run.tasks = {t.task_id: t for t in tasks}
     out = out or run.path / "view.html"
+    verification = {row.key: row for row in read_rows(RunDir(run.path))}
     payloads = []
     for k, result in enumerate(run.results):
-        data = task_payload(run, result)
+        data = task_payload(run, result, verification.get(result.key))
         # "replace": a lone surrogate (possible in JSON read from disk) must not abort the whole page.
         raw = _json(data).encode("utf-8", "replace")
         blob = base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
         payloads.append(f'<script type="application/gzip+base64" id="t{k}">{blob}</script>')
         if progress is not None:
             progress(k + 1, len(run.results))
-    page = page_data(run)
+    page = page_data(run, verification)
     template = resources.files("super_bench.report").joinpath("static")
     parts = {
         "TITLE": html.escape(f"super-bench: {run.name}"),
@@ -79,25 +84,31 @@ def build_view(
     return out
 
 
-def page_data(run: RunData) -> dict[str, Any]:
-    """What the page shows before any task is opened: the run, its summary and the task table."""
+def page_data(run: RunData, verification: dict[tuple[str, int], VerifyResult] | None = None) -> dict[str, Any]:
+    """What the page shows before any task is opened: the run, its summary and the task table (with a
+    column of reproductions when the run was verified)."""
     summary = run.summary
+    verification = verification or {}
+    columns = COLUMNS + (["reproduced"] if verification else [])
     rows = []
     for k, r in enumerate(run.results):
-        rows.append(
-            [
-                r.task_id,
-                r.task_set,
-                ",".join(run.categories(r.task_id)),
-                r.status,
-                r.stop_reason or "",
-                r.n_steps,
-                *(getattr(r.metrics, m) for m in METRICS),
-                r.usage.cost,
-                round(r.wall_time, 1),
-                k,
-            ]
-        )
+        row: list[Any] = [
+            r.task_id,
+            r.task_set,
+            ",".join(run.categories(r.task_id)),
+            r.status,
+            r.stop_reason or "",
+            r.n_steps,
+            *(getattr(r.metrics, m) for m in METRICS),
+            _label(r.answer_provenance),
+            r.usage.cost,
+            round(r.wall_time, 1),
+        ]
+        if verification:
+            checked = verification.get(r.key)
+            row.append(REPRODUCED[checked.reproduced] if checked is not None else "")
+        rows.append([*row, k])
+    reproduced = summarize_verification(list(verification.values())) if verification else None
     return {
         "run": {
             "name": run.name,
@@ -122,7 +133,10 @@ def page_data(run: RunData) -> dict[str, Any]:
         "wall_time": run.wall_time,
         "waste": summary.waste.model_dump() if summary.waste is not None else None,
         "waited": summary.waited,
-        "columns": COLUMNS,
+        "answer_observed": summary.answer_observed,
+        "answers_traced": sum(r.in_means and r.answer_provenance is not None for r in run.results),
+        "reproduced": reproduced.model_dump(mode="json") if reproduced is not None else None,
+        "columns": columns,
         "rows": rows,
         "names": names(),
     }
@@ -130,14 +144,27 @@ def page_data(run: RunData) -> dict[str, Any]:
 
 def names() -> dict[str, Any]:
     """The names the page's script compares with, taken from the types that define them, so that the script
-    never spells one itself."""
+    never spells one itself; and the badge (good, warn, bad) of each value of the answer and reproduced
+    columns."""
     submitted: MetricName = "submitted"
     completed: TaskStatus = "completed"
     ok: StepOutcome = "ok"
-    return {"metrics": list(METRICS), "submitted": submitted, "completed": completed, "ok": ok}
+    return {
+        "metrics": list(METRICS),
+        "submitted": submitted,
+        "completed": completed,
+        "ok": ok,
+        "answer": {_label(s): badge for s, badge in zip(PROVENANCE_STATUSES, ("good", "warn", "bad"))},
+        "reproduced": dict(zip(REPRODUCED.values(), ("good", "bad", ""))),
+    }
 
 
-def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
+def _label(status: str | None) -> str:
+    """A provenance status as the table shows it: ``partly observed``; blank when nothing was traced."""
+    return (status or "").replace("_", " ")
+
+
+def task_payload(run: RunData, result: TaskResult, verified: VerifyResult | None = None) -> dict[str, Any]:
     """Everything the page shows for one opened task."""
     task = run.tasks.get(result.task_id)
     data: dict[str, Any] = {
@@ -154,6 +181,9 @@ def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
         "node": result.node,
         "submission": result.submission,
         "entrypoint_runs": result.details.get("entrypoint_runs", []),
+        # Rows scored before provenance existed have no such detail: the page says to re-score them.
+        "provenance": result.details.get("provenance", False),
+        "verified": verified.model_dump(mode="json", exclude={"schema_version"}) if verified is not None else None,
     }
     trajectory = _load_trajectory(run, result)
     if isinstance(trajectory, str):
@@ -182,7 +212,11 @@ def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
     for number, (pattern, step_index) in enumerate(zip(task.landmarks if task else [], found)):
         if step_index is not None:
             by_step.setdefault(step_index, []).append((number, compile_landmark(pattern)))
-    data["steps"] = [_step(step, trajectory.started_at, by_step.get(step.index, [])) for step in trajectory.steps]
+    shown = _answer_spans(data["provenance"])
+    data["steps"] = [
+        _step(step, trajectory.started_at, by_step.get(step.index, []), shown.get(step.index, []))
+        for step in trajectory.steps
+    ]
     room = FIGURE_CHARS
     for step, entry in zip(trajectory.steps, data["steps"]):
         for figure in step.figures:
@@ -194,8 +228,21 @@ def task_payload(run: RunData, result: TaskResult) -> dict[str, Any]:
     return data
 
 
-def _step(step: Step, start: datetime, patterns: list[tuple[int, regex.Pattern[str]]]) -> dict[str, Any]:
-    spans = landmark_spans(step.raw_output, patterns) if patterns else []
+def _answer_spans(provenance: Any) -> dict[int, list[Span]]:
+    """Where each observed value of the answer was printed, by step: ``(start, end, field)``."""
+    spans: dict[int, list[Span]] = {}
+    fields = provenance.get("fields", []) if isinstance(provenance, dict) else []
+    for field in fields:
+        step, offset, text = field.get("step"), field.get("offset"), field.get("text")
+        if isinstance(step, int) and isinstance(offset, int) and isinstance(text, str):
+            spans.setdefault(step, []).append((offset, offset + len(text), str(field.get("field") or "(answer)")))
+    return spans
+
+
+def _step(
+    step: Step, start: datetime, patterns: list[tuple[int, regex.Pattern[str]]], answers: Sequence[Span] = ()
+) -> dict[str, Any]:
+    spans = [*(landmark_spans(step.raw_output, patterns) if patterns else []), *answers]
     content = step.action.content
     if isinstance(content, str):
         action_text: str | None = content
@@ -216,7 +263,8 @@ def _step(step: Step, start: datetime, patterns: list[tuple[int, regex.Pattern[s
         "untimed": bool(step.metadata.get("untimed")),
         "thought": capped(step.thought, THOUGHT_LIMIT),
         "action": excerpt(action_text, head=ACTION_HEAD, tail=ACTION_TAIL) if action_text else None,
-        "lm": [n for _, _, n in spans],
+        "lm": [n for _, _, n in spans if isinstance(n, int)],
+        "ans": [n for _, _, n in answers],
     }
     if step.output is None:
         entry["obs"] = excerpt(step.observation, spans)

@@ -26,7 +26,7 @@ from super_bench.errors import ConfigError, EnvironmentClosedError
 from super_bench.failures import Failure, classify_failure
 from super_bench.runner.admission import ADMISSION, Need, Slot
 from super_bench.runner.results import TaskResult
-from super_bench.scoring import ScoreMode, score_trajectory
+from super_bench.scoring import ScoreMode, note_provenance, score_trajectory
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, Trajectory, step_line
 
@@ -216,6 +216,7 @@ def _episode(
     # An episode the environment ended itself on the agent's account (environment_broken) says why there.
     error = error or trajectory.metadata.get("error")
     trajectory.finished_at = trajectory.finished_at or trajectory.started_at
+    note_provenance(trajectory)
     path = trajectory.save(task_dir)
     (task_dir / "steps.jsonl").unlink(missing_ok=True)
     metrics, details = score_trajectory(trajectory, task, mode)
@@ -233,4 +234,5 @@ def _episode(
         trajectory=str(path.relative_to(run_dir)) if run_dir else str(path),
         details=details.model_dump(),
         node=socket.gethostname(),
+        answer_provenance=details.answer_provenance,
     )

@@ -14,7 +14,7 @@ from super_bench.errors import RunDirError
 from super_bench.runner.records import RUN_SCHEMA_VERSION, Rescoring, RunManifest
 from super_bench.runner.results import RECORDED_MODE, Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir, RunOutcome
-from super_bench.scoring import ScoreMode, score_trajectory, submission_of
+from super_bench.scoring import AnswerProvenance, ScoreMode, answer_provenance, score_trajectory, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory
@@ -109,7 +109,10 @@ def _rescore(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_
         task = by_id.get(trajectory.task_id)
         if task is None:
             if row is not None and row.mode == RECORDED_MODE:
-                done.add(row.key)  # an imported task with no gold task keeps the metrics recorded for it
+                # An imported task with no gold task keeps the metrics recorded for it; its answer's
+                # provenance needs no gold.
+                results[row.key] = with_provenance(row, answer_provenance(trajectory))
+                done.add(row.key)
                 continue
             reason = f"task {trajectory.task_id!r} is not among the tasks"
             log.warning("%s: %s; left unscored", relative, reason)
@@ -123,6 +126,7 @@ def _rescore(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_
         update = {"submission": json_safe(submission_of(trajectory)), "trajectory": relative}
         result = row.model_copy(update={**update, "mode": mode, "unscored": None})
         result.metrics, result.details = metrics, details.model_dump()
+        result.answer_provenance = details.answer_provenance
         results[result.key] = result
         done.add(result.key)
     for key, row in results.items():
@@ -154,6 +158,13 @@ def _write_summary(run_dir: RunDir, results: list[TaskResult], mode: ScoreMode, 
     if readable and (manifest is not None or copied_from is not None):
         _record_rescoring(run_dir, manifest or RunManifest(schema_version=RUN_SCHEMA_VERSION), mode, copied_from)
     return summary
+
+
+def with_provenance(row: TaskResult, provenance: AnswerProvenance | None) -> TaskResult:
+    """``row`` with its answer's provenance, its metrics as they were."""
+    details = {**row.details, "provenance": provenance.model_dump() if provenance is not None else None}
+    status = provenance.status if provenance is not None else None
+    return row.model_copy(update={"details": details, "answer_provenance": status})
 
 
 def _unscored(row: TaskResult, reason: str, mode: ScoreMode) -> TaskResult:

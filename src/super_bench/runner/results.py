@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from super_bench._names import METRICS, TaskStatus
 from super_bench.runner.records import VersionedRecord
 from super_bench.runner.waste import Waste, total, waste_of
-from super_bench.scoring import Metrics, submission_of
+from super_bench.scoring import Metrics, ProvenanceStatus, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.stats import bootstrap_mean
 from super_bench.trajectory import StopReason, Trajectory, Usage
@@ -45,6 +45,11 @@ class TaskResult(VersionedRecord):
     retry_errors: list[str] = Field(default_factory=list, description="The infrastructure failures that were retried")
     trajectory: str | None = Field(None, description="Path of trajectory.json, relative to the run directory")
     details: dict[str, Any] = Field(default_factory=dict, description="Scoring details (landmark steps, ...)")
+    answer_provenance: ProvenanceStatus | None = Field(
+        None,
+        description="Whether the run's own output showed the submitted values: observed (all), partly_observed, "
+        "unobserved; null when nothing was submitted (details.provenance has each value's step)",
+    )
     mode: str | None = Field(
         None,
         description="How the metrics were scored: corrected, reference, or recorded (imported as the original "
@@ -128,6 +133,9 @@ class Summary(VersionedRecord):
     )
     waste: Waste | None = Field(None, description="The rows' waste summed (over the rows that record it)")
     waited: float = Field(0.0, description="Seconds tasks were held back for lack of free disk or memory, summed")
+    answer_observed: float | None = Field(
+        None, description="Of the scored results with a submitted answer, the fraction whose every value was observed"
+    )
 
 
 MIXED_MODE = "mixed"
@@ -155,6 +163,7 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
     for r in results:
         usage.add(r.usage)
     counts = Counter(r.status for r in results)
+    traced = [r.answer_provenance for r in scored if r.answer_provenance is not None]
     return Summary(
         n_tasks=len(results),
         n_scored=len(scored),
@@ -172,6 +181,7 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
         stats={name: metric_stats(scored, name) for name in METRICS},
         waste=total(r.waste for r in results),
         waited=sum(r.waited for r in results),
+        answer_observed=traced.count("observed") / len(traced) if traced else None,
     )
 
 

@@ -11,6 +11,7 @@
       tasks/<name>/steps.jsonl     only while the task runs: its steps so far
       tasks/<name>@<k>/            epoch k (from 2 on) of a run with --epochs
                                    (<name>: the task id, or a readable form of it and a hash; task_dirname)
+      verify.jsonl, verify-summary.json, verify/<name>/   written by `super-bench verify` (runner.verify)
       .lock                        only while a process writes the run: which one
 """
 
@@ -40,8 +41,19 @@ from super_bench.trajectory import atomic_write
 log = logging.getLogger(__name__)
 _Record = TypeVar("_Record", RunManifest, Summary)
 
-# What a run writes at the top of its directory; --redo removes exactly these.
-RUN_FILES = ("run.json", "tasks.jsonl", "results.jsonl", "summary.json", "view.html", "tasks")
+# What a run writes at the top of its directory (and its verification: runner.verify_records); --redo
+# removes exactly these.
+RUN_FILES = (
+    "run.json",
+    "tasks.jsonl",
+    "results.jsonl",
+    "summary.json",
+    "view.html",
+    "tasks",
+    "verify.jsonl",
+    "verify-summary.json",
+    "verify",
+)
 
 
 # Task ids that are their own directory name: lower case (so that no two differ only in case, which

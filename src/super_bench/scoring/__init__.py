@@ -1,4 +1,5 @@
-"""Scoring: output match, landmarks, script-executed and submitted, from a trajectory alone."""
+"""Scoring: output match, landmarks, script-executed and submitted, from a trajectory alone; and beside
+them the answer's provenance (``provenance``), which changes no metric."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ from super_bench._names import METRICS, SCORE_MODES, ScoreMode
 from super_bench.scoring.answer import score_answer
 from super_bench.scoring.entrypoint import entrypoint_runs
 from super_bench.scoring.landmarks import landmark_steps, raw_text
+from super_bench.scoring.provenance import (
+    PROVENANCE_KEY,
+    PROVENANCE_STATUSES,
+    AnswerProvenance,
+    FieldProvenance,
+    ProvenanceStatus,
+    trace_answer,
+)
 from super_bench.scoring.reference import (
     cleaned_text,
     reference_entrypoint_runs,
@@ -35,6 +44,30 @@ class ScoreDetails(BaseModel):
 
     landmark_steps: list[int | None] = Field(default_factory=list, description="First matching step per landmark")
     entrypoint_runs: list[dict[str, Any]] = Field(default_factory=list)
+    provenance: AnswerProvenance | None = Field(
+        None,
+        description="Where each submitted value was first shown in the run's output; null if nothing was submitted",
+    )
+
+    @property
+    def answer_provenance(self) -> ProvenanceStatus | None:
+        return self.provenance.status if self.provenance is not None else None
+
+
+def answer_provenance(trajectory: Trajectory) -> AnswerProvenance | None:
+    """Where each value the episode submitted first appears in its agent's output (None: nothing submitted)."""
+    return trace_answer(submission_of(trajectory), trajectory.steps)
+
+
+def note_provenance(trajectory: Trajectory) -> AnswerProvenance | None:
+    """The answer's provenance, also kept in the trajectory's metadata (``answer_provenance``: each value,
+    its step and printed text), so that the trajectory tells it without the run's results."""
+    provenance = answer_provenance(trajectory)
+    if provenance is None:
+        trajectory.metadata.pop(PROVENANCE_KEY, None)
+    else:
+        trajectory.metadata[PROVENANCE_KEY] = provenance.model_dump(mode="json")
+    return provenance
 
 
 def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corrected") -> tuple[Metrics, ScoreDetails]:
@@ -43,10 +76,11 @@ def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corr
         raise ValueError(f"unknown scoring mode {mode!r}; use {' or '.join(map(repr, SCORE_MODES))}")
     reference = mode == "reference"
     submission = submission_of(trajectory)
+    # The answer as given, in either mode: where it came from is no question of the scoring rules.
+    details = ScoreDetails(provenance=trace_answer(submission, trajectory.steps))
     if reference:
         submission = reference_submission(submission)
     metrics = Metrics(submitted=float(submission is not None))
-    details = ScoreDetails()
     if task.answer is not None:
         if reference:
             metrics.output_match = reference_output_match(submission, task.answer)
@@ -69,12 +103,20 @@ def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corr
 
 __all__ = [
     "METRICS",
+    "PROVENANCE_KEY",
+    "PROVENANCE_STATUSES",
     "SCORE_MODES",
+    "AnswerProvenance",
+    "FieldProvenance",
     "Metrics",
+    "ProvenanceStatus",
     "ScoreDetails",
     "ScoreMode",
+    "answer_provenance",
+    "note_provenance",
     "parse_answer",
     "score_answer",
     "score_trajectory",
     "submission_of",
+    "trace_answer",
 ]

@@ -4,7 +4,7 @@
 // This script runs before the trajectories are parsed, so the table shows while a large file still loads.
 
 const DATA = JSON.parse(document.getElementById("run-data").textContent);
-const NAMES = DATA.names; // from Python: the metrics, and the names of a completed task and of a step that went well
+const NAMES = DATA.names; // from Python: the metrics, the names of a completed task and of a step that went well, the badges of the answer and reproduced columns
 const METRICS = NAMES.metrics;
 const COL = Object.fromEntries(DATA.columns.map((name, i) => [name, i]));
 const ROW_KEY = DATA.columns.length; // the task's payload number follows the visible columns
@@ -14,7 +14,7 @@ const ROWS_SHOWN = 250; // more on request: laying out a table of thousands of r
 const parsed = document.readyState === "loading"
   ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }))
   : Promise.resolve();
-const state = { limit: ROWS_SHOWN,  sort: { col: "task", dir: 1 }, filter: { text: "", status: "", set: "", category: "", stop: "", result: "" }, order: [] };
+const state = { limit: ROWS_SHOWN,  sort: { col: "task", dir: 1 }, filter: { text: "", status: "", set: "", category: "", stop: "", result: "", answer: "", reproduced: "" }, order: [] };
 
 // -- helpers --------------------------------------------------------------------------------------
 function el(tag, props, ...children) {
@@ -77,6 +77,17 @@ function renderSummary() {
   cards.push(el("div", { class: "card" }, el("div", { class: "label", text: "cost" }),
     el("div", { class: "value", text: money(usage.cost) }),
     el("div", { class: "ci", text: `${usage.model_calls} calls · ${usage.prompt_tokens.toLocaleString()} + ${usage.completion_tokens.toLocaleString()} tokens` })));
+  if (DATA.answers_traced) {
+    cards.push(el("div", { class: "card", id: "answer-observed" }, el("div", { class: "label", text: "answer observed" }),
+      el("div", { class: "value", text: pct(DATA.answer_observed) }),
+      el("div", { class: "ci", text: `of ${DATA.answers_traced} submitted answers: every value shown by the run's own output` })));
+  }
+  if (DATA.reproduced) {
+    const r = DATA.reproduced;
+    cards.push(el("div", { class: "card", id: "reproduced" }, el("div", { class: "label", text: "reproduced" }),
+      el("div", { class: "value", text: `${r.reproduced} of ${r.reproduced + r.not_reproduced}` }),
+      el("div", { class: "ci", text: `answers shown again by a replay (super-bench verify)${r.unchecked ? `; ${r.unchecked} not checked` : ""}` })));
+  }
   cards.push(el("div", { class: "card" }, el("div", { class: "label", text: "time" }),
     el("div", { class: "value", text: duration(DATA.wall_time) }),
     el("div", { class: "ci", text: `executing: ${duration(DATA.execution_time)}` })));
@@ -108,8 +119,9 @@ function renderFilters() {
   const primary = DATA.run.primary;
   box.append(el("input", { type: "search", placeholder: "filter task ids (text or /regex/)", "aria-label": "filter task ids",
     oninput: (e) => { state.filter.text = e.target.value; state.limit = ROWS_SHOWN; refresh(); } }));
-  const select = (key, title, options) => {
-    if (options.length < 2 && key !== "result") return;
+  // A filter of one value is shown where that value marks some rows apart from the blank others.
+  const select = (key, title, options, least = 2) => {
+    if (options.length < least && key !== "result") return;
     box.append(el("select", { "aria-label": title, onchange: (e) => { state.filter[key] = e.target.value; state.limit = ROWS_SHOWN; refresh(); } },
       el("option", { value: "", text: `${title}: all` }), options.map(([value, text]) => el("option", { value, text }))));
   };
@@ -118,6 +130,8 @@ function renderFilters() {
   select("category", "category", distinct("category").map((v) => [v, v]));
   select("stop", "stop reason", distinct("stop").map((v) => [v, v]));
   select("result", label(primary), [["solved", "solved (1.0)"], ["partial", "partial"], ["failed", "0"], ["unsubmitted", "not submitted"]]);
+  select("answer", "answer", distinct("answer").map((v) => [v, v]), 1);
+  if (COL.reproduced !== undefined) select("reproduced", "reproduced", distinct("reproduced").map((v) => [v, v]), 1);
   state.primary = primary;
 }
 
@@ -130,7 +144,7 @@ function matches(row) {
       try { if (!new RegExp(m[1], "i").test(id)) return false; } catch (_) { return false; }
     } else if (!id.toLowerCase().includes(f.text.toLowerCase())) return false;
   }
-  for (const key of ["status", "set", "stop"]) if (f[key] && row[COL[key]] !== f[key]) return false;
+  for (const key of ["status", "set", "stop", "answer", "reproduced"]) if (f[key] && row[COL[key]] !== f[key]) return false;
   if (f.category && !String(row[COL.category]).split(",").includes(f.category)) return false;
   if (f.result) {
     const v = row[COL[state.primary]];
@@ -173,6 +187,9 @@ function cell(name, value) {
   if (name === "time") return el("td", { class: "num", text: duration(value) });
   if (name === "steps") return el("td", { class: "num", text: value });
   if (name === "status") return el("td", null, el("span", { class: `badge ${value === NAMES.completed ? "good" : "bad"}`, text: value }));
+  if ((name === "answer" || name === "reproduced") && value) {
+    return el("td", null, el("span", { class: `badge ${NAMES[name][value] || ""}`, text: value }));
+  }
   return el("td", { class: name === "task" ? "task" : null, text: value });
 }
 
@@ -228,7 +245,11 @@ function excerptNode(ex, landmarks) {
       const from = Math.max(s, at), to = Math.min(e, stop);
       if (from < at || to <= from) continue;
       pre.append(text.slice(at - start, from - start));
-      pre.append(el("mark", { class: "lm", "data-landmark": n, title: `landmark ${n + 1}: ${landmarks[n] ? landmarks[n][0] : ""}`, text: text.slice(from - start, to - start) }));
+      const shown = text.slice(from - start, to - start);
+      // A landmark is marked by its number; a submitted value by its field (a string).
+      pre.append(typeof n === "string"
+        ? el("mark", { class: "ans", "data-field": n, title: `the submitted ${n}, as printed`, text: shown })
+        : el("mark", { class: "lm", "data-landmark": n, title: `landmark ${n + 1}: ${landmarks[n] ? landmarks[n][0] : ""}`, text: shown }));
       at = to;
     }
     pre.append(text.slice(at - start));
@@ -277,6 +298,7 @@ function stepNode(step, d) {
     step.outcome !== NAMES.ok && el("span", { class: "badge bad", text: step.outcome }),
     step.exit !== null && step.exit !== undefined && step.exit !== 0 && el("span", { class: "badge bad", text: `exit ${step.exit}` }),
     step.lm.map((n) => el("span", { class: "badge lm", title: d.landmarks[n] ? d.landmarks[n][0] : "", text: `landmark ${n + 1}` })),
+    (step.ans || []).map((field) => el("span", { class: "badge ans", title: "the submitted value is first shown here", text: `answer: ${field}` })),
     el("span", { class: "time", text: step.untimed ? "time not recorded" : `${step.clock} (${offset(step.t)}) · ${duration(step.dur)}` }));
   const node = el("section", { class: classes.join(" "), id: `step-${step.i}` }, head);
   if (step.thought) node.append(el("div", { class: "thought", text: step.thought }));
@@ -298,11 +320,60 @@ function stepNode(step, d) {
   return node;
 }
 
-function goToStep(i) {
+function goToStep(i, markSelector = "mark.lm") {
   const node = document.getElementById(`step-${i}`);
   if (!node) return;
-  const mark = node.querySelector("mark.lm");
+  const mark = node.querySelector(markSelector);
+  if (mark && mark.closest("details")) mark.closest("details").open = true;
   (mark || node).scrollIntoView({ block: "center" });
+}
+
+function fieldName(f) { return f.field || "(answer)"; }
+
+function provenanceNode(d) {
+  const box = el("div", { id: "provenance" });
+  if (d.provenance === false) {
+    box.append(el("p", { class: "muted", text: "Not traced: this row was scored before super-bench traced answers. Re-score the run (super-bench score RUN_DIR) to see where each value came from." }));
+    return box;
+  }
+  if (!d.provenance) {
+    box.append(el("p", { class: "muted", text: "Nothing was submitted." }));
+    return box;
+  }
+  const list = el("ul", { class: "provenance" });
+  for (const f of d.provenance.fields) {
+    const head = [el("code", { text: `${fieldName(f)} = ${JSON.stringify(f.value)}` }), " — "];
+    if (f.step !== null) {
+      list.append(el("li", { class: "observed" }, head, el("a", { class: "step-link",
+        onclick: () => goToStep(f.step, `mark.ans[data-field="${CSS.escape(fieldName(f))}"]`),
+        text: `shown in step ${f.step + 1}` }), ` as `, el("code", { text: f.text })));
+      continue;
+    }
+    const why = ["never shown by the agent's own output"];
+    if (f.typed_step !== null) why.push(`its code spelled it out in step ${f.typed_step + 1} before any output showed it`);
+    if (f.pre_executed_step !== null) why.push(`shown only by the pre-executed step ${f.pre_executed_step + 1}`);
+    list.append(el("li", { class: "unobserved" }, head, el("span", { class: "v-zero", text: why.join("; ") })));
+  }
+  box.append(list);
+  if (d.provenance.untraced) box.append(el("p", { class: "muted", text: `${d.provenance.untraced} more value(s) not looked for (counted unobserved).` }));
+  return box;
+}
+
+function reproductionNode(v) {
+  const verdict = v.reproduced === true ? "reproduced" : v.reproduced === false ? "not reproduced" : "not checked";
+  const box = el("div", { id: "reproduction" }, el("p", null,
+    el("span", { class: `badge ${v.reproduced === true ? "good" : v.reproduced === false ? "bad" : ""}`, text: verdict }),
+    v.reason ? ` ${v.reason}` : ""));
+  const list = el("ul", { class: "provenance" });
+  for (const f of v.fields) {
+    list.append(el("li", { class: f.step !== null ? "observed" : "unobserved" }, el("code", { text: `${fieldName(f)} = ${JSON.stringify(f.value)}` }),
+      " — ", f.step !== null ? `shown in step ${f.step + 1} of the replay as ` : "not shown by the replay",
+      f.step !== null ? el("code", { text: f.text }) : null));
+  }
+  box.append(list);
+  const facts = [v.trajectory && `replay: ${v.trajectory}`, v.stop_reason && `ended: ${v.stop_reason}`, v.status && `status ${v.status}`];
+  box.append(el("p", { class: "muted", text: facts.filter(Boolean).join(" · ") }));
+  return box;
 }
 
 function renderTask(row, d) {
@@ -330,6 +401,8 @@ function renderTask(row, d) {
   if (d.query) view.append(el("details", { open: true }, el("summary", { text: "query" }), el("div", { class: "query", text: d.query })));
   if (d.recorded) view.append(el("p", { class: "muted", text: "Metrics recorded by the original harness: " + JSON.stringify(d.recorded) }));
   view.append(el("h2", { text: "Submission against gold" }), answerNode(d));
+  view.append(el("h2", { text: "Where the answer came from" }), provenanceNode(d));
+  if (d.verified) view.append(el("h2", { text: "Reproduction (super-bench verify)" }), reproductionNode(d.verified));
   if (d.landmarks.length) {
     view.append(el("h2", { text: "Landmarks" }), el("ol", { class: "landmarks" }, d.landmarks.map(([pattern, step]) =>
       el("li", null, el("code", { text: pattern }), " — ",

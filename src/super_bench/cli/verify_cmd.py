@@ -1,0 +1,89 @@
+"""``super-bench verify``."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from super_bench.cli import NOTHING_SCORED
+from super_bench.cli._options import (
+    Default,
+    ManyValues,
+    ManyValuesCommand,
+    as_list,
+    given_sandbox_settings,
+    sandbox_options,
+)
+
+if TYPE_CHECKING:
+    from super_bench.runner.verify_records import VerifyResult
+    from super_bench.sandbox import SandboxConfig
+
+
+@click.command("verify", cls=ManyValuesCommand)
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--task-ids", cls=ManyValues, metavar="ID ...", help="Verify only these tasks.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=Default("super_bench.runner.verify:verify.workers"),
+    show_default=True,
+    help="Replays at once, each in its own sandbox.",
+)
+@click.option("--redo", is_flag=True, help="Replay every task again instead of resuming the verification.")
+@sandbox_options
+def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo: bool, sandbox: SandboxConfig) -> None:
+    """Replay each task's actions (not its submission) in a fresh sandbox set up as the run's, and check
+    that the reproduced outputs show the submitted answer again.
+
+    The sandbox, limits, network and mirrors are the run's own (run.json); the sandbox options given here
+    replace those settings (git mirrors are added), which an imported run needs: it records none. Writes
+    RUN_DIR/verify.jsonl, RUN_DIR/verify-summary.json and the reproduced trajectories under RUN_DIR/verify/;
+    rerunning resumes. Exits with status 3 when no answer could be checked.
+    """
+    from super_bench.cli._display import console, err_console
+    from super_bench.runner.verify import verify
+
+    given = given_sandbox_settings(sandbox)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a scheduler's stop, as Ctrl-C
+    err_console.print(f"super-bench: verifying {run_dir}")
+    outcome = verify(
+        run_dir, task_ids=as_list(task_ids), workers=workers, redo=redo, sandbox=given, on_row=_progress(err_console)
+    )
+    console.print(_table(outcome.rows))
+    summary = outcome.summary
+    checked = summary.reproduced + summary.not_reproduced
+    console.print(
+        f"reproduced: {summary.reproduced} of {checked} answer(s) checked; {summary.unchecked} not checked. "
+        f"Wrote {run_dir / 'verify.jsonl'}"
+    )
+    if checked == 0:
+        err_console.print("[red]no answer could be checked: nothing was submitted, or every replay failed[/red]")
+        sys.exit(NOTHING_SCORED)
+
+
+def _progress(err_console: Any) -> Any:
+    def show(row: VerifyResult) -> None:
+        err_console.print(f"  {row.task_id}: {_verdict(row)}")
+
+    return show
+
+
+def _verdict(row: VerifyResult) -> str:
+    return {True: "reproduced", False: "not reproduced", None: "not checked"}[row.reproduced]
+
+
+def _table(rows: list[VerifyResult]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="Verification")
+    for header in ("task", "answer in the run", "reproduced", "why not"):
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        name = row.task_id if row.epoch == 1 else f"{row.task_id} @{row.epoch}"
+        table.add_row(name, (row.answer_provenance or "-").replace("_", " "), _verdict(row), row.reason or "")
+    return table

@@ -1,0 +1,185 @@
+"""Answer provenance: for each value of a submission, the first step whose output showed it.
+
+An agent can submit a number its run never produced (copied, guessed, remembered); output match cannot
+tell. Provenance looks for every leaf value of the submission (each number, string and boolean, at any
+depth) in the raw output of the agent's own cells, in order, and records the first step that shows it:
+
+- a number is shown by a printed number that equals it, or that rounds or truncates to it at the
+  submitted number of decimals while staying within output match's 1e-2 (``0.8523`` printed supports
+  ``0.85`` and ``0.852``; not ``0.86``, nor ``0.9``). Integers and floats meet (``7`` and ``7.0``);
+  scientific notation (``8.523e-01``) is read; a number followed by ``%`` also supports its hundredth
+  (``85.23%`` supports ``0.8523``), a bare ``85.23`` does not. A number glued to a letter, digit, ``_``
+  or ``.`` before it (``resnet50``, ``v1.2``) or followed by ``.`` and a digit (``1.2.3``) is not read
+  as a number; units after it are fine (``7.40s``);
+- a string is shown by the same text (stripped), not glued to letters or digits at either end;
+- a boolean by ``True``/``true`` (``False``/``false``) as a word.
+
+Only the output of the agent's cells counts (``execute``, and ``continue_wait``/``interrupt`` of a
+cell it started), not what the harness wrote for it (an edit's report, an invalid action's message)
+and not a pre-executed cell's (a Masked task's given cells: not the agent's work; such a sighting is
+noted as ``pre_executed_step``). A number the agent's own code spelled out as a non-integer literal
+(``print(7.4031)``, an edited file) before any output showed it no longer counts from that step on:
+the output only echoes what the agent typed (``typed_step``). docs/verification.md has the rules
+and their limits.
+
+The search itself (how a text shows a value, and how a trajectory's texts are searched at once) is in
+``shown``.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
+from operator import attrgetter
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from super_bench.scoring.shown import Chunks, Finder, Number, finder_for, outputs
+from super_bench.trajectory import Step
+
+ProvenanceStatus = Literal["observed", "partly_observed", "unobserved"]
+PROVENANCE_STATUSES: tuple[str, ...] = ("observed", "partly_observed", "unobserved")
+# An answer is a few values; a submission of thousands (a list of predictions) is traced in its first
+# values and counted unobserved beyond them, so that no answer can make scoring slow.
+MAX_TRACED_VALUES = 64
+PROVENANCE_KEY = "answer_provenance"  # where a trajectory's metadata keeps its answer's provenance
+_SHOWN_BY = ("execute", "continue_wait", "interrupt")
+_TYPED_IN = ("execute", "edit")
+_INDEX = attrgetter("index")
+
+
+class FieldProvenance(BaseModel):
+    """Where one submitted value was first shown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    field: str = Field(description="Its place in the submission (results.acc, scores[0]); empty for a bare answer")
+    value: Any
+    step: int | None = Field(None, description="The first step of the agent whose output showed it; null if none")
+    text: str | None = Field(None, description="The value as printed there")
+    offset: int | None = Field(None, description="Where that text starts in the step's raw output")
+    pre_executed_step: int | None = Field(None, description="The first pre-executed (given) cell that showed it")
+    typed_step: int | None = Field(
+        None, description="The step whose code spelled it out before any output showed it; later output does not count"
+    )
+
+    @property
+    def observed(self) -> bool:
+        return self.step is not None
+
+
+class AnswerProvenance(BaseModel):
+    """Provenance of a whole submission."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fields: list[FieldProvenance] = Field(default_factory=list)
+    untraced: int = Field(0, description=f"Values beyond the first {MAX_TRACED_VALUES}, not looked for: unobserved")
+
+    @property
+    def status(self) -> ProvenanceStatus | None:
+        """observed (every value), partly_observed, unobserved (none), or None with no value to trace."""
+        total = len(self.fields) + self.untraced
+        if total == 0:
+            return None
+        seen = sum(f.observed for f in self.fields)
+        return "observed" if seen == total else "unobserved" if seen == 0 else "partly_observed"
+
+
+def trace_answer(submission: Any, steps: Sequence[Step]) -> AnswerProvenance | None:
+    """Where each value of ``submission`` first appears in the output of ``steps``; None when nothing was
+    submitted. Null values and blank strings are not traced (they hold nothing to find)."""
+    if submission is None:
+        return None
+    fields: list[FieldProvenance] = []
+    finders: list[Finder] = []
+    untraced = 0
+    for path, value in _leaves("", submission):
+        if len(fields) == MAX_TRACED_VALUES:
+            untraced += 1
+            continue
+        fields.append(FieldProvenance(field=path, value=value))
+        finders.append(finder_for(type(value).__name__, value))
+    shown = Chunks(steps, outputs)
+    for field, finder in zip(fields, finders):
+        hit = _first(finder, shown, _shows)
+        if hit is not None:
+            step, offset, text = hit
+            field.step, field.offset, field.text = step.index, offset, text
+    _untyped(fields, finders, steps)
+    unseen = [(field, finder) for field, finder in zip(fields, finders) if field.step is None]
+    if unseen:
+        # Given cells, looked at only for the values the agent's output never showed.
+        given = [s for s in steps if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid"]
+        texts = Chunks(given, outputs)
+        for field, finder in unseen:
+            hit = _first(finder, texts, _anything)
+            field.pre_executed_step = hit[0].index if hit is not None else None
+    return AnswerProvenance(fields=fields, untraced=untraced)
+
+
+def _shows(step: Step) -> bool:
+    """An agent's cell whose output counts."""
+    return step.action.type in _SHOWN_BY and not step.pre_executed and step.outcome != "invalid"
+
+
+def _codes(steps: Sequence[Step]) -> list[str]:
+    """The code the agent typed in each step; empty for other steps."""
+    return [
+        s.action.content
+        if isinstance(s.action.content, str)
+        and s.action.type in _TYPED_IN
+        and not s.pre_executed
+        and s.outcome != "invalid"
+        else ""
+        for s in steps
+    ]
+
+
+def _untyped(fields: list[FieldProvenance], finders: list[Finder], steps: Sequence[Step]) -> None:
+    """Unmark each value shown only once the agent's own code had spelled it out: at or after that step,
+    the output echoes what the agent typed. Only the code of steps up to a sighting is read."""
+    seen = [f.step for f, finder in zip(fields, finders) if f.step is not None and isinstance(finder, Number)]
+    if not seen:
+        return
+    codes = Chunks(steps[: bisect_right(steps, max(seen), key=_INDEX)], _codes)
+    for field, finder in zip(fields, finders):
+        if field.step is None or not isinstance(finder, Number):
+            continue
+        hit = _first(finder, codes, _anything, typed=True)
+        if hit is not None and hit[0].index <= field.step:
+            field.typed_step, field.step, field.offset, field.text = hit[0].index, None, None, None
+
+
+def _anything(step: Step) -> bool:
+    return True
+
+
+def _first(
+    finder: Finder, chunks: Chunks, counts: Callable[[Step], bool], typed: bool = False
+) -> tuple[Step, int, str] | None:
+    """The first step that ``counts`` and whose text shows the value, and where and as what it shows it."""
+    for steps, text in chunks:
+        start = 0
+        while (hit := finder.find(text, typed, start)) is not None:
+            k, offset = text.locate(hit[0])
+            if counts(steps[k]) and offset + len(hit[1]) <= len(text.texts[k]):
+                return steps[k], offset, hit[1]
+            start = text.starts[k + 1] if k + 1 < len(text.texts) else len(text.text)
+    return None
+
+
+def _leaves(path: str, value: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(f"{path}.{key}" if path else str(key), item)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for i, item in enumerate(value):
+            yield from _leaves(f"{path}[{i}]", item)
+    elif value is None or (isinstance(value, str) and not value.strip()):
+        return
+    elif isinstance(value, bool | int | float | str):
+        yield path, value
+    else:  # a Python literal JSON has no type for (an imported answer): looked for as its text
+        yield path, repr(value)

@@ -1,0 +1,322 @@
+"""Answer provenance: which step's output first showed each submitted value, by the documented rules, in
+scoring online and offline alike, in result rows and the summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.helpers import step, trajectory
+from tests.trajectory_notebooks import EXPERT_QUERY, NbStep, write_notebook
+
+from super_bench.actions import Action
+from super_bench.report.importer import import_trajectories
+from super_bench.runner.rescore import rescore
+from super_bench.runner.results import TaskResult, summarize
+from super_bench.runner.rundir import RunDir
+from super_bench.scoring import score_trajectory
+from super_bench.scoring.provenance import MAX_TRACED_VALUES, trace_answer
+from super_bench.tasks.model import Task
+from super_bench.trajectory import Step, Trajectory
+
+RUN = Action.execute("!python train.py")
+
+
+def first_step(submission: Any, *outputs: str) -> list[int | None]:
+    """For each value of ``submission``, the step (of cells printing ``outputs``) that first showed it."""
+    steps = [step(i, RUN, text) for i, text in enumerate(outputs)]
+    traced = trace_answer(submission, steps)
+    assert traced is not None
+    return [f.step for f in traced.fields]
+
+
+@pytest.mark.parametrize(
+    ("printed", "submitted", "observed"),
+    [
+        ("test MSE: 7.4031", 7.4031, True),
+        ("test MSE: 7.40", 7.4031, False),  # printed with fewer decimals than submitted: the rest came from elsewhere
+        ("acc 0.8523", 0.85, True),  # rounds to it
+        ("acc 0.8523", 0.852, True),
+        ("acc 0.8523", 0.86, False),  # within output match's 1e-2, but not what 0.8523 rounds to
+        ("acc 0.8523", 0.9, False),  # rounds to it at one decimal, but 0.05 away
+        ("acc 0.8951", 0.9, True),
+        ("acc 0.8567", 0.85, True),  # truncated
+        ("acc 0.8567", 0.86, True),  # rounded
+        ("epochs 7.0", 7, True),  # ints printed as floats, and the other way round
+        ("epochs 7", 7.0, True),
+        ("epochs 7.004", 7, True),
+        ("epochs 17 27 7.5", 7, False),
+        ("accuracy: 85.23%", 0.8523, True),  # a percentage, by its % sign
+        ("accuracy: 85 %", 0.85, True),
+        ("accuracy: 85.23", 0.8523, False),  # a bare 85.23 is not a fraction
+        ("accuracy: 85.23%", 85.23, True),
+        ("tensor(8.5230e-01)", 0.85, True),  # scientific notation
+        ("lr 1e-05", 1e-05, True),
+        ("lr 1.00e-05", 0.00001, True),
+        ("lr 0.00001", 1e-05, True),
+        ("lr 1e-04", 1e-05, False),
+        ("loss -0.5", -0.5, True),
+        ("loss -0.5", 0.5, False),
+        ("model resnet0.85", 0.85, False),  # glued to a name
+        ("version 0.85.1", 0.85, False),  # part of a dotted version
+        ("n_0.85", 0.85, False),
+        ("took 0.85s", 0.85, True),  # a unit after it is fine
+        ("rows: 22896.", 22896, True),
+        ("rows: 22,896", 22896, False),  # thousands separators are not read
+        ("ppl 4.2500", 4.25, True),
+        ("acc 0.995", 1.0, True),
+        ("acc 0.995", 1, True),
+        ("acc 1.0049", 1.0, True),
+        ("3e+20", 3e20, True),
+        ("found 0", 0, True),
+        ("loss 0.003", 0.0, True),
+        ("shuffle: True", True, True),
+        ("shuffle: true", True, True),
+        ("shuffle: Trueish", True, False),
+        ("shuffle: False", True, False),
+        ("label: positive", "positive", True),
+        ("label: positively", "positive", False),
+        ("label:  positive ", " positive ", True),  # strings compare stripped
+        ("label: Positive", "positive", False),
+    ],
+)
+def test_printed_numbers_and_text_that_support_a_submitted_value(printed: str, submitted: Any, observed: bool) -> None:
+    assert first_step({"x": submitted}, "nothing here", printed) == [1 if observed else None]
+
+
+def test_each_value_gets_the_first_step_that_shows_it_and_the_printed_text() -> None:
+    steps = [
+        step(0, Action.execute("!git clone repo"), "Cloning into 'repo'... 100% done"),
+        step(1, RUN, "epoch 1: loss 0.3312 acc 0.71\nepoch 2: loss 0.2201 acc 0.7839"),
+        step(2, RUN, "precision 0.72794\nrecall 0.7839"),
+    ]
+    traced = trace_answer({"precision": 0.7279, "recall": 0.7839, "f1": 0.7549}, steps)
+    assert traced is not None and traced.status == "partly_observed"
+    by_field = {f.field: f for f in traced.fields}
+    assert (by_field["precision"].step, by_field["precision"].text) == (2, "0.72794")
+    assert (by_field["recall"].step, by_field["recall"].text) == (1, "0.7839")
+    recall = by_field["recall"]
+    assert steps[1].raw_output[recall.offset : recall.offset + len("0.7839")] == "0.7839"  # type: ignore[operator]
+    assert by_field["f1"].step is None
+
+
+def test_nested_values_lists_and_bare_answers_are_traced_by_their_place() -> None:
+    steps = [step(0, RUN, "scores [0.5, 0.25]\nbest: dev")]
+    traced = trace_answer({"eval": {"scores": [0.5, 0.25, 0.125]}, "split": "dev", "note": None, "empty": " "}, steps)
+    assert traced is not None
+    assert [(f.field, f.step) for f in traced.fields] == [
+        ("eval.scores[0]", 0),
+        ("eval.scores[1]", 0),
+        ("eval.scores[2]", None),
+        ("split", 0),
+    ]  # null and blank values hold nothing to look for
+    bare = trace_answer(0.25, steps)
+    assert bare is not None and [(f.field, f.step) for f in bare.fields] == [("", 0)]
+    assert trace_answer(None, steps) is None
+    assert trace_answer({}, steps) is not None and trace_answer({}, steps).status is None  # type: ignore[union-attr]
+
+
+def test_only_the_agents_cells_count_not_harness_messages_or_given_cells() -> None:
+    answer = {"test_mse": 7.4031}
+    given = step(0, Action.execute("!python eval.py"), "Test MSE: 7.4031", pre=True)
+    edit = step(1, Action(type="edit", content="notes.txt\n<<<BEFORE_EDIT>>>\n<<<AFTER_EDIT>>>\nx"), "7.4031")
+    refused = step(2, Action.execute("x"), "[super-bench] 7.4031 refused", outcome="invalid")
+    submitted = step(3, Action.submit(answer), "7.4031")
+    traced = trace_answer(answer, [given, edit, refused, submitted])
+    assert traced is not None and traced.status == "unobserved"
+    (field,) = traced.fields
+    assert field.step is None and field.pre_executed_step == 0  # a weaker sign, noted apart
+
+    waited = step(4, Action(type="continue_wait"), "...\nTest MSE: 7.4031")
+    traced = trace_answer(answer, [given, edit, refused, waited])
+    assert traced is not None and traced.fields[0].step == 4 and traced.status == "observed"
+
+
+def test_output_that_echoes_a_number_the_agents_code_spelled_out_does_not_count() -> None:
+    answer = {"test_mse": 7.4031}
+    echoed = [step(0, Action.execute('print({"test_mse": 7.4031})'), "{'test_mse': 7.4031}")]
+    traced = trace_answer(answer, echoed)
+    assert traced is not None and traced.status == "unobserved"
+    assert traced.fields[0].typed_step == 0
+    # Printed first by the run, then copied into code: observed where it was printed.
+    copied = [step(0, RUN, "Test MSE: 7.4031"), step(1, Action.execute("mse = 7.4031\nprint(mse)"), "7.4031")]
+    traced = trace_answer(answer, copied)
+    assert traced is not None and (traced.fields[0].step, traced.fields[0].typed_step) == (0, None)
+    # An edited file spelling it out, printed later.
+    edit = Action(type="edit", content="out.txt\n<<<BEFORE_EDIT>>>\n0\n<<<AFTER_EDIT>>>\nmse 7.4031")
+    traced = trace_answer(
+        answer, [step(0, edit, "Edit was successful."), step(1, Action.execute("!cat out.txt"), "7.4031")]
+    )
+    assert traced is not None and traced.fields[0].typed_step == 0 and traced.status == "unobserved"
+    # Integers in code are everywhere (limits, seeds, epochs): they do not count as spelling an answer out.
+    counted = [step(0, Action.execute("!python train.py --epochs 5"), "trained 5 epochs")]
+    traced = trace_answer({"epochs": 5}, counted)
+    assert traced is not None and traced.status == "observed"
+
+
+def test_the_first_step_wins_whatever_form_each_step_prints_the_value_in() -> None:
+    # A later step prints it plainly; an earlier one in scientific notation, and one before that as a
+    # percentage: the earliest counts, with what it printed.
+    outputs = ["setup done", "accuracy: 85.23%", "acc 8.523e-01", "acc 0.8523"]
+    traced = trace_answer({"acc": 0.85}, [step(i, RUN, text) for i, text in enumerate(outputs)])
+    assert traced is not None and (traced.fields[0].step, traced.fields[0].text) == (1, "85.23%")
+    # The same across many steps, so that several are searched at once, and past a pre-executed one.
+    many = [step(i, RUN, f"loss {i}.5\n") for i in range(200)]
+    many[3] = step(3, RUN, "acc 0.8523", pre=True)
+    many[150] = step(150, RUN, "acc 8.523e-01")
+    traced = trace_answer({"acc": 0.85}, many)
+    assert traced is not None and traced.fields[0].step == 150 and traced.fields[0].offset == 4
+
+
+def test_outputs_of_megabytes_are_searched_to_the_right_step_and_place() -> None:
+    big = "loss 0.1234\n" * 150_000  # 1.8 MB: searched as a text of its own
+    steps = [step(0, RUN, "start"), step(1, RUN, big), step(2, RUN, big + "acc 0.8523"), step(3, RUN, "acc 0.85")]
+    traced = trace_answer({"acc": 0.85, "label": "pos"}, [*steps, step(4, RUN, "label: pos")])
+    assert traced is not None
+    assert [(f.step, f.offset) for f in traced.fields] == [(2, len(big) + 4), (4, 7)]
+
+
+def test_text_is_not_found_across_two_steps_outputs() -> None:
+    steps = [step(0, RUN, "best model: bert"), step(1, RUN, "base done")]
+    traced = trace_answer({"model": "bert\nbase"}, steps)
+    assert traced is not None and traced.status == "unobserved"
+    traced = trace_answer({"model": "bert\nbase"}, [*steps, step(2, RUN, "picked bert\nbase")])
+    assert traced is not None and (traced.fields[0].step, traced.fields[0].offset) == (2, 7)
+
+
+def test_what_provenance_cannot_tell_a_number_read_from_a_file_or_computed_from_a_guess() -> None:
+    # Documented limits: the output showed the value, whether or not the run computed it.
+    read = [step(0, Action.execute("!cat README.md"), "| model | MSE |\n| ours | 7.4031 |")]
+    assert trace_answer({"test_mse": 7.4031}, read).status == "observed"  # type: ignore[union-attr]
+    guessed = [step(0, Action.execute("print(17 / 20)"), "0.85")]
+    assert trace_answer({"acc": 0.85}, guessed).status == "observed"  # type: ignore[union-attr]
+
+
+def test_a_huge_submission_is_traced_in_its_first_values_and_never_observed_whole() -> None:
+    values = list(range(MAX_TRACED_VALUES + 1000))
+    traced = trace_answer(values, [step(0, RUN, " ".join(map(str, values)))])
+    assert traced is not None
+    assert len(traced.fields) == MAX_TRACED_VALUES and traced.untraced == 1000
+    assert all(f.observed for f in traced.fields) and traced.status == "partly_observed"
+
+
+def test_numbers_printed_by_the_million_are_searched_without_losing_the_answer() -> None:
+    # Many near misses (numbers that share the answer's digits, glued numbers) before the one that counts.
+    noise = "".join(f"x0.7279{i % 10} 10.72794 0.72{i % 10} v0.7279.{i} " for i in range(100_000))
+    steps = [step(0, RUN, noise + "\nprecision: 0.72794\n" + noise)]
+    traced = trace_answer({"precision": 0.7279}, steps)
+    assert traced is not None and traced.fields[0].text == "0.72794"
+    assert trace_answer({"precision": 0.7278}, [step(0, RUN, noise)]).status == "unobserved"  # type: ignore[union-attr]
+
+
+def test_scoring_reports_provenance_beside_output_match_in_both_modes() -> None:
+    task = Task(task_id="t", query="q", answer={"test_mse": 7.4031})
+    silent = trajectory(
+        step(0, RUN, "training finished"),
+        step(1, Action.submit({"test_mse": 7.4031})),
+        submission={"test_mse": 7.4031},
+        submitted=True,
+    )
+    for mode in ("corrected", "reference"):
+        metrics, details = score_trajectory(silent, task, mode)  # type: ignore[arg-type]
+        assert metrics.output_match == 1.0 and details.answer_provenance == "unobserved"
+    printed = trajectory(
+        step(0, RUN, "test MSE: 7.4031"),
+        step(1, Action.submit({"test_mse": 7.4031})),
+        submission={"test_mse": 7.4031},
+        submitted=True,
+    )
+    metrics, details = score_trajectory(printed, task)
+    assert metrics.output_match == 1.0 and details.answer_provenance == "observed"
+    assert details.model_dump()["provenance"]["fields"][0]["step"] == 0
+    _, details = score_trajectory(trajectory(step(0, RUN, "7.4031")), task)
+    assert details.answer_provenance is None  # nothing submitted
+
+
+def test_the_summary_counts_scored_answers_fully_observed() -> None:
+    def row(task_id: str, provenance: str | None, status: str = "completed") -> TaskResult:
+        return TaskResult(task_id=task_id, task_set="expert", status=status, answer_provenance=provenance)  # type: ignore[arg-type]
+
+    results = [
+        row("a", "observed"),
+        row("b", "partly_observed"),
+        row("c", "unobserved"),
+        row("d", "observed"),
+        row("e", None),  # nothing submitted: not counted
+        row("f", "unobserved", "infra_error"),  # not scored: not counted
+    ]
+    assert summarize(results).answer_observed == 0.5
+    assert summarize([row("e", None)]).answer_observed is None
+
+
+def _run_with(tmp_path: Path, steps: list[Step], submission: Any) -> Path:
+    """A run directory holding one task's trajectory and result, as a run writes them."""
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.create()
+    traj = trajectory(*steps, submission=submission, submitted=True)
+    path = traj.save(run_dir.task_dir("t"), notebook=False)
+    task = Task(task_id="t", query="q", answer={"test_mse": 7.4031})
+    metrics, details = score_trajectory(traj, task)
+    run_dir.write_tasks([task])
+    run_dir.write_results(
+        [
+            TaskResult.from_trajectory(
+                traj,
+                "expert",
+                metrics=metrics,
+                details=details.model_dump(),
+                answer_provenance=details.answer_provenance,
+                mode="corrected",
+                trajectory=str(path.relative_to(run_dir.path)),
+            )
+        ]
+    )
+    return run_dir.path
+
+
+def test_offline_rescoring_gives_the_provenance_scoring_gave_online(tmp_path: Path) -> None:
+    answer = {"test_mse": 7.4031}
+    run = _run_with(tmp_path, [step(0, RUN, "Test MSE: 7.4031"), step(1, Action.submit(answer))], answer)
+    online = json.loads((run / "results.jsonl").read_text())
+    outcome = rescore(run, out=tmp_path / "again")
+    offline = json.loads((tmp_path / "again" / "results.jsonl").read_text())
+    assert offline["answer_provenance"] == online["answer_provenance"] == "observed"
+    assert offline["details"]["provenance"] == online["details"]["provenance"]
+    assert outcome.summary.answer_observed == 1.0
+    assert json.loads((tmp_path / "again" / "summary.json").read_text())["answer_observed"] == 1.0
+
+
+def test_rescoring_a_run_scored_before_provenance_adds_it(tmp_path: Path) -> None:
+    answer = {"test_mse": 7.4031}
+    run = _run_with(tmp_path, [step(0, RUN, "nothing printed"), step(1, Action.submit(answer))], answer)
+    row = json.loads((run / "results.jsonl").read_text())
+    del row["answer_provenance"], row["details"]["provenance"]  # as written before
+    (run / "results.jsonl").write_text(json.dumps(row) + "\n")
+    assert RunDir(run).read_results()[0].answer_provenance is None
+    outcome = rescore(run)
+    assert outcome.results[0].answer_provenance == "unobserved" and outcome.results[0].metrics.output_match == 1.0
+
+
+def test_imported_runs_get_provenance_without_gold_tasks(tmp_path: Path) -> None:
+    source = tmp_path / "synthetic_react-super_expert"
+    steps = [
+        NbStep("execute", "!python train.py", "epoch 1\ntest_mse 7.4031\n"),
+        NbStep("submit", "{'test_mse': 7.4031, 'epochs': 2}", ""),
+    ]
+    write_notebook(source / "shown" / "history.ipynb", "react-super", EXPERT_QUERY, steps, {"submitted": 1})
+    write_notebook(source / "guessed" / "history.ipynb", "react-super", EXPERT_QUERY, steps[1:], {"submitted": 1})
+    outcome = import_trajectories(source, tmp_path / "run")
+    by_id = {r.task_id: r for r in outcome.run.results}
+    assert by_id["shown"].answer_provenance == "partly_observed"  # 7.4031 printed, epochs never
+    assert by_id["guessed"].answer_provenance == "unobserved"
+    assert all(r.mode == "recorded" for r in by_id.values())
+    # The trajectory keeps each value's detail too.
+    kept = Trajectory.load(tmp_path / "run" / str(by_id["shown"].trajectory)).metadata["answer_provenance"]
+    assert [(f["field"], f["value"], f["step"], f["text"]) for f in kept["fields"]] == [
+        ("test_mse", 7.4031, 0, "7.4031"),
+        ("epochs", 2, None, None),
+    ]
+    again = {r.task_id: r for r in rescore(tmp_path / "run", tasks=[]).results}  # no gold: recorded metrics kept
+    assert again["shown"].answer_provenance == "partly_observed" and again["shown"].mode == "recorded"

@@ -1,0 +1,230 @@
+"""``super-bench verify``: a run's actions replayed in a fresh sandbox configured as the run's, and its
+answers checked against the reproduced outputs; resumable like a run, with workers; imported runs through
+git mirrors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests import helpers
+from tests.helpers import CLONE, cli
+from tests.sandboxes import backend_settings
+from tests.trajectory_notebooks import NbStep, write_notebook
+
+from super_bench import EnvConfig, RunConfig, SandboxConfig, run
+from super_bench.demo import BUNDLES
+from super_bench.errors import ConfigError, RunDirError
+from super_bench.report.importer import import_trajectories
+from super_bench.report.viewer import build_view
+from super_bench.runner.rundir import RunDir
+from super_bench.runner.verify import _environment, verify
+from super_bench.runner.verify_records import VerifyResult, read_rows
+from super_bench.trajectory import Trajectory
+
+TRAIN = "%cd tinyreg\n" + helpers.TRAIN
+ANSWER = json.loads(helpers.ANSWER)
+
+
+def settings(tmp_path: Path, **more: Any) -> RunConfig:
+    sandbox = SandboxConfig(backend="local", root=tmp_path / "sandboxes")
+    return RunConfig(env=EnvConfig(cell_timeout=120, sandbox=sandbox), **more)
+
+
+def replay_run(tmp_path: Path, name: str, actions: list[dict[str, Any]], task: str = "tinyreg") -> Path:
+    """A run of the replay agent on one demo task."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(actions))
+    out = tmp_path / name
+    run(settings(tmp_path, task_ids=[task], agent=f"replay:{path}", out=out), progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def gold(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A gold run of two tasks."""
+    out = tmp_path_factory.mktemp("verify") / "gold"
+    run(settings(out.parent, task_ids=["tinyreg", "kneser-wikitext"], out=out), progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def silent(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run that submits tinyreg's right answer without ever printing it."""
+    actions = [
+        {"type": "execute", "content": CLONE},
+        {"type": "execute", "content": TRAIN + " > /dev/null"},
+        {"type": "submit", "content": ANSWER},
+    ]
+    return replay_run(tmp_path_factory.mktemp("verify"), "silent", actions)
+
+
+def rows_of(run_dir: Path) -> dict[str, dict[str, Any]]:
+    return {row["task_id"]: row for row in map(json.loads, (run_dir / "verify.jsonl").read_text().splitlines())}
+
+
+@pytest.mark.slow
+def test_a_run_that_printed_its_answer_is_observed_and_reproduces(gold: Path) -> None:
+    results = {r.task_id: r for r in RunDir(gold).read_results()}
+    assert {r.answer_provenance for r in results.values()} == {"observed"}
+    kept = Trajectory.load(gold / str(results["tinyreg"].trajectory)).metadata["answer_provenance"]
+    (shown,) = kept["fields"]
+    assert (shown["field"], shown["value"], shown["text"]) == ("test_mse", 7.4031, "7.4031")
+    assert shown == results["tinyreg"].details["provenance"]["fields"][0]
+    assert json.loads((gold / "summary.json").read_text())["answer_observed"] == 1.0
+
+    result = cli("verify", str(gold), "--task-ids", "tinyreg", "kneser-wikitext", "--workers", "2")
+    assert result.returncode == 0, result.stderr
+    assert "reproduced: 2 of 2" in result.stdout
+    rows = rows_of(gold)
+    assert {task: row["reproduced"] for task, row in rows.items()} == {"tinyreg": True, "kneser-wikitext": True}
+    tinyreg = rows["tinyreg"]
+    assert tinyreg["answer_provenance"] == "observed" and tinyreg["status"] == "completed"
+    assert tinyreg["trajectory"] == "verify/tinyreg/trajectory.json"
+    replayed = Trajectory.load(gold / tinyreg["trajectory"])
+    assert [s.action.type for s in replayed.steps] == ["execute"] * 4  # the actions, not the submission
+    assert replayed.submission is None and replayed.stop_reason == "agent_stopped"
+    (field,) = tinyreg["fields"]
+    assert field["field"] == "test_mse" and field["text"] == "7.4031"
+    assert "7.4031" in replayed.steps[field["step"]].raw_output
+    summary = json.loads((gold / "verify-summary.json").read_text())
+    assert (summary["reproduced"], summary["not_reproduced"], summary["reproduced_fraction"]) == (2, 0, 1.0)
+    assert not list((gold / "verify").glob(".replay-*"))  # the replay files are gone
+
+
+def test_an_answer_never_printed_is_unobserved_and_does_not_reproduce(silent: Path, tmp_path: Path) -> None:
+    (result,) = RunDir(silent).read_results()
+    assert result.metrics.output_match == 1.0  # output match cannot tell
+    assert result.answer_provenance == "unobserved"
+    assert json.loads((silent / "summary.json").read_text())["answer_observed"] == 0.0
+
+    scored = cli("score", str(silent), "--out", str(tmp_path / "scored"))
+    assert "answers shown by the run's own output: 0 of 1" in scored.stdout, scored.stdout
+    assert "not every value shown (see the viewer): tinyreg" in scored.stdout
+
+    cli_result = cli("verify", str(silent))
+    assert cli_result.returncode == 0, cli_result.stderr
+    row = rows_of(silent)["tinyreg"]
+    assert row["reproduced"] is False and row["status"] == "completed"
+    assert "test_mse = 7.4031" in row["reason"]
+    assert row["fields"][0]["step"] is None
+
+
+@pytest.mark.slow
+def test_verification_resumes_keeping_finished_replays(gold: Path) -> None:
+    verify(gold, task_ids=["tinyreg"])
+    before = {r.task_id: r for r in read_rows(RunDir(gold))}
+    again = verify(gold)  # tinyreg's replay is kept; kneser-wikitext's as well, or run now
+    assert {r.task_id for r in again.rows} == {"tinyreg", "kneser-wikitext"}
+    assert {r.task_id: r for r in again.rows}["tinyreg"].finished_at == before["tinyreg"].finished_at
+    # A row cut short by a crash is dropped, and its task replayed.
+    lines = (gold / "verify.jsonl").read_text().splitlines()
+    lines = [line[:40] if '"tinyreg"' in line else line for line in lines]
+    (gold / "verify.jsonl").write_text("\n".join(lines) + "\n")
+    resumed = {r.task_id: r for r in verify(gold).rows}
+    assert resumed["tinyreg"].reproduced is True
+    assert resumed["tinyreg"].finished_at != before["tinyreg"].finished_at
+    assert len((gold / "verify.jsonl").read_text().splitlines()) == 2
+    redone = {r.task_id: r for r in verify(gold, task_ids=["tinyreg"], redo=True).rows}
+    assert redone["tinyreg"].finished_at != resumed["tinyreg"].finished_at
+    assert redone["kneser-wikitext"].finished_at == resumed["kneser-wikitext"].finished_at
+
+
+def test_the_replay_environment_is_the_runs_with_the_options_given(silent: Path) -> None:
+    original = RunDir(silent)
+    env, mode = _environment(original, {})
+    assert (env.cell_timeout, env.sandbox.backend, mode) == (120, "local", "corrected")  # as settings() ran it
+    mirror = {"https://example.org/tinyreg": BUNDLES / "tinyreg.bundle"}
+    env, _ = _environment(original, {"network": False, "git_mirrors": mirror})
+    assert env.sandbox.network is False and env.sandbox.git_mirrors == mirror
+    assert env.cell_timeout == 120  # the rest kept
+    with pytest.raises(ConfigError, match="sandbox settings"):
+        _environment(original, {"memory_limit": -5})
+
+
+def test_one_verification_at_a_time(silent: Path) -> None:
+    with RunDir(silent / "verify").lock(), pytest.raises(RunDirError, match="in use"):
+        verify(silent)
+
+
+def test_a_run_with_nothing_submitted_has_nothing_to_check_and_says_so(tmp_path: Path) -> None:
+    out = replay_run(tmp_path, "gave-up", [{"type": "execute", "content": "print('no idea')"}])
+    result = cli("verify", str(out))
+    assert result.returncode == 3, result.stdout
+    assert "no answer could be checked" in result.stderr
+    (row,) = read_rows(RunDir(out))
+    assert row.reproduced is None and row.status is None and "nothing was submitted" in (row.reason or "")
+
+
+def test_newer_rows_are_refused_and_run_redo_removes_the_verification(tmp_path: Path) -> None:
+    out = replay_run(
+        tmp_path, "redo", [{"type": "execute", "content": "print(7.4031)"}, {"type": "submit", "content": ANSWER}]
+    )
+    verify(out)
+    assert (out / "verify.jsonl").is_file() and (out / "verify").is_dir()
+    row = json.loads((out / "verify.jsonl").read_text())
+    (out / "verify.jsonl").write_text(json.dumps({**row, "schema_version": 99}) + "\n")
+    with pytest.raises(RunDirError, match=r"verify\.jsonl:1: .*newer super-bench"):
+        verify(out)
+    actions = tmp_path / "redo.json"
+    run(settings(tmp_path, task_ids=["tinyreg"], agent=f"replay:{actions}", out=out, redo=True), progress=False)
+    assert not (out / "verify.jsonl").exists() and not (out / "verify").exists()
+
+
+def test_the_viewer_shows_provenance_and_the_reproduction(silent: Path, tmp_path: Path) -> None:
+    verify(silent)
+    html = build_view(silent, tmp_path / "view.html").read_text(encoding="utf-8")
+    data = json.loads(html.split('<script type="application/json" id="run-data">', 1)[1].split("</script>", 1)[0])
+    assert data["columns"][-1] == "reproduced" and "answer" in data["columns"]
+    row = data["rows"][0]
+    assert row[data["columns"].index("answer")] == "unobserved" and row[data["columns"].index("reproduced")] == "no"
+    assert data["answer_observed"] == 0.0 and data["reproduced"]["not_reproduced"] == 1
+
+
+def imported_run(tmp_path: Path, url: str, printed: bool) -> Path:
+    """A published-style notebook (the paper's ReAct-SUPER layout) that clones ``url`` and trains, imported."""
+    source = tmp_path / "published_react-super_expert"
+    write_notebook(
+        source / "tinyreg" / "history.ipynb",
+        "react-super",
+        "Train tinyreg and report the test MSE.",
+        [
+            NbStep("execute", f"!git clone -q {url}", ""),
+            NbStep("execute", TRAIN if printed else TRAIN + " > /dev/null", "Test MSE: 7.4031\n" if printed else ""),
+            NbStep("submit", "{'test_mse': 7.4031}", ""),
+        ],
+        {"submitted": 1, "output_match": 1.0},
+    )
+    import_trajectories(source, tmp_path / "imported")
+    return tmp_path / "imported"
+
+
+def test_an_imported_run_is_verified_through_a_git_mirror(tmp_path: Path) -> None:
+    url = "https://github.com/example-lab/tinyreg"
+    imported = imported_run(tmp_path, url, printed=True)
+    (row,) = RunDir(imported).read_results()
+    assert row.answer_provenance == "observed" and row.mode == "recorded"
+    mirror = f"{url}={BUNDLES / 'tinyreg.bundle'}"
+    backend_settings("bwrap")  # its network cut: the repository can come from the mirror only
+    result = cli("verify", str(imported), "--sandbox", "bwrap", "--network", "off", "--git-mirror", mirror)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (checked,) = read_rows(RunDir(imported))
+    assert checked.reproduced is True, checked
+    replayed = Trajectory.load(imported / str(checked.trajectory))
+    assert "Test MSE: 7.4031" in replayed.steps[1].raw_output
+
+
+def test_an_imported_run_with_its_repository_unreachable_does_not_reproduce(tmp_path: Path) -> None:
+    imported = imported_run(tmp_path, "https://github.com/example-lab/tinyreg", printed=True)
+    sandbox = {**backend_settings("bwrap"), "network": False, "root": tmp_path / "sandboxes"}
+    outcome = verify(imported, sandbox=sandbox)
+    (checked,) = outcome.rows
+    assert checked.reproduced is False and checked.status == "completed"
+
+
+def test_verify_rows_read_back(tmp_path: Path) -> None:
+    row = VerifyResult(task_id="t", reproduced=True)
+    (tmp_path / "verify.jsonl").write_text(row.model_dump_json() + "\n" + "{not json\n")
+    assert [r.task_id for r in read_rows(RunDir(tmp_path))] == ["t"]
