@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
+import regex
 from tests.conftest import make_task
 from tests.helpers import step, trajectory
 
 from super_bench import Action, Step, score_answer, score_trajectory
 from super_bench.scoring.entrypoint import cell_runs_entrypoint, entrypoint_runs
-from super_bench.scoring.landmarks import landmark_steps
+from super_bench.scoring.landmarks import landmark_steps, required_text
+from super_bench.tasks.model import compile_landmark
 
 
 # -- output match ----------------------------------------------------------------------------------
@@ -85,6 +88,44 @@ def test_landmarks_match_as_pythons_re_does() -> None:
     # The scoring engine runs in its re-compatible mode: no full case-folding (ß is not SS), no set operations.
     s = step(0, Action.execute("x"), "Straße bx loss:] 0.5")
     assert landmark_steps([r"(?i)STRASSE", r"[[a-z]--[aeiou]]+x", r"loss[[:]+\] \d"], [s]) == [None, None, 0]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "required"),
+    [
+        (r"test MSE: \d+\.\d+", "test MSE: "),
+        (r"\*\*\*\*\* eval metrics \*\*\*\*\*", "***** eval metrics *****"),
+        (r"(a|b)foo bar", "foo bar"),
+        (r"colou?r", "colo"),
+        (r"a{2,3}bc", "bc"),
+        (r"[abc]xyz[^]q]", "xyz"),
+        # No text is sure: an alternative at the top, case-folding, verbose syntax, escapes with arguments,
+        # classes that engines read differently.
+        (r"accuracy|loss", ""),
+        (r"(?i)accuracy", ""),
+        (r"(?x)a b", ""),
+        (r"\x41ccuracy", ""),
+        (r"[[:alpha:]xyz]", ""),
+    ],
+)
+def test_the_text_every_match_contains_is_read_from_the_pattern(pattern: str, required: str) -> None:
+    assert required_text(compile_landmark(pattern)) == required
+
+
+def test_outputs_passed_over_for_lacking_that_text_never_hide_a_match() -> None:
+    pieces = ["a", "b", "ab", r"\.", ".", r"\d", r"\w+", "x?", "b*", "(a|b)", "(?:ab)+", "[ab]", "[^a]", "{2}", "|"]
+    pieces += ["^", "$", r"\b", "(?=a)", "(?<!b)", " ", r"\ ", "[]a]", "(?i:a)", r"\s", "ba{1,2}"]
+    rng = random.Random(0)
+    for _ in range(3000):
+        pattern = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 6)))
+        try:
+            compiled = compile_landmark(pattern)
+        except regex.error:
+            continue
+        outputs = ["".join(rng.choice("ab. cAB1\n") for _ in range(rng.randint(0, 12))) for _ in range(3)]
+        steps = [step(i, Action.execute("x"), out) for i, out in enumerate(outputs)]
+        searched = next((i for i, out in enumerate(outputs) if compiled.search(out.replace("\n", " "))), None)
+        assert landmark_steps([pattern], steps) == [searched], (pattern, outputs)
 
 
 # -- submitted -------------------------------------------------------------------------------------

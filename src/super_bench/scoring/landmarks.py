@@ -9,12 +9,17 @@ Patterns run on the ``regex`` engine in its ``re``-compatible mode (``VERSION0``
 matches of Python's ``re``, which the reference used), because its searches take a time limit: a
 pattern that backtracks catastrophically on some output cannot hang scoring. A search that runs out
 of time counts as no match, with a warning; ``super-bench tasks validate`` finds such patterns first.
+A time limit costs a few microseconds a search, more than the search of a short output itself, so an
+output without the text every match of the pattern contains (``required_text``) is passed over unsearched.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
+
+import regex
 
 from super_bench.tasks.model import compile_landmark
 from super_bench.trajectory import Step
@@ -34,12 +39,20 @@ def landmark_steps(
 ) -> list[int | None]:
     """For each landmark, the index of the first step whose output (``text`` of the step) matches it."""
     found: list[int | None] = [None] * len(landmarks)
-    pending = {i: compile_landmark(p) for i, p in enumerate(landmarks)}
+    # Each landmark with the longest space-free piece of the text its matches contain: a piece without
+    # spaces is in the output as printed whenever it is in the output with newlines as spaces, so the
+    # output need not be rewritten to be passed over.
+    pending = {i: (compile_landmark(landmark), _required_piece(landmark)) for i, landmark in enumerate(landmarks)}
     for step in steps:
         if not pending:
             break
-        flat = text(step).replace("\n", " ")
-        for i, pattern in list(pending.items()):
+        output = text(step)
+        flat = None
+        for i, (pattern, piece) in list(pending.items()):
+            if piece not in output:
+                continue
+            if flat is None:
+                flat = output.replace("\n", " ")
             try:
                 matched = pattern.search(flat, timeout=SEARCH_TIMEOUT) is not None
             except TimeoutError:
@@ -57,3 +70,78 @@ def landmark_steps(
                 found[i] = step.index
                 del pending[i]
     return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _required_piece(landmark: str) -> str:
+    """The longest space-free piece of the text every match of ``landmark`` contains (read once a pattern)."""
+    return max(required_text(compile_landmark(landmark)).split(" "), key=len)
+
+
+_META = set(".^$*+?{}[]|()\\")
+_QUANTIFIERS = set("*+?{")
+# Escapes that stand for a class or a position and take no argument.
+_PLAIN_ESCAPES = set("dDwWsSbBAZntrfva")
+
+
+def required_text(pattern: regex.Pattern[str]) -> str:
+    """The longest run of literal characters that every match of ``pattern`` contains ("" when none is
+    sure): a run outside any group or character class, in a pattern without a top-level alternative and
+    without case-folding or verbose syntax. Read from the pattern's source, conservatively: whatever is
+    unusual ends a run."""
+    if pattern.flags & (regex.IGNORECASE | regex.VERBOSE):
+        return ""
+    source = pattern.pattern
+    runs: list[str] = []
+    run: list[str] = []
+    depth = i = 0
+    while i < len(source):
+        char = source[i]
+        literal = None
+        if char == "\\" and i + 1 < len(source):
+            following = source[i + 1]
+            if following.isalnum() and following not in _PLAIN_ESCAPES:
+                return ""  # \x41, \N{...}, \p{...}, \1: escapes with arguments are not read here
+            literal = following if not following.isalnum() and following.isascii() else None
+            i += 2
+        elif char == "[":
+            i = _class_end(source, i)
+            if i < 0:
+                return ""
+        elif char == "{":  # a count ({2,3}) or braces taken literally: either way, passed over
+            end = source.find("}", i)
+            i = len(source) if end < 0 else end + 1
+        else:
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+            elif char == "|" and depth == 0:
+                return ""
+            literal = None if char in _META else char
+            i += 1
+        if literal is not None and depth == 0:
+            if i < len(source) and source[i] in _QUANTIFIERS:
+                literal = None  # the character may repeat zero times: it ends the run instead
+            else:
+                run.append(literal)
+                continue
+        runs.append("".join(run))
+        run = []
+    runs.append("".join(run))
+    return max(runs, key=len)
+
+
+def _class_end(source: str, start: int) -> int:
+    """The index after the character class that opens at ``start``; -1 for a class with a "[" in it,
+    which engines read differently (a member, a POSIX class, a nested set)."""
+    i = start + 1
+    if i < len(source) and source[i] == "^":
+        i += 1
+    if i < len(source) and source[i] == "]":  # a "]" first is a member
+        i += 1
+    while i < len(source) and source[i] != "]":
+        if source[i] == "[":
+            return -1
+        i += 2 if source[i] == "\\" else 1
+    return i + 1
