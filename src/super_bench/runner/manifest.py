@@ -276,7 +276,12 @@ def _package_cache(config: RunConfig) -> dict[str, Any] | None:
     if resolve_backend(sandbox.backend) == "docker" or not cache_applies(sandbox):
         return None
     directory = str(package_cache_dir(sandbox))
-    return {"mode": sandbox.package_cache, "directory": directory, "upstreams": upstreams(sandbox)}
+    indexes = upstreams(sandbox)
+    return {
+        "mode": sandbox.package_cache,
+        "directory": directory,
+        "upstreams": indexes() if callable(indexes) else indexes,
+    }
 
 
 def _memory_enforcement(config: RunConfig) -> str | None:

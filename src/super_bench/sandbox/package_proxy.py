@@ -33,6 +33,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -61,8 +62,14 @@ class LinkTarget:
 
 @dataclass(frozen=True)
 class _Task:
-    upstreams: tuple[str, ...]
+    indexes: tuple[str, ...] | Callable[[], tuple[str, ...]]
     links: LinkTarget | None
+
+    @functools.cached_property
+    def upstreams(self) -> tuple[str, ...]:
+        # Read when the task first installs: finding the harness's configured indexes takes a pip process,
+        # which a task that installs nothing should not wait for.
+        return self.indexes() if callable(self.indexes) else self.indexes
 
 
 def _host(url: str) -> str:
@@ -103,7 +110,8 @@ class PackageProxy:
     def address(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def register(self, upstreams: tuple[str, ...], links: LinkTarget | None) -> str:
+    def register(self, upstreams: tuple[str, ...] | Callable[[], tuple[str, ...]], links: LinkTarget | None) -> str:
+        """A task's token; ``upstreams``: its indexes, or what finds them when the task first asks."""
         token = secrets.token_hex(16)
         with self._lock:
             self._tasks[token] = _Task(upstreams, links)

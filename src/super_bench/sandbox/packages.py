@@ -10,6 +10,7 @@ task: the harness's holds every download, and nothing pip writes is shared.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from super_bench.sandbox.base import SandboxConfig
@@ -25,9 +26,10 @@ def package_cache_dir(config: SandboxConfig) -> Path:
     return config.package_cache_dir or cache_dir() / "packages"
 
 
-def upstreams(config: SandboxConfig) -> tuple[str, ...]:
-    """The indexes the cache serves a task from: ``--pip-index``, else those the harness's pip is configured with."""
-    return (config.pip_index,) if config.pip_index is not None else configured_indexes()
+def upstreams(config: SandboxConfig) -> tuple[str, ...] | Callable[[], tuple[str, ...]]:
+    """The indexes the cache serves a task from: ``--pip-index``, else those the harness's pip is configured with
+    (found when the task first installs)."""
+    return (config.pip_index,) if config.pip_index is not None else configured_indexes
 
 
 def cache_applies(config: SandboxConfig) -> bool:
