@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -115,6 +116,21 @@ def test_tasks_asking_for_one_file_at_once_share_one_download(tmp_path: Path) ->
             thread.join(60)
     assert received == [body] * 3
     assert len(files_fetched(requested)) == 1, requested
+
+
+def test_a_page_is_refused_when_one_of_its_indexes_does_not_answer(tmp_path: Path) -> None:
+    # Listing only the files of the indexes that answered would change what the task installs, unseen.
+    wheel = tiny_wheel(tmp_path, "sbpartial", 1)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{closed.getsockname()[1]}/simple"  # bound, not listening: refused
+        with package_index({"sbpartial": {"1.0": (wheel, UPLOADED)}}) as (index, _):
+            proxy = proxy_for(tmp_path / "cache")
+            missing = (tmp_path / "no-such-index").as_uri()  # a local index without the project: no failure
+            assert urllib.request.urlopen(f"{proxy.address}/{proxy.register((index, missing), None)}/simple/sbpartial/")
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"{proxy.address}/{proxy.register((index, down), None)}/simple/sbpartial/")
+    assert refused.value.code == 502 and down in refused.value.read().decode()
 
 
 def test_the_proxy_serves_nothing_to_an_unknown_task_and_links_nothing_it_does_not_hold(tmp_path: Path) -> None:

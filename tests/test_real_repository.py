@@ -67,7 +67,9 @@ def test_gpt4o_recorded_run_reproduces_through_a_git_mirror(tmp_path: Path) -> N
         env=EnvConfig(
             cell_timeout=1800,
             max_compute=3600,
-            sandbox=SandboxConfig(root=tmp_path / "sandboxes", git_mirrors={URL: BUNDLE}),
+            # Packages straight from the index, as the paper's environment had them: the package cache would
+            # fetch them in this process, which may reach loopback only (conftest); it is tested on a local index.
+            sandbox=SandboxConfig(root=tmp_path / "sandboxes", git_mirrors={URL: BUNDLE}, package_cache="off"),
         ),
     )
     (result,) = outcome.results

@@ -259,6 +259,12 @@ class Environment:
             cost=None if config.max_cost is None else max(0.0, config.max_cost - usage.cost),
         )
 
+    def resource_usage(self) -> tuple[int | None, int | None]:
+        """Bytes of disk and of memory the task takes now, where its sandbox can tell (None where not, and
+        before ``reset`` or after ``close``)."""
+        sandbox = self._sandbox  # read once: the admission thread asks while the episode may be closing
+        return (None, None) if sandbox is None else sandbox.usage()
+
     def stop(self, reason: StopReason) -> None:
         """End the episode for a reason decided outside the environment (an agent that gives up, say)."""
         if self.trajectory.stop_reason is None:

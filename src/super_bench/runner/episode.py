@@ -22,7 +22,7 @@ from super_bench._names import TaskStatus
 from super_bench.actions import Action
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
-from super_bench.errors import ConfigError, EnvironmentClosedError
+from super_bench.errors import ConfigError
 from super_bench.failures import Failure, classify_failure
 from super_bench.runner.admission import ADMISSION, Need, Slot
 from super_bench.runner.results import TaskResult
@@ -180,13 +180,7 @@ def _episode(
     if cancellation is not None:
         cancellation.watch(env)
 
-    def usage() -> tuple[int | None, int | None]:
-        try:
-            return env.sandbox.usage()
-        except EnvironmentClosedError:
-            return None, None
-
-    slot.usage = usage
+    slot.usage = env.resource_usage
     wall_start = time.monotonic()
     failure: Failure | None = None
     error: str | None = None

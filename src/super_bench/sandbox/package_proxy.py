@@ -144,6 +144,10 @@ class PackageProxy:
             if e.code != 404:
                 raise
             files = None
+        except urllib.error.URLError as e:
+            if not isinstance(e.reason, FileNotFoundError):  # a local index (file://) without the project
+                raise
+            files = None
         except FileNotFoundError:
             files = None
         with self._lock:
@@ -152,7 +156,8 @@ class PackageProxy:
 
     def page(self, token: str, project: str) -> bytes | None:
         """The project's page for a task: every upstream's files (the first index's where two list one
-        name), file addresses the proxy's; None where no upstream has the project."""
+        name), file addresses the proxy's; None where no upstream has the project. An upstream that does
+        not answer fails the page: a page of the others' files would change what the task installs, unseen."""
         task = self.task(token)
         if task is None:
             return None
@@ -169,9 +174,9 @@ class PackageProxy:
             found = True
             for f in files:
                 merged.setdefault(f.filename, f)
+        if failures:
+            raise SandboxError("a package index did not answer: " + "; ".join(failures))
         if not found:
-            if failures:
-                raise SandboxError("no package index answered: " + "; ".join(failures))
             return None
         served = []
         for f in merged.values():
