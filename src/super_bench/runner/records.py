@@ -9,12 +9,18 @@ docs/run-directory.md lists the versions.
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from super_bench.errors import RunDirError
+
+log = logging.getLogger(__name__)
 
 # 2: every record says its version; run.json's identity names each setting that decides the scores
 # (``env.sandbox.memory_limit``, ...), where version 1 held a few of them, the limits grouped.
@@ -140,3 +146,20 @@ class RunManifest(VersionedRecord):
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2, by_alias=True, exclude_unset=True)
+
+
+Record = TypeVar("Record", bound=VersionedRecord)
+
+
+def read_lines(path: Path, model: type[Record]) -> Iterator[Record]:
+    """The records of a JSON-lines file in the current version. A line that cannot be read (typically one
+    a crash cut short) is skipped with a warning; a record of a later version is refused, with its line."""
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield model.model_validate(stored(json.loads(line)))
+        except NewerRecordError as e:
+            raise NewerRecordError(f"{path}:{lineno}: {e}") from None
+        except (ValueError, RecursionError):  # not JSON, or not a record (ValidationError is a ValueError)
+            log.warning("%s:%d: unreadable line skipped", path, lineno)

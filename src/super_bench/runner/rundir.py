@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from super_bench.errors import RunDirError
-from super_bench.runner.records import NewerRecordError, RunManifest, stored
+from super_bench.runner.records import NewerRecordError, RunManifest, read_lines, stored
 from super_bench.runner.results import Summary, TaskResult
 from super_bench.tasks.model import Task
 from super_bench.trajectory import atomic_write
@@ -177,19 +177,8 @@ class RunDir:
         of earlier versions are read as the current version; a row of a later version is refused."""
         if not self.results_path.is_file():
             return []
-        by_key: dict[tuple[str, int], TaskResult] = {}
-        for lineno, line in enumerate(self.results_path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                result = TaskResult.model_validate(stored(json.loads(line)))
-            except NewerRecordError as e:
-                raise NewerRecordError(f"{self.results_path}:{lineno}: {e}") from None
-            except (ValueError, RecursionError):  # not JSON, or not a row (ValidationError is a ValueError)
-                # Typically a line cut short by a crash: the task counts as unfinished and reruns.
-                log.warning("%s:%d: unreadable result line skipped", self.results_path, lineno)
-                continue
-            by_key[result.key] = result
+        # A line a crash cut short is skipped: its task counts as unfinished and runs again.
+        by_key = {result.key: result for result in read_lines(self.results_path, TaskResult)}
         return list(by_key.values())
 
     def write_results(self, results: list[TaskResult]) -> None:

@@ -4,14 +4,13 @@ replays, so that the reports read them without loading it."""
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import datetime
 
 from pydantic import ConfigDict, Field
 
 from super_bench._names import TaskStatus
-from super_bench.runner.records import NewerRecordError, VersionedRecord, stored
+from super_bench.runner.records import VersionedRecord, read_lines
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import FieldProvenance, ProvenanceStatus
 from super_bench.trajectory import StopReason
@@ -69,18 +68,8 @@ def read_rows(run_dir: RunDir) -> list[VerifyResult]:
     path = run_dir.path / VERIFY_ROWS
     if not path.is_file():
         return []
-    rows: dict[tuple[str, int], VerifyResult] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = VerifyResult.model_validate(stored(json.loads(line)))
-        except NewerRecordError as e:
-            raise NewerRecordError(f"{path}:{lineno}: {e}") from None
-        except (ValueError, RecursionError):  # typically a line a crash cut short: its task is verified again
-            log.warning("%s:%d: unreadable line skipped", path, lineno)
-            continue
-        rows[row.key] = row
+    # A line a crash cut short is skipped: its task is verified again.
+    rows = {row.key: row for row in read_lines(path, VerifyResult)}
     return list(rows.values())
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from abc import ABC, abstractmethod
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation
@@ -132,13 +133,13 @@ def _number_at(text: str, i: int) -> tuple[int, str, Decimal] | None:
     return start, text[start:end], -value if negative else value
 
 
-class Finder:
+class Finder(ABC):
     """Finds one value in a text: the first place from ``start`` on that shows it, ``(offset, printed
     text)``, or None."""
 
+    @abstractmethod
     def find(self, text: Text, typed: bool = False, start: int = 0) -> tuple[int, str] | None:
         """With ``typed``, in code: where it spells the value out (numbers only, as non-integers)."""
-        raise NotImplementedError
 
 
 @lru_cache(maxsize=1024)
