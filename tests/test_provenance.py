@@ -4,6 +4,7 @@ scoring online and offline alike, in result rows and the summary."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import score_trajectory
 from super_bench.scoring.provenance import MAX_TRACED_VALUES, trace_answer
+from super_bench.scoring.shown import Number, _number_at, percents
+from super_bench.scoring.texts import Text
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, Trajectory
 
@@ -65,6 +68,11 @@ def first_step(submission: Any, *outputs: str) -> list[int | None]:
         ("took 0.85s", 0.85, True),  # a unit after it is fine
         ("rows: 22896.", 22896, True),
         ("rows: 22,896", 22896, False),  # thousands separators are not read
+        ("lr 3e-05", 0.0, True),  # too small to show at one decimal
+        ("lr 3.5E-7", 0, True),
+        ("lr 2e-05", 5, False),  # a power of ten is no number of its own
+        ("epoch 05/10", 5, False),  # nor are digits after a leading zero
+        ("[00:00<00:01]", 0, False),
         ("ppl 4.2500", 4.25, True),
         ("acc 0.995", 1.0, True),
         ("acc 0.995", 1, True),
@@ -209,6 +217,72 @@ def test_numbers_printed_by_the_million_are_searched_without_losing_the_answer()
     traced = trace_answer({"precision": 0.7279}, steps)
     assert traced is not None and traced.fields[0].text == "0.72794"
     assert trace_answer({"precision": 0.7278}, [step(0, RUN, noise)]).status == "unobserved"  # type: ignore[union-attr]
+
+
+def _every_number_read(value: float, text: str) -> tuple[int, str] | None:
+    """The first number of ``text`` that supports ``value``, found the slow way: every digit of the text read
+    as the start of a number, and every number before a ``%``."""
+    finder = Number(value)
+    first = None
+    for i, char in enumerate(text):
+        number = _number_at(text, i) if char.isdigit() else None
+        if number is not None and finder.supports(number[2]):
+            first = (number[0], number[1])
+            break
+    for at, printed, percent in percents(Text([text])):
+        if (first is None or at < first[0]) and finder.supports(percent):
+            return at, printed
+    return first
+
+
+def _random_log(rng: random.Random, near: float) -> str:
+    """Numbers printed every way a log prints them (fixed, scientific, percent, signed, glued to names), many
+    of them close to ``near``, among words."""
+    pieces = []
+    for _ in range(rng.randint(1, 40)):
+        x = near + rng.choice([0, 0, 1, -1]) * rng.choice([0.0, 1e-4, 1e-3, 5e-3, 9e-3, 1e-2, 0.1, 3.0]) * rng.random()
+        form = rng.choice(["fixed", "fixed", "sci", "percent", "int", "word", "glued", "version"])
+        if form == "fixed":
+            piece = f"{x:.{rng.randint(0, 6)}f}"
+        elif form == "sci":
+            piece = f"{x:.{rng.randint(0, 5)}{rng.choice('eE')}}"
+        elif form == "percent":
+            piece = f"{x * 100:.{rng.randint(0, 3)}f}{rng.choice(['%', ' %'])}"
+        elif form == "int":
+            piece = str(round(x))
+        elif form == "glued":
+            piece = rng.choice(["v", "resnet", "x_", "."]) + f"{abs(x):.{rng.randint(0, 4)}f}"
+        elif form == "version":
+            piece = f"{abs(x):.2f}.{rng.randint(0, 9)}"
+        else:
+            piece = rng.choice(["loss", "acc", "epoch", "lr", "e", "-", "+", "it/s"])
+        pieces.append(piece + rng.choice([" ", " ", "\n", ", ", "s ", ""]))
+    return "".join(pieces)
+
+
+def test_the_search_finds_the_first_supporting_number_as_reading_every_number_would() -> None:
+    # The search looks only where a few literal beginnings are found; reading every number of the text must
+    # give the same first number, whatever the forms, the near misses and the submitted decimals.
+    rng = random.Random(7)
+    for _ in range(3000):
+        decimals = rng.randint(0, 5)
+        value: float = round(rng.choice([rng.random(), rng.random() * 100, rng.random() * 1e-3, 0.0]), decimals)
+        if decimals == 0 and rng.random() < 0.5:
+            value = int(value)
+        text = _random_log(rng, float(value))
+        assert Number(value).find(Text([text])) == _every_number_read(value, text), (value, text)
+    # And across the steps of a trajectory, whose outputs are searched joined: the first step, and the place in it.
+    for _ in range(500):
+        value = round(rng.random(), rng.randint(1, 4))
+        outputs = [_random_log(rng, value) for _ in range(rng.randint(1, 6))]
+        expected = next(
+            ((k, hit) for k, out in enumerate(outputs) if (hit := _every_number_read(value, out)) is not None), None
+        )
+        traced = trace_answer(value, [step(k, RUN, out) for k, out in enumerate(outputs)])
+        assert traced is not None
+        found = traced.fields[0]
+        got = (found.step, (found.offset, found.text)) if found.step is not None else None
+        assert got == expected, (value, outputs)
 
 
 def test_scoring_reports_provenance_beside_output_match_in_both_modes() -> None:

@@ -2,21 +2,20 @@
 ``results.jsonl`` and ``summary.json`` (``TaskResult`` and ``Summary``, in ``results``).
 
 Every record carries ``schema_version``. One read from a file without it was written before records
-had it: version 1 (``stored``). Reading a record of an earlier version brings it to the current one;
-a record of a later version is refused, since this super-bench cannot tell what it holds.
+had it: version 1 (read with the context ``STORED``). Reading a record of an earlier version brings it to
+the current one; a record of a later version is refused, since this super-bench cannot tell what it holds.
 docs/run-directory.md lists the versions.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from super_bench.errors import RunDirError
 
@@ -33,11 +32,9 @@ class NewerRecordError(RunDirError):
     """A record was written by a newer super-bench, in a version this one cannot read."""
 
 
-def stored(data: Any) -> Any:
-    """A record as read from a file: one without a ``schema_version`` is of version 1."""
-    if isinstance(data, dict) and "schema_version" not in data:
-        return {**data, "schema_version": 1}
-    return data
+# The validation context of a record read from a file, where one without ``schema_version`` is of version 1
+# (one made in code is of the current version).
+STORED: dict[str, Any] = {"stored": True}
 
 
 class VersionedRecord(BaseModel):
@@ -47,10 +44,10 @@ class VersionedRecord(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _to_current_version(cls, data: Any) -> Any:
+    def _to_current_version(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, dict):
             return data
-        version = data.get("schema_version", RUN_SCHEMA_VERSION)
+        version = data.get("schema_version", 1 if info.context and info.context.get("stored") else RUN_SCHEMA_VERSION)
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             raise ValueError(f"schema_version must be a whole number from 1, not {version!r}")
         if version > RUN_SCHEMA_VERSION:
@@ -158,7 +155,7 @@ def read_lines(path: Path, model: type[Record]) -> Iterator[Record]:
         if not line.strip():
             continue
         try:
-            yield model.model_validate(stored(json.loads(line)))
+            yield model.model_validate_json(line, context=STORED)
         except NewerRecordError as e:
             raise NewerRecordError(f"{path}:{lineno}: {e}") from None
         except (ValueError, RecursionError):  # not JSON, or not a record (ValidationError is a ValueError)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -68,6 +71,19 @@ def copy_run(source: RunDir, target: RunDir) -> RunDir:
     return target
 
 
+def _trajectory_files(run: Path) -> list[tuple[str, str]]:
+    """Where each task folder's ``trajectory.json`` is, relative to the run and in full, in the folders' order.
+    Listed by name alone: whether the file is there is found when it is read (one system call fewer)."""
+    tasks = os.path.join(run, "tasks")
+    try:
+        names = sorted(entry.name for entry in os.scandir(tasks))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as e:
+        raise RunDirError(f"cannot list the trajectories in {tasks}: {e}") from None
+    return [(f"tasks/{name}/trajectory.json", os.path.join(tasks, name, "trajectory.json")) for name in names]
+
+
 def _rescoring_of(target: RunDir, source: RunDir) -> bool:
     try:
         manifest = target.read_manifest()
@@ -86,17 +102,38 @@ def _link(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused while trajectories are read and scored. They hold no reference cycles
+    (each is freed as the next is read), yet their many objects set the collector off again and again, and
+    each time it walks the rows kept so far: a tenth of re-scoring's time, for nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _rescore(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_from: Path | None = None) -> RunOutcome:
+    with _collector_paused():
+        return _rescore_all(run_dir, mode, tasks, copied_from)
+
+
+def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_from: Path | None) -> RunOutcome:
     by_id = {t.task_id: t for t in (tasks if tasks is not None else run_dir.read_tasks())}
     rows = run_dir.read_results()
     results = {r.key: r for r in rows}
     by_path = {r.trajectory: r for r in rows if r.trajectory}
     done: set[tuple[str, int]] = set()
-    for traj_path in sorted((run_dir.path / "tasks").glob("*/trajectory.json")):
-        relative = str(traj_path.relative_to(run_dir.path))
+    for relative, traj_path in _trajectory_files(run_dir.path):
         row = by_path.get(relative)
         try:
-            trajectory = Trajectory.load(traj_path)
+            with open(traj_path, "rb") as f:
+                trajectory = Trajectory.model_validate_json(f.read())
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # a task folder without a trajectory, or a file beside the folders
         except (OSError, ValidationError, ValueError) as e:
             reason = f"unreadable trajectory {relative}: {_first_line(e)}"
             log.warning("%s; left unscored", reason)
@@ -123,10 +160,16 @@ def _rescore(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_
         metrics, details = score_trajectory(trajectory, task, mode)
         if row is None:
             row = TaskResult.from_trajectory(trajectory, task.task_set, epoch=epoch, trajectory=relative)
-        update = {"submission": json_safe(submission_of(trajectory)), "trajectory": relative}
-        result = row.model_copy(update={**update, "mode": mode, "unscored": None})
-        result.metrics, result.details = metrics, details.model_dump()
-        result.answer_provenance = details.answer_provenance
+        update = {
+            "submission": json_safe(submission_of(trajectory)),
+            "trajectory": relative,
+            "mode": mode,
+            "unscored": None,
+            "metrics": metrics,
+            "details": details.model_dump(),
+            "answer_provenance": details.answer_provenance,
+        }
+        result = row.model_copy(update=update)
         results[result.key] = result
         done.add(result.key)
     for key, row in results.items():
@@ -171,9 +214,9 @@ def _unscored(row: TaskResult, reason: str, mode: ScoreMode) -> TaskResult:
     return row.model_copy(update={"unscored": reason, "mode": mode})
 
 
-def _orphan(traj_path: Path, relative: str, tasks: dict[str, Task]) -> TaskResult:
+def _orphan(traj_path: str, relative: str, tasks: dict[str, Task]) -> TaskResult:
     """A row for an unreadable trajectory that had none: its task and epoch from the folder's name."""
-    folder = traj_path.parent.name
+    folder = os.path.basename(os.path.dirname(traj_path))
     name, at, number = folder.rpartition("@")
     task_id, epoch = (name, int(number)) if at and number.isdigit() and int(number) > 1 else (folder, 1)
     task = tasks.get(task_id)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from super_bench._names import METRICS, SCORE_MODES, ScoreMode
 from super_bench.scoring.answer import score_answer
 from super_bench.scoring.entrypoint import entrypoint_runs
-from super_bench.scoring.landmarks import landmark_steps, raw_text
+from super_bench.scoring.landmarks import find_landmarks, landmark_steps, raw_text
 from super_bench.scoring.provenance import (
     PROVENANCE_KEY,
     PROVENANCE_STATUSES,
@@ -26,6 +26,7 @@ from super_bench.scoring.reference import (
     reference_submission,
 )
 from super_bench.scoring.submission import parse_answer, submission_of
+from super_bench.scoring.texts import Chunks, outputs
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory
 
@@ -76,8 +77,10 @@ def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corr
         raise ValueError(f"unknown scoring mode {mode!r}; use {' or '.join(map(repr, SCORE_MODES))}")
     reference = mode == "reference"
     submission = submission_of(trajectory)
+    # The raw outputs joined for search, once for the answer's provenance and the landmarks.
+    shown = Chunks(trajectory.steps, outputs)
     # The answer as given, in either mode: where it came from is no question of the scoring rules.
-    details = ScoreDetails(provenance=trace_answer(submission, trajectory.steps))
+    details = ScoreDetails(provenance=trace_answer(submission, trajectory.steps, shown))
     if reference:
         submission = reference_submission(submission)
     metrics = Metrics(submitted=float(submission is not None))
@@ -88,7 +91,10 @@ def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corr
             metrics.output_match = score_answer(submission, task.answer, mode)
     text = cleaned_text() if reference else raw_text
     if task.landmarks:
-        details.landmark_steps = landmark_steps(task.landmarks, trajectory.steps, text)
+        if reference:
+            details.landmark_steps = landmark_steps(task.landmarks, trajectory.steps, text)
+        else:
+            details.landmark_steps = find_landmarks(task.landmarks, shown)
         metrics.landmarks = sum(s is not None for s in details.landmark_steps) / len(task.landmarks)
     if task.entrypoint:
         if reference:

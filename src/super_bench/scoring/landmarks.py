@@ -9,8 +9,9 @@ Patterns run on the ``regex`` engine in its ``re``-compatible mode (``VERSION0``
 matches of Python's ``re``, which the reference used), because its searches take a time limit: a
 pattern that backtracks catastrophically on some output cannot hang scoring. A search that runs out
 of time counts as no match, with a warning; ``super-bench tasks validate`` finds such patterns first.
-A time limit costs a few microseconds a search, more than the search of a short output itself, so an
-output without the text every match of the pattern contains (``required_text``) is passed over unsearched.
+A time limit costs a few microseconds a search, more than the search of a short output itself, so only
+the outputs that hold the text every match of the pattern contains (``required_text``) are searched: that
+text is looked for in the outputs joined (``texts.Chunks``), many steps at once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 import regex
 
+from super_bench.scoring.texts import Chunks, Text, outputs
 from super_bench.tasks.model import compile_landmark
 from super_bench.trajectory import Step
 
@@ -38,38 +40,56 @@ def landmark_steps(
     landmarks: Sequence[str], steps: Sequence[Step], text: Callable[[Step], str] = raw_text
 ) -> list[int | None]:
     """For each landmark, the index of the first step whose output (``text`` of the step) matches it."""
+    texts = outputs if text is raw_text else lambda some: [text(s) for s in some]
+    return find_landmarks(landmarks, Chunks(steps, texts))
+
+
+def find_landmarks(landmarks: Sequence[str], chunks: Chunks) -> list[int | None]:
+    """``landmark_steps`` in texts joined already (scoring's, which answer provenance searches too)."""
     found: list[int | None] = [None] * len(landmarks)
     # Each landmark with the longest space-free piece of the text its matches contain: a piece without
-    # spaces is in the output as printed whenever it is in the output with newlines as spaces, so the
-    # output need not be rewritten to be passed over.
+    # spaces is in the output as printed whenever it is in the output with newlines as spaces, so it is
+    # looked for in the joined outputs as they are, and only the outputs that hold it are searched.
     pending = {i: (compile_landmark(landmark), _required_piece(landmark)) for i, landmark in enumerate(landmarks)}
-    for step in steps:
+    for steps, joined in chunks:
         if not pending:
             break
-        output = text(step)
-        flat = None
+        flat: dict[int, str] = {}  # the outputs searched, newlines as spaces, shared by the landmarks
         for i, (pattern, piece) in list(pending.items()):
-            if piece not in output:
-                continue
-            if flat is None:
-                flat = output.replace("\n", " ")
-            try:
-                matched = pattern.search(flat, timeout=SEARCH_TIMEOUT) is not None
-            except TimeoutError:
-                log.warning(
-                    "landmark %d (%r) searched the output of step %d for more than %g s; it counts as not found "
-                    "from there on (a pattern that backtracks catastrophically: see `super-bench tasks validate`)",
-                    i,
-                    pattern.pattern,
-                    step.index,
-                    SEARCH_TIMEOUT,
-                )
-                matched = False
-                del pending[i]
-            if matched:
-                found[i] = step.index
-                del pending[i]
+            k = _find_piece(joined, piece, 0)
+            while k is not None:
+                if k not in flat:
+                    flat[k] = joined.texts[k].replace("\n", " ")
+                try:
+                    matched = pattern.search(flat[k], timeout=SEARCH_TIMEOUT) is not None
+                except TimeoutError:
+                    log.warning(
+                        "landmark %d (%r) searched the output of step %d for more than %g s; it counts as not "
+                        "found from there on (a pattern that backtracks catastrophically: see `super-bench tasks "
+                        "validate`)",
+                        i,
+                        pattern.pattern,
+                        steps[k].index,
+                        SEARCH_TIMEOUT,
+                    )
+                    del pending[i]
+                    break
+                if matched:
+                    found[i] = steps[k].index
+                    del pending[i]
+                    break
+                k = _find_piece(joined, piece, k + 1)
     return found
+
+
+def _find_piece(joined: Text, piece: str, k: int) -> int | None:
+    """The first of the joined texts from the ``k``-th on that holds ``piece`` (every one, for no piece)."""
+    if k >= len(joined.texts):
+        return None
+    if not piece:
+        return k
+    at = joined.text.find(piece, joined.starts[k] if k else 0)
+    return None if at < 0 else joined.locate(at)[0]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -35,7 +35,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from super_bench.scoring.shown import Chunks, Finder, Number, finder_for, outputs
+from super_bench.scoring.shown import Finder, Number, finder_for
+from super_bench.scoring.texts import Chunks, outputs
 from super_bench.trajectory import Step
 
 ProvenanceStatus = Literal["observed", "partly_observed", "unobserved"]
@@ -87,35 +88,36 @@ class AnswerProvenance(BaseModel):
         return "observed" if seen == total else "unobserved" if seen == 0 else "partly_observed"
 
 
-def trace_answer(submission: Any, steps: Sequence[Step]) -> AnswerProvenance | None:
-    """Where each value of ``submission`` first appears in the output of ``steps``; None when nothing was
-    submitted. Null values and blank strings are not traced (they hold nothing to find)."""
+def trace_answer(submission: Any, steps: Sequence[Step], shown: Chunks | None = None) -> AnswerProvenance | None:
+    """Where each value of ``submission`` first appears in the output of ``steps`` (``shown``: their raw
+    outputs, joined already); None when nothing was submitted. Null values and blank strings are not traced
+    (they hold nothing to find)."""
     if submission is None:
         return None
-    fields: list[FieldProvenance] = []
-    finders: list[Finder] = []
+    values: list[tuple[str, Any, Finder]] = []
     untraced = 0
     for path, value in _leaves("", submission):
-        if len(fields) == MAX_TRACED_VALUES:
+        if len(values) == MAX_TRACED_VALUES:
             untraced += 1
             continue
-        fields.append(FieldProvenance(field=path, value=value))
-        finders.append(finder_for(type(value).__name__, value))
-    shown = Chunks(steps, outputs)
-    for field, finder in zip(fields, finders):
-        hit = _first(finder, shown, _shows)
-        if hit is not None:
-            step, offset, text = hit
-            field.step, field.offset, field.text = step.index, offset, text
-    _untyped(fields, finders, steps)
-    unseen = [(field, finder) for field, finder in zip(fields, finders) if field.step is None]
-    if unseen:
+        values.append((path, value, finder_for(type(value).__name__, value)))
+    shown = shown if shown is not None else Chunks(steps, outputs)
+    sightings = [_first(finder, shown, _shows) for _, _, finder in values]
+    typed = _typed(values, sightings, steps)
+    given: Chunks | None = None
+    fields: list[FieldProvenance] = []
+    for (path, value, finder), sighting, typed_step in zip(values, sightings, typed):
+        if sighting is not None and typed_step is None:
+            step, offset, text = sighting
+            fields.append(FieldProvenance(field=path, value=value, step=step.index, offset=offset, text=text))
+            continue
         # Given cells, looked at only for the values the agent's output never showed.
-        given = [s for s in steps if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid"]
-        texts = Chunks(given, outputs)
-        for field, finder in unseen:
-            hit = _first(finder, texts, _anything)
-            field.pre_executed_step = hit[0].index if hit is not None else None
+        if given is None:
+            cells = [s for s in steps if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid"]
+            given = Chunks(cells, outputs)
+        hit = _first(finder, given, _anything)
+        pre_executed = hit[0].index if hit is not None else None
+        fields.append(FieldProvenance(field=path, value=value, typed_step=typed_step, pre_executed_step=pre_executed))
     return AnswerProvenance(fields=fields, untraced=untraced)
 
 
@@ -124,32 +126,35 @@ def _shows(step: Step) -> bool:
     return step.action.type in _SHOWN_BY and not step.pre_executed and step.outcome != "invalid"
 
 
-def _codes(steps: Sequence[Step]) -> list[str]:
-    """The code the agent typed in each step; empty for other steps."""
-    return [
-        s.action.content
-        if isinstance(s.action.content, str)
-        and s.action.type in _TYPED_IN
-        and not s.pre_executed
-        and s.outcome != "invalid"
-        else ""
-        for s in steps
-    ]
+def _typed_by_agent(step: Step) -> bool:
+    """An agent's action whose content it typed: code, or an edit."""
+    return step.action.type in _TYPED_IN and not step.pre_executed and step.outcome != "invalid"
 
 
-def _untyped(fields: list[FieldProvenance], finders: list[Finder], steps: Sequence[Step]) -> None:
-    """Unmark each value shown only once the agent's own code had spelled it out: at or after that step,
-    the output echoes what the agent typed. Only the code of steps up to a sighting is read."""
-    seen = [f.step for f, finder in zip(fields, finders) if f.step is not None and isinstance(finder, Number)]
+def _contents(steps: Sequence[Step]) -> list[str]:
+    """Each step's action's text (a cell's code, an edit); empty where it has none. Whose it is, is asked of
+    a step only where the text holds the value (``_typed_by_agent``): fewer reads of each step."""
+    return [content if isinstance(content := s.action.content, str) else "" for s in steps]
+
+
+def _typed(
+    values: list[tuple[str, Any, Finder]], sightings: list[tuple[Step, int, str] | None], steps: Sequence[Step]
+) -> list[int | None]:
+    """For each value, the step whose code the agent typed it in (spelled out) before or where its output first
+    showed it: the output only echoes what the agent typed, so the sighting does not count. Only numbers are
+    asked of, and only the code of steps up to the last sighting is read."""
+    typed: list[int | None] = [None] * len(values)
+    seen = [s[0].index for (_, _, finder), s in zip(values, sightings) if s is not None and isinstance(finder, Number)]
     if not seen:
-        return
-    codes = Chunks(steps[: bisect_right(steps, max(seen), key=_INDEX)], _codes)
-    for field, finder in zip(fields, finders):
-        if field.step is None or not isinstance(finder, Number):
+        return typed
+    codes = Chunks(steps[: bisect_right(steps, max(seen), key=_INDEX)], _contents)
+    for i, ((_, _, finder), sighting) in enumerate(zip(values, sightings)):
+        if sighting is None or not isinstance(finder, Number):
             continue
-        hit = _first(finder, codes, _anything, typed=True)
-        if hit is not None and hit[0].index <= field.step:
-            field.typed_step, field.step, field.offset, field.text = hit[0].index, None, None, None
+        hit = _first(finder, codes, _typed_by_agent, typed=True)
+        if hit is not None and hit[0].index <= sighting[0].index:
+            typed[i] = hit[0].index
+    return typed
 
 
 def _anything(step: Step) -> bool:
@@ -166,7 +171,7 @@ def _first(
             k, offset = text.locate(hit[0])
             if counts(steps[k]) and offset + len(hit[1]) <= len(text.texts[k]):
                 return steps[k], offset, hit[1]
-            start = text.starts[k + 1] if k + 1 < len(text.texts) else len(text.text)
+            start = text.after(k)
     return None
 
 

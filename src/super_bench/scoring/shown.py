@@ -1,7 +1,7 @@
 """Where a text shows a value (``provenance``'s search): the first place a number, a string or a boolean
 is printed, by provenance's rules, in the texts of a trajectory's steps.
 
-Texts are searched joined, many steps at once (``Chunks``), with a few literal searches per value (the
+Texts are searched joined, many steps at once (``texts.Chunks``), with a few literal searches per value (the
 prefixes every supporting number begins with: ``Number``'s probes) and a look before each ``%``, never
 number by number; each hit is then read as a number and checked.
 """
@@ -11,15 +11,11 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
-from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
 from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation
 from functools import lru_cache
-from itertools import accumulate
-from operator import add
 from typing import Any
 
-from super_bench.trajectory import Step
+from super_bench.scoring.texts import Text
 
 TOLERANCE = Decimal("0.01")  # output match's: floats match when they differ by less than this
 
@@ -27,88 +23,27 @@ _CONTEXT = Context(prec=80)  # exact for every number a float or a printed token
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _NON_INTEGER = re.compile(r"[.eE]")  # in a number's text: written as a non-integer
 _BEFORE_PERCENT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)? ?\Z")
-_FIRST_CHUNK = 32  # steps: a whole short trajectory, searched at once
-_CHUNK = 1 << 20  # characters joined at most into one text to search (beyond, a text is searched alone)
 _SHORT = 4  # literals shorter than this are frequent in any output: searched by a regex that checks their ends
 
 
-class Chunks:
-    """The texts of steps (``texts(steps)``: their outputs, or their code) in chunks of consecutive steps,
-    joined as they are first needed: one search over many texts costs less than one per text, and a value
-    shown early is found with little joined. Chunks double in steps (32, 64, ...) up to about ``_CHUNK``
-    characters (a longer text alone, uncopied)."""
-
-    def __init__(self, steps: Sequence[Step], texts: Callable[[Sequence[Step]], list[str]]) -> None:
-        self.steps, self.texts = steps, texts
-        self.chunks: list[tuple[Sequence[Step], Text]] = []
-        self.joined = 0  # steps in the chunks so far
-
-    def __iter__(self) -> Iterator[tuple[Sequence[Step], Text]]:
-        k = 0
-        while k < len(self.chunks) or self._grow():
-            yield self.chunks[k]
-            k += 1
-
-    def _grow(self) -> bool:
-        first = self.joined
-        if first >= len(self.steps):
-            return False
-        steps = self.steps[first : first + max(_FIRST_CHUNK, 2 * first)]
-        texts = self.texts(steps)
-        n = len(texts)
-        if sum(map(len, texts)) > _CHUNK:
-            n = max(1, bisect_right(list(accumulate(map(len, texts))), _CHUNK))
-        self.chunks.append((steps[:n], Text(texts[:n])))
-        self.joined = first + n
-        return True
-
-
-def outputs(steps: Sequence[Step]) -> list[str]:
-    """The steps' raw outputs (``Step.raw_output``, read without a property call per step: a trajectory has
-    hundreds)."""
-    return [s.observation if s.output is None else s.output for s in steps]
-
-
-class Text:
-    """The texts of a trajectory's steps (outputs, or code), joined by newlines and searched at once (one
-    search over all of them costs less than one per step); it tells each hit's step. Where each text
-    starts, and the percentages, are read once, when first needed."""
-
-    def __init__(self, texts: list[str]) -> None:
-        self.texts = texts
-        self.text = "\n".join(texts)
-        self._starts: list[int] | None = None
-        self._percents: list[tuple[int, str, Decimal]] | None = None
-
-    @property
-    def starts(self) -> list[int]:
-        if self._starts is None:
-            ends = list(accumulate(map(len, self.texts)))  # each text's end, not counting the newlines
-            self._starts = [0, *map(add, ends[:-1], range(1, len(ends)))]
-        return self._starts
-
-    def locate(self, offset: int) -> tuple[int, int]:
-        """Which text holds ``offset`` (its position), and the offset in it."""
-        k = bisect_right(self.starts, offset) - 1
-        return k, offset - self.starts[k]
-
-    def percents(self) -> list[tuple[int, str, Decimal]]:
-        """``(offset, printed text, value / 100)`` of each number printed before a ``%``, in order; of a
-        number printed more than once in a text (a progress bar's), the first."""
-        if self._percents is None:
-            seen: dict[tuple[int, str], tuple[int, str, Decimal]] = {}
-            text = self.text
-            at = text.find("%")
-            while at >= 0:
-                window = max(0, at - 64)
-                match = _BEFORE_PERCENT.search(text, window, at)
-                number = None if match is None else _number_at(text, match.start())
-                if number is not None:
-                    start, printed, value = number
-                    seen.setdefault((self.locate(start)[0], printed), (start, text[start : at + 1], value.scaleb(-2)))
-                at = text.find("%", at + 1)
-            self._percents = list(seen.values())
-        return self._percents
+def percents(text: Text) -> list[tuple[int, str, Decimal]]:
+    """``(offset, printed text, value / 100)`` of each number ``text`` prints before a ``%``, in order; of a
+    number printed more than once in one of its texts (a progress bar's), the first. Read once a text."""
+    found = text.memo.get("percents")
+    if found is None:
+        seen: dict[tuple[int, str], tuple[int, str, Decimal]] = {}
+        whole = text.text
+        at = whole.find("%")
+        while at >= 0:
+            window = max(0, at - 64)
+            match = _BEFORE_PERCENT.search(whole, window, at)
+            number = None if match is None else _number_at(whole, match.start())
+            if number is not None:
+                start, printed, value = number
+                seen.setdefault((text.locate(start)[0], printed), (start, whole[start : at + 1], value.scaleb(-2)))
+            at = whole.find("%", at + 1)
+        found = text.memo["percents"] = list(seen.values())
+    return found
 
 
 def _glued(char: str) -> bool:
@@ -117,8 +52,13 @@ def _glued(char: str) -> bool:
 
 def _number_at(text: str, i: int) -> tuple[int, str, Decimal] | None:
     """The number whose digits start at ``i`` (its sign included): ``(start, printed text, value)``, or
-    None where the digits are part of a longer token (``resnet50``, ``1.2.3``)."""
+    None where the digits are part of a longer token (``resnet50``, ``1.2.3``, the power of ``1e-5``) or begin
+    with a zero before another digit (a clock's ``05``, an id's ``007``)."""
     if i > 0 and _glued(text[i - 1]):
+        return None
+    if text[i] == "0" and text[i + 1 : i + 2].isdigit():
+        return None
+    if i > 2 and text[i - 1] in "+-" and text[i - 2] in "eE" and (text[i - 3].isdigit() or text[i - 3] == "."):
         return None
     match = _NUMBER.match(text, i)
     if match is None:
@@ -200,7 +140,7 @@ class Number(Finder):
         places = max(decimals, 2)
         # The target's magnitude in whole units of 10^-(places+1): exact integers from here on.
         scaled = int("".join(map(str, digits))) * 10 ** (exponent + places + 1)
-        self.literals, self.patterns = _probes(scaled, places, decimals)
+        self.searches = _searches(*_probes(scaled, places, decimals))
 
     def supports(self, printed: Decimal) -> bool:
         """Equal, or rounds or truncates to the target at its decimals, within the tolerance."""
@@ -219,24 +159,16 @@ class Number(Finder):
         whole = text.text
         found: tuple[int, str] | None = None
         limit = len(whole)
-        for literal in self.literals:
-            at = whole.find(literal, start, limit + len(literal))
-            while 0 <= at < limit:
-                hit = self._hit(whole, at, typed)
-                if hit is not None:
-                    found, limit = hit, hit[0]
-                    break
-                at = whole.find(literal, at + 1, limit + len(literal))
-        for pattern in self.patterns:
-            match = pattern.search(whole, start, limit + _SHORT)
+        for probe, reach in self.searches:
+            match = probe.search(whole, start, limit + reach)
             while match is not None and match.start() < limit:
                 hit = self._hit(whole, match.start(), typed)
                 if hit is not None:
                     found, limit = hit, hit[0]
                     break
-                match = pattern.search(whole, match.start() + 1, limit + _SHORT)
+                match = probe.search(whole, match.start() + 1, limit + reach)
         if not typed and whole.find("%", start) >= 0:
-            for at, printed, value in text.percents():
+            for at, printed, value in percents(text):
                 if at >= limit:
                     break
                 if at >= start and self.supports(value):
@@ -251,7 +183,7 @@ class Number(Finder):
         return number[0], number[1]
 
 
-def _probes(scaled: int, places: int, decimals: int) -> tuple[list[str], list[re.Pattern[str]]]:
+def _probes(scaled: int, places: int, decimals: int) -> tuple[list[str], list[tuple[str, str]]]:
     """What to search for to find every printed number that could support a target (of ``decimals``
     decimals, ``scaled`` in units of 10^-(places+1), its sign checked on each hit): literals, and regexes
     for literals too short to search for alone.
@@ -267,7 +199,7 @@ def _probes(scaled: int, places: int, decimals: int) -> tuple[list[str], list[re
     else:
         low, high = scaled - min(unit // 2, tolerance), scaled + min(unit, tolerance)
     literals: list[str] = []
-    patterns: list[re.Pattern[str]] = []
+    patterns: list[tuple[str, str]] = []
     v = low // 10
     while v * 10 < high:  # each prefix, in units of 10^-places
         # Printed without its trailing zeros, the prefix is a number of its own: one to look for only
@@ -282,6 +214,8 @@ def _probes(scaled: int, places: int, decimals: int) -> tuple[list[str], list[re
     if scaled != 0 and low < 10:  # numbers below 10^-places: one significant digit above the cut
         for digit in range(low, min(high, 10)):
             _add(str(digit), -places - 1, literals, patterns)
+    if scaled == 0:  # zero: also every number in scientific notation too small to show at ``places`` decimals
+        patterns.append(("", _tiny_pattern(places)))
     return _merged(literals), patterns
 
 
@@ -290,19 +224,40 @@ def _bare(prefix: str) -> str:
     return prefix.rstrip("0").rstrip(".") or "0"
 
 
-def _add(bare: str, exponent: int | None, literals: list[str], patterns: list[re.Pattern[str]]) -> None:
+def _add(bare: str, exponent: int | None, literals: list[str], patterns: list[tuple[str, str]]) -> None:
     """File a prefix: long enough, a literal to search for (each hit is checked); else a regex that checks
-    what comes before and after it (a mantissa needs its ``exponent`` after it)."""
+    what comes before and after it (a mantissa needs its ``exponent`` after it), with the prefix it begins with."""
     if len(bare) >= _SHORT:
         literals.append(bare)
     else:
-        pattern = _short_pattern(bare, exponent)
+        pattern = (bare, _short_pattern(bare, exponent))
         if pattern not in patterns:
             patterns.append(pattern)
 
 
+def _searches(literals: list[str], patterns: list[tuple[str, str]]) -> list[tuple[re.Pattern[str], int]]:
+    """The probes as regexes to search for, each with how far past the best hit so far its match may end and
+    still be found (a search stops there). Probes that begin with the same two characters are one regex: the
+    regex engine takes what its alternatives begin with alike as a literal to skip ahead to, so one pass over
+    the text does for them all (alternatives that begin differently would be tried at every digit: slower)."""
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for literal in literals:
+        groups.setdefault(literal[:2], []).append((re.escape(literal), len(literal)))
+    for lead, pattern in patterns:
+        groups.setdefault(lead[:2], []).append((pattern, _SHORT))
+    return [
+        (_compiled("|".join(source for source, _ in group)), max(reach for _, reach in group))
+        for group in groups.values()
+    ]
+
+
 @lru_cache(maxsize=4096)
-def _short_pattern(bare: str, exponent: int | None) -> re.Pattern[str]:
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+@lru_cache(maxsize=4096)
+def _short_pattern(bare: str, exponent: int | None) -> str:
     """A short prefix, not glued to a letter, digit, ``_`` or ``.`` before it; followed by zeros only (and,
     without its decimal point, the point and zeros), or, as a mantissa, by digits and the exponent (so that
     the other numbers of a log in scientific notation, learning rates say, are passed over at once)."""
@@ -313,9 +268,26 @@ def _short_pattern(bare: str, exponent: int | None) -> re.Pattern[str]:
         after = (r"[0-9]*" if "." in bare else r"(?:\.[0-9]*)?") + rf"[eE]{sign}{power}(?![0-9])"
     else:
         after = r"(?![1-9])" if "." in bare else r"(?![0-9]|\.[1-9])"
-    # Compiled once per prefix (there are a few thousand short ones), and led by the prefix itself, so
-    # that the regex engine skips ahead to it.
-    return re.compile(rf"{lead}(?<![\w.]{lead}){after}")
+    # Led by the prefix itself, so that the regex engine skips ahead to it.
+    return rf"{lead}(?<![\w.]{lead}){after}"
+
+
+@lru_cache(maxsize=64)
+def _tiny_pattern(places: int) -> str:
+    """A number in scientific notation with a nonzero mantissa and a power of ten below ``-places``: smaller
+    than 10^-places, so it supports zero at ``places`` decimals (``3e-05`` supports ``0.0``). Led by a class of
+    digits, so tried at every one; searched only for zero, which a log shows early as a rule."""
+    return rf"[1-9](?<![\w.][1-9])(?:\.[0-9]*)?[eE]-0*{_at_least(places + 1)}(?![0-9])"
+
+
+def _at_least(bound: int) -> str:
+    """A regex for a whole number (without leading zeros) of at least ``bound``."""
+    digits = str(bound)
+    options = [rf"[1-9][0-9]{{{len(digits)},}}", digits]  # more digits; the bound itself
+    for i, digit in enumerate(digits):  # as many digits: the bound's first i, then a greater one, then any
+        if digit != "9":
+            options.append(f"{digits[:i]}[{int(digit) + 1}-9]" + "[0-9]" * (len(digits) - i - 1))
+    return f"(?:{'|'.join(options)})"
 
 
 def _merged(literals: list[str]) -> list[str]:
