@@ -13,7 +13,10 @@ run's answers is printed halfway through its logs, as an evaluation after traini
 the same re-scoring with the tracing switched off (``trace_answer`` replaced, for that timing only, by
 one that traces nothing), in the same repeats, so that the machine's drift falls on both alike. A second
 run submits answers its logs never print, so that every output is searched through to its end: the
-worst case of that search.
+worst case of that search. Against an earlier release (``--baseline``, the ``src`` folder of its source
+tree, or ``$SUPER_BENCH_BASELINE``): the same run re-scored by that release and by this one, in turn,
+each in a process of its own that stays up, in CPU time; the earlier release reads the run as it would
+have written it (without the fields it did not know yet, which are at their defaults).
 
 Reference mode re-scores the same run with each output cleaned as the reference agent cleaned it; the
 cleaning alone is timed on training logs and on long adversarial lines (on which the reference's own
@@ -24,7 +27,7 @@ a folder of ``<task>/history.ipynb`` given by ``--paper`` or ``$SUPER_BENCH_REFE
 imported with ``super-bench import-trajectories``: how fast, and whether the scores they carry come
 out within the paper's range (output match 14-17%, landmarks 34-46%).
 
-    python benchmarks/bench_scoring.py [--tasks 2000] [--megabytes 40] [--paper DIR]
+    python benchmarks/bench_scoring.py [--tasks 2000] [--megabytes 40] [--paper DIR] [--baseline SRC]
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ import argparse
 import json
 import os
 import random
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -48,6 +54,9 @@ TARGET = 1000  # trajectories per second
 _reference = os.environ.get("SUPER_BENCH_REFERENCE_TRAJECTORIES")
 PAPER = Path(_reference) / "react-super_expert" if _reference else None
 PUBLISHED = {"output_match": (0.14, 0.17), "landmarks": (0.34, 0.46)}  # GPT-4o, ReAct-SUPER, Expert
+_baseline = os.environ.get("SUPER_BENCH_BASELINE")
+BASELINE = Path(_baseline) if _baseline else None
+WORKER = Path(__file__).with_name("rescore_worker.py")
 
 
 def parse_all(run: Path) -> int:
@@ -140,8 +149,6 @@ def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
             f"{speed:.0f} trajectories/s (traced)",
             f"{n_tasks / plain:.0f} trajectories/s (not traced)",
             mine / plain,
-            "<= 1.1x",
-            mine <= 1.1 * plain,
         ),
         Row(
             "re-scoring",
@@ -158,6 +165,123 @@ def rows(n_tasks: int, megabytes: float, repeats: int = 3) -> list[Row]:
             ref_mode / mine,
         ),
     ]
+
+
+def baseline_rows(n_tasks: int, megabytes: float, baseline: Path | None, rounds: int = 15) -> list[Row]:
+    """The same run re-scored by an earlier release (its ``src`` folder) and by this one, in turn, in CPU time:
+    each round times both, in alternating order, so that the machine's drift falls on both alike."""
+    what = f"{n_tasks} trajectories, {megabytes:g} MB, against an earlier release"
+    if baseline is None or not (baseline / "super_bench").is_dir():
+        return [Row("re-scoring", what, "not measured: give --baseline SRC (an earlier release's src folder)")]
+    with tempfile.TemporaryDirectory(prefix="bench-baseline-") as tmp:
+        ours = make_run(Path(tmp) / "ours", n_tasks, megabytes)
+        theirs = as_written_before(ours, Path(tmp) / "theirs", baseline)
+        with _Worker(ours, None, n_tasks) as current, _Worker(theirs, baseline, n_tasks) as earlier:
+            mine: list[float] = []
+            before: list[float] = []
+            for i in range(rounds):
+                pair = (current, earlier) if i % 2 == 0 else (earlier, current)
+                for worker in pair:
+                    (mine if worker is current else before).append(worker.rescore())
+    ratios = [m / b for m, b in zip(mine, before)]
+    ratio = median(ratios)
+    return [
+        Row(
+            "re-scoring",
+            f"{what} ({baseline}), CPU time, median of {rounds} rounds",
+            f"{n_tasks / median(mine):.0f} trajectories/s (this release, answers traced)",
+            f"{n_tasks / median(before):.0f} trajectories/s (the earlier release)",
+            ratio,
+            "<= 1.1x",
+            ratio <= 1.1,
+        )
+    ]
+
+
+def as_written_before(run: Path, target: Path, baseline: Path) -> Path:
+    """A copy of ``run`` as the release at ``baseline`` wrote it: its trajectories without the fields that
+    release does not know (each at its default here, or this fails), and without results or summary."""
+    from super_bench.trajectory import Step, Trajectory
+
+    known = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", _FIELDS],
+            env={**os.environ, "PYTHONPATH": str(baseline.resolve())},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    (target / "tasks").mkdir(parents=True)
+    shutil.copy2(run / "tasks.jsonl", target / "tasks.jsonl")
+    defaults = {
+        "trajectory": Trajectory.model_validate({"task_id": "", "query": ""}).model_dump(mode="json"),
+        "step": Step.model_validate(
+            {"index": 0, "action": {"type": "execute"}, "start_time": 0, "end_time": 0}
+        ).model_dump(mode="json"),
+    }
+    for path in (run / "tasks").glob("*/trajectory.json"):
+        data = json.loads(path.read_bytes())
+        _drop_unknown(data, known["trajectory"], defaults["trajectory"], path)
+        for step in data["steps"]:
+            _drop_unknown(step, known["step"], defaults["step"], path)
+        folder = target / "tasks" / path.parent.name
+        folder.mkdir()
+        (folder / "trajectory.json").write_text(json.dumps(data, indent=1))
+    return target
+
+
+# What the release on PYTHONPATH knows of a trajectory and its steps.
+_FIELDS = (
+    "import json; from super_bench.trajectory import Step, Trajectory; "
+    "print(json.dumps({'trajectory': list(Trajectory.model_fields), 'step': list(Step.model_fields)}))"
+)
+
+
+def _drop_unknown(record: dict[str, Any], known: list[str], defaults: dict[str, Any], path: Path) -> None:
+    for key in [k for k in record if k not in known]:
+        if record[key] != defaults.get(key, object()):
+            raise RuntimeError(f"{path}: the earlier release cannot read {key!r}, and it is not at its default")
+        del record[key]
+
+
+class _Worker:
+    """A ``rescore_worker.py`` process re-scoring one run, with ``source`` (an earlier release) first on its path."""
+
+    def __init__(self, run: Path, source: Path | None, n_tasks: int) -> None:
+        env = dict(os.environ)
+        if source is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source.resolve()), env.get("PYTHONPATH")]))
+        self.process = subprocess.Popen(
+            [sys.executable, str(WORKER), str(run)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+        package, _, scored = self._line().rpartition(" ")
+        if source is not None and not Path(package).is_relative_to(source.resolve()):
+            raise RuntimeError(f"the baseline worker imported super_bench from {package}, not from {source}")
+        if int(scored) != n_tasks:
+            raise RuntimeError(f"{package} scored {scored} of the {n_tasks} trajectories: it cannot read this run")
+
+    def _line(self) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the re-scoring worker exited with status {self.process.wait()}")
+        return line.strip()
+
+    def rescore(self) -> float:
+        """The CPU seconds of one re-scoring."""
+        assert self.process.stdin is not None
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+        return float(self._line())
+
+    def __enter__(self) -> _Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
 
 
 PROGRESS = "Receiving objects:  45% (45/100)\r 12.3 MB/s\r\x1b[31mgcc -c x.c\x1b[0m\n 45% [==>  ] 45 / 100\n"
@@ -238,8 +362,10 @@ def main() -> None:
     parser.add_argument("--megabytes", type=float, default=40.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--paper", type=Path, default=PAPER, help="The paper's trajectories (a run folder).")
+    parser.add_argument("--baseline", type=Path, default=BASELINE, help="An earlier release's src folder.")
     args = parser.parse_args()
-    print(table(rows(args.tasks, args.megabytes, args.repeats) + cleaning_rows() + paper_rows(args.paper)))
+    measured = rows(args.tasks, args.megabytes, args.repeats) + baseline_rows(args.tasks, args.megabytes, args.baseline)
+    print(table(measured + cleaning_rows() + paper_rows(args.paper)))
 
 
 if __name__ == "__main__":

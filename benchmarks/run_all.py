@@ -37,6 +37,7 @@ def benchmarks(quick: bool) -> dict[str, Callable[[], list[Row]]]:
         ),
         "scoring": lambda: (
             bench_scoring.rows(1000 if quick else 2000, 20 if quick else 40, repeats)
+            + bench_scoring.baseline_rows(1000 if quick else 2000, 20 if quick else 40, bench_scoring.BASELINE)
             + bench_scoring.cleaning_rows(1.0 if quick else 2.0, repeats)
             + bench_scoring.paper_rows(bench_scoring.PAPER)
         ),

@@ -2,20 +2,21 @@
 ``results.jsonl`` and ``summary.json`` (``TaskResult`` and ``Summary``, in ``results``).
 
 Every record carries ``schema_version``. One read from a file without it was written before records
-had it: version 1 (read with the context ``STORED``). Reading a record of an earlier version brings it to
+had it: version 1 (``VersionedRecord.from_json``). Reading a record of an earlier version brings it to
 the current one; a record of a later version is refused, since this super-bench cannot tell what it holds.
 docs/run-directory.md lists the versions.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from super_bench.errors import RunDirError
 
@@ -32,22 +33,17 @@ class NewerRecordError(RunDirError):
     """A record was written by a newer super-bench, in a version this one cannot read."""
 
 
-# The validation context of a record read from a file, where one without ``schema_version`` is of version 1
-# (one made in code is of the current version).
-STORED: dict[str, Any] = {"stored": True}
+Record = TypeVar("Record", bound="VersionedRecord")
 
 
 class VersionedRecord(BaseModel):
-    """A record of the run directory, in the current version once read."""
+    """A record of the run directory, in the current version once read (``from_json``)."""
 
     schema_version: int = Field(RUN_SCHEMA_VERSION, description="The version of the record's format")
 
-    @model_validator(mode="before")
+    @field_validator("schema_version", mode="before")
     @classmethod
-    def _to_current_version(cls, data: Any, info: ValidationInfo) -> Any:
-        if not isinstance(data, dict):
-            return data
-        version = data.get("schema_version", 1 if info.context and info.context.get("stored") else RUN_SCHEMA_VERSION)
+    def _known_version(cls, version: Any) -> Any:
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             raise ValueError(f"schema_version must be a whole number from 1, not {version!r}")
         if version > RUN_SCHEMA_VERSION:
@@ -55,9 +51,31 @@ class VersionedRecord(BaseModel):
                 f"it was written by a newer super-bench (schema version {version}; this one reads versions up to "
                 f"{RUN_SCHEMA_VERSION}); upgrade super-bench to read it"
             )
-        if version < RUN_SCHEMA_VERSION:
-            data = cls.upgrade(dict(data), version)
-        return {**data, "schema_version": RUN_SCHEMA_VERSION}
+        return version
+
+    @classmethod
+    def from_json(cls: type[Record], text: str | bytes) -> Record:
+        """A record read from a file, in the current version (``from_stored``). One of the current version, as
+        this version writes it, is validated straight from its text, in one pass."""
+        try:
+            record = cls.model_validate_json(text)
+        except ValidationError:
+            pass  # read again below, so that the error says what from_stored says
+        else:
+            if record.schema_version == RUN_SCHEMA_VERSION and "schema_version" in record.model_fields_set:
+                return record
+        return cls.from_stored(json.loads(text))
+
+    @classmethod
+    def from_stored(cls: type[Record], data: Any) -> Record:
+        """A record as read from a file, in the current version: one without ``schema_version`` is of version 1
+        (written before records had it), one of an earlier version is brought to this one (``upgrade``), one
+        of a later version is refused (``NewerRecordError``)."""
+        if isinstance(data, dict):
+            version = data.get("schema_version", 1)
+            if isinstance(version, int) and not isinstance(version, bool) and 1 <= version < RUN_SCHEMA_VERSION:
+                data = {**cls.upgrade(dict(data), version), "schema_version": RUN_SCHEMA_VERSION}
+        return cls.model_validate(data)
 
     @classmethod
     def upgrade(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
@@ -145,9 +163,6 @@ class RunManifest(VersionedRecord):
         return self.model_dump_json(indent=2, by_alias=True, exclude_unset=True)
 
 
-Record = TypeVar("Record", bound=VersionedRecord)
-
-
 def read_lines(path: Path, model: type[Record]) -> Iterator[Record]:
     """The records of a JSON-lines file in the current version. A line that cannot be read (typically one
     a crash cut short) is skipped with a warning; a record of a later version is refused, with its line."""
@@ -155,7 +170,7 @@ def read_lines(path: Path, model: type[Record]) -> Iterator[Record]:
         if not line.strip():
             continue
         try:
-            yield model.model_validate_json(line, context=STORED)
+            yield model.from_json(line)
         except NewerRecordError as e:
             raise NewerRecordError(f"{path}:{lineno}: {e}") from None
         except (ValueError, RecursionError):  # not JSON, or not a record (ValidationError is a ValueError)

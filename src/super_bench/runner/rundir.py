@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import logging
 import os
 import re
@@ -33,7 +32,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from super_bench.errors import RunDirError
-from super_bench.runner.records import STORED, NewerRecordError, RunManifest, read_lines
+from super_bench.runner.records import NewerRecordError, RunManifest, read_lines
 from super_bench.runner.results import Summary, TaskResult
 from super_bench.tasks.model import Task
 from super_bench.trajectory import atomic_write
@@ -209,7 +208,7 @@ class RunDir:
     def _read(path: Path, model: type[_Record]) -> _Record:
         """A record from a JSON file; a file that cannot be read as one is a ``RunDirError`` that says why."""
         try:
-            return model.model_validate(json.loads(path.read_bytes()), context=STORED)
+            return model.from_json(path.read_bytes())
         except NewerRecordError as e:
             raise NewerRecordError(f"{path}: {e}") from None
         except ValidationError as e:
