@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -113,6 +114,12 @@ class Usage(BaseModel):
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.cost += other.cost
+
+    @classmethod
+    def summed(cls, usages: Iterable[Usage]) -> Usage:
+        """The usages added up (as ``add`` would, without a model assignment per usage: a run has thousands)."""
+        known = list(usages)
+        return cls(**{name: sum(getattr(usage, name) for usage in known) for name in cls.model_fields})
 
 
 class Trajectory(BaseModel):

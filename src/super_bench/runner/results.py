@@ -159,9 +159,6 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
     for name in METRICS:
         values = [v for r in scored if (v := getattr(r.metrics, name)) is not None]
         means[name] = sum(values) / len(values) if values else None
-    usage = Usage()
-    for r in results:
-        usage.add(r.usage)
     counts = Counter(r.status for r in results)
     traced = [r.answer_provenance for r in scored if r.answer_provenance is not None]
     return Summary(
@@ -170,7 +167,7 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
         metrics=means,
         status_counts=dict(counts),
         stop_reasons=dict(Counter(r.stop_reason or "unknown" for r in results)),
-        usage=usage,
+        usage=Usage.summed(r.usage for r in results),
         execution_time=sum(r.execution_time for r in results),
         mode=run_scoring,
         modes=modes,

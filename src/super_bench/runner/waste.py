@@ -43,12 +43,11 @@ class Waste(BaseModel):
 
 def total(wastes: Iterable[Waste | None]) -> Waste | None:
     """The sum of the wastes given; None when none is known (rows written before rows recorded it)."""
-    found = None
-    for waste in wastes:
-        if waste is not None:
-            found = found or Waste()
-            found.add(waste)
-    return found
+    known = [waste for waste in wastes if waste is not None]
+    if not known:
+        return None
+    # Field by field, in order: the sums ``add`` would make, without a model assignment per row.
+    return Waste(**{name: sum(getattr(waste, name) for waste in known) for name in Waste.model_fields})
 
 
 def _cells(steps: list[Step]) -> list[list[Step]]:
