@@ -256,7 +256,7 @@ class _Worker:
             [sys.executable, str(WORKER), str(run)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
         )
         package, _, scored = self._line().rpartition(" ")
-        if source is not None and not Path(package).is_relative_to(source.resolve()):
+        if source is not None and not Path(package).resolve().is_relative_to(source.resolve()):
             raise RuntimeError(f"the baseline worker imported super_bench from {package}, not from {source}")
         if int(scored) != n_tasks:
             raise RuntimeError(f"{package} scored {scored} of the {n_tasks} trajectories: it cannot read this run")
