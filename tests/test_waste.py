@@ -72,3 +72,19 @@ def test_rows_that_do_not_record_waste_are_not_counted_as_none_spent() -> None:
     assert summarize([old]).waste is None
     new = TaskResult(task_id="b", task_set="expert", status="completed", waste=Waste(package_installs=3.0))
     assert summarize([old, new]).waste == Waste(package_installs=3.0)  # over the rows that record it
+
+
+def test_figures_summed_at_once_equal_them_added_one_by_one() -> None:
+    from super_bench.runner.waste import Waste, total
+    from super_bench.trajectory import Usage
+
+    usages = [Usage(model_calls=i, prompt_tokens=10 * i, cost=0.1 * i) for i in range(1, 6)]
+    added = Usage()
+    for usage in usages:
+        added.add(usage)
+    assert Usage.summed(usages) == added and added.model_calls == 15 and isinstance(added.model_calls, int)
+    wastes = [Waste(idle_sandbox=0.3, package_installs=float(i)) for i in range(4)]
+    one_by_one = Waste()
+    for waste in wastes:
+        one_by_one.add(waste)
+    assert total([None, *wastes, None]) == one_by_one and total([None]) is None

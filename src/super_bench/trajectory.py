@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_json
@@ -97,7 +97,24 @@ class Step(BaseModel):
         return (self.end_time - self.start_time).total_seconds()
 
 
-class Usage(BaseModel):
+Summed = TypeVar("Summed", bound="Figures")
+
+
+class Figures(BaseModel):
+    """Figures that add up field by field (a task's usage, its waste)."""
+
+    def add(self: Summed, other: Summed) -> None:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @classmethod
+    def summed(cls: type[Summed], items: Iterable[Summed]) -> Summed:
+        """The items added up, as ``add`` would, without a model assignment per item: a run has thousands."""
+        known = list(items)
+        return cls(**{name: sum(getattr(item, name) for item in known) for name in cls.model_fields})
+
+
+class Usage(Figures):
     """Model usage of one episode."""
 
     model_config = ConfigDict(extra="forbid")
@@ -107,19 +124,6 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = Field(0.0, description="USD, at the price table's rates")
-
-    def add(self, other: Usage) -> None:
-        self.model_calls += other.model_calls
-        self.cached_calls += other.cached_calls
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.cost += other.cost
-
-    @classmethod
-    def summed(cls, usages: Iterable[Usage]) -> Usage:
-        """The usages added up (as ``add`` would, without a model assignment per usage: a run has thousands)."""
-        known = list(usages)
-        return cls(**{name: sum(getattr(usage, name) for usage in known) for name in cls.model_fields})
 
 
 class Trajectory(BaseModel):

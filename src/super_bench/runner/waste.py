@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from super_bench.trajectory import Step, Trajectory
+from super_bench.trajectory import Figures, Step, Trajectory
 
 # A command that installs packages, at the start of a line or after a shell separator, a ``!`` or a ``%``.
 _INSTALL = re.compile(
@@ -22,7 +22,7 @@ _INSTALL = re.compile(
 )
 
 
-class Waste(BaseModel):
+class Waste(Figures):
     """Seconds of a task (or, summed, of a run) spent without result."""
 
     model_config = ConfigDict(extra="forbid")
@@ -36,18 +36,11 @@ class Waste(BaseModel):
         0.0, description="The sandbox up with no cell running: its start, the model's replies, the agent's own work"
     )
 
-    def add(self, other: Waste) -> None:
-        for name in type(self).model_fields:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
 
 def total(wastes: Iterable[Waste | None]) -> Waste | None:
     """The sum of the wastes given; None when none is known (rows written before rows recorded it)."""
     known = [waste for waste in wastes if waste is not None]
-    if not known:
-        return None
-    # Field by field, in order: the sums ``add`` would make, without a model assignment per row.
-    return Waste(**{name: sum(getattr(waste, name) for waste in known) for name in Waste.model_fields})
+    return Waste.summed(known) if known else None
 
 
 def _cells(steps: list[Step]) -> list[list[Step]]:

@@ -166,12 +166,7 @@ def _first(
 ) -> tuple[Step, int, str] | None:
     """The first step that ``counts`` and whose text shows the value, and where and as what it shows it."""
     for steps, text in chunks:
-        k = 0
-        while k < len(steps) and not counts(steps[k]):
-            k += 1  # leading steps that cannot count (a Masked task's given cells) are not searched
-        if k == len(steps):
-            continue
-        start = text.starts[k] if k else 0
+        start = 0
         while (hit := finder.find(text, typed, start)) is not None:
             k, offset = text.locate(hit[0])
             if counts(steps[k]) and offset + len(hit[1]) <= len(text.texts[k]):

@@ -29,8 +29,7 @@ _SHORT = 4  # literals shorter than this are frequent in any output: searched by
 def percents(text: Text) -> list[tuple[int, str, Decimal]]:
     """``(offset, printed text, value / 100)`` of each number ``text`` prints before a ``%``, in order; of a
     number printed more than once in one of its texts (a progress bar's), the first. Read once a text."""
-    found = text.memo.get("percents")
-    if found is None:
+    if text.percents is None:
         seen: dict[tuple[int, str], tuple[int, str, Decimal]] = {}
         whole = text.text
         at = whole.find("%")
@@ -42,8 +41,8 @@ def percents(text: Text) -> list[tuple[int, str, Decimal]]:
                 start, printed, value = number
                 seen.setdefault((text.locate(start)[0], printed), (start, whole[start : at + 1], value.scaleb(-2)))
             at = whole.find("%", at + 1)
-        found = text.memo["percents"] = list(seen.values())
-    return found
+        text.percents = list(seen.values())
+    return text.percents
 
 
 def _glued(char: str) -> bool:
@@ -246,14 +245,9 @@ def _searches(literals: list[str], patterns: list[tuple[str, str]]) -> list[tupl
     for lead, pattern in patterns:
         groups.setdefault(lead[:2], []).append((pattern, _SHORT))
     return [
-        (_compiled("|".join(source for source, _ in group)), max(reach for _, reach in group))
+        (re.compile("|".join(source for source, _ in group)), max(reach for _, reach in group))
         for group in groups.values()
     ]
-
-
-@lru_cache(maxsize=4096)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
 
 
 @lru_cache(maxsize=4096)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal
 from itertools import accumulate
-from typing import Any
 
 from super_bench.trajectory import Step
 
@@ -18,13 +18,12 @@ _PLUS_ONE = (1).__add__  # a text's length with the newline after it
 
 class Text:
     """Texts joined by newlines and searched at once; it tells each hit's text. Where each text starts is
-    read once, when first needed; ``memo`` keeps what a search reads from the whole text once (the
-    percentages ``shown`` looks at)."""
+    read once, when first needed, as are the numbers it prints before a ``%`` (``shown.percents``)."""
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
         self.text = "\n".join(texts)
-        self.memo: dict[str, Any] = {}
+        self.percents: list[tuple[int, str, Decimal]] | None = None
         self._starts: list[int] | None = None
 
     @property
