@@ -55,6 +55,17 @@ def test_a_mirror_serves_its_url_with_or_without_git_and_slash(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ISOLATING)
+def test_a_mirror_given_through_a_symbolic_link_is_served(env_factory: Any, tmp_path: Path, backend: str) -> None:
+    # Reference data is often a link to elsewhere; the sandbox shows the mirror at its real path, not the link.
+    mirror = make_mirror(tmp_path / "real" / "proj.bundle", "bundle", "through a link")
+    (tmp_path / "linked").symlink_to(mirror.parent, target_is_directory=True)
+    sandbox = {**backend_settings(backend), "git_mirrors": {URL: tmp_path / "linked" / mirror.name}}
+    (step,) = run_cells(env_factory, sandbox, [f"!git clone -q {URL} c && cat c/MARK"])
+    assert step.raw_output.strip().endswith("through a link"), step.raw_output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ISOLATING)
 def test_urls_that_only_begin_like_a_mirrored_one_are_not_served_from_it(
     env_factory: Any, tmp_path: Path, backend: str
 ) -> None:

@@ -53,7 +53,9 @@ def git_mirrors(config: SandboxConfig, *, demo_suite: bool = True) -> dict[str, 
         mirrors.update(OfflineBundle.open(config.offline_bundle).git_mirrors())
     for url, path in config.git_mirrors.items():
         mirrors.update(expand_mirrors(url, path))
-    return mirrors
+    # Each by its real path, the one an isolating sandbox shows (``mirror_paths``): a mirror given through a
+    # symbolic link would otherwise be looked for where agent code sees no link.
+    return {url: os.path.realpath(path) for url, path in mirrors.items()}
 
 
 def git_config_text(mirrors: dict[str, str]) -> str:
