@@ -4,8 +4,15 @@ Not isolated: agent code runs as the user, with the user's file permissions and 
 What it does give: a fresh working directory, HOME and TMPDIR per task, its own Python
 environment (with none of the harness's packages), an environment scrubbed of credentials and
 of the user's configuration, the memory limit (a cgroup of the task's own where one can be made)
-and file-size limit, and a stop that kills every process the task started (found by a marker
-variable they all inherit), also when the harness itself is killed (the watchdog).
+and file-size limit, the wall-time limit (kept by the harness: at its end everything the task runs
+is killed), and a stop that kills every process the task started (found by a marker variable they
+all inherit), also when the harness itself is killed (the watchdog).
+
+What it defends even so: the limits and the harness's own helpers. Every program the harness starts
+around agent code (``sh`` joining the memory cgroup, ``prlimit``, ``env``) is a system program run
+by its absolute path with an environment that cannot make it load code (``programs``); nothing is
+looked up on the task's PATH, whose first directory agent code writes, until agent code itself runs.
+The kernels' own output goes to a bounded tail in the harness's memory, never to a file.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from super_bench.sandbox.disk import WATCH, TaskFilesystem, disk_mechanism
 from super_bench.sandbox.memory import MemoryCgroup, memory_mechanism
 from super_bench.sandbox.mirrors import check_task_pip, mirror_environ
 from super_bench.sandbox.packages import PackageSession, cache_applies
+from super_bench.sandbox.programs import agent_env_prefix, helper_environ
 from super_bench.sandbox.pyenv import BasePython, create_task_env
 from super_bench.sandbox.reaper import MARKER, kill_marked, processes_with_marker, remove_tree
 from super_bench.sandbox.runtime import KernelRuntime
@@ -229,13 +237,19 @@ class LocalSandbox(Sandbox):
         return rlimit_prefix(self.config, processes=processes, address_space=address_space)
 
     def _wrap(self, argv: list[str]) -> list[str]:
-        """The host command line that runs ``argv`` in the sandbox, in the work directory.
-
-        Locally only the per-process limits and the cgroup apply; the wall-time limit is enforced
-        between steps (the environment ends the episode and ``stop`` kills what is left).
-        """
+        """The host command line that runs ``argv`` as agent code, in the work directory: helpers by absolute
+        paths (the cgroup's ``sh``, ``prlimit``), then ``env`` giving agent code its own PATH back. It is started
+        with ``helper_environ(self._env)``."""
         self._check_disk()
-        return self._in_cgroup([*self._limits(processes=False), *argv])
+        return self._in_cgroup([*self._limits(processes=False), *agent_env_prefix(self._env), *argv])
+
+    def _wall_time_passed(self) -> None:
+        log.warning("task %s: its wall-time limit has passed: stopping it", self.label)
+        for kernel in list(self._kernels):
+            kernel.kill()
+        kill_marked(self.id)
+        if self._cgroup is not None:
+            self._cgroup.kill()
 
     def _in_cgroup(self, argv: list[str]) -> list[str]:
         return argv if self._cgroup is None else self._cgroup.wrap(argv)
@@ -259,7 +273,7 @@ class LocalSandbox(Sandbox):
         try:
             popen = supervisor.spawn(
                 argv,
-                env=self._env,
+                env=helper_environ(self._env),
                 stdin=subprocess.DEVNULL,
                 stdout=files.log_fd,
                 stderr=subprocess.STDOUT,
@@ -268,6 +282,8 @@ class LocalSandbox(Sandbox):
             )
         except OSError as e:
             raise SandboxError(f"cannot start the kernel ({argv[0]}): {e}") from e
+        finally:
+            files.release_log()  # the kernel holds the pipe now: its end is the log's end
         kernel = PopenKernelProcess(popen, wrapped=self.wrapped_kernel, on_kill=lambda: runtime.forget(files))
         self._kernels.append(kernel)
         try:
@@ -289,10 +305,13 @@ class LocalSandbox(Sandbox):
 
     # -- commands and files --------------------------------------------------------------------
     def run(self, command: list[str], timeout: float = 600) -> CommandResult:
+        left = self._time_left()
+        if left is not None:
+            timeout = min(timeout, left)
         try:
             proc = subprocess.run(
                 self._wrap(command),
-                env=self._env,
+                env=helper_environ(self._env),
                 capture_output=True,
                 text=True,
                 timeout=timeout,
@@ -320,6 +339,7 @@ class LocalSandbox(Sandbox):
     def stop(self) -> None:
         if self._root is None:
             return
+        self._stop_wall_clock()
         if self._disk_watched is not None:
             WATCH.unwatch(self._root)
             self._disk_watched = None
