@@ -20,7 +20,7 @@ from tests.conftest import make_task
 from tests.sandboxes import backend_settings
 
 from super_bench import Action, Environment
-from super_bench.sandbox.memory import cgroup_parent
+from super_bench.sandbox.limits.memory import cgroup_parent
 
 HELPERS = [
     *("bwrap", "setpriv", "prlimit", "timeout", "env", "sh", "dash", "bash", "cat", "cp", "mv", "mkdir", "dirname"),

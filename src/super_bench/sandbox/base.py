@@ -6,7 +6,7 @@ Backends: ``local`` (a child process, not isolated), ``bwrap`` and ``docker``.
 
 Defends, for every backend: the harness's credentials and configuration (``scrubbed_environ``: agent code
 never gets them), and the wall-time limit, kept by a timer of the harness rather than by any process agent
-code could stop; the limits' ``prlimit`` is the system's, by its absolute path (``programs``).
+code could stop; the limits' ``prlimit`` is the system's, by its absolute path (``lifetime.programs``).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from super_bench._names import DiskEnforcement, MemoryEnforcement, PackageCacheMode
 from super_bench.errors import SandboxError
-from super_bench.sandbox import supervisor
-from super_bench.sandbox.programs import program
-from super_bench.sandbox.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
+from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.programs import program
+from super_bench.sandbox.mirrors.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
 
 # Environment variables that look like credentials never reach agent code.
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
@@ -241,7 +241,7 @@ class Sandbox(ABC):
     @property
     @abstractmethod
     def runtime_dir(self) -> Path:
-        """Host directory of the kernels' files (see ``runtime``); removed by ``stop``."""
+        """Host directory of the kernels' files (see ``kernel.runtime_dir``); removed by ``stop``."""
 
     @abstractmethod
     def start(self) -> None:

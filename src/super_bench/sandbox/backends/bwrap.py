@@ -21,7 +21,7 @@ started dies with it, daemons included; bubblewrap dies with the harness.
 What it defends, besides the host's files and network above:
 - the host's privileges. Run as root, bubblewrap sets up the mounts as root, and the first and only
   thing it starts inside is ``setpriv``, by its absolute path in the host's read-only ``/usr``, with an
-  environment that cannot make it load code (``programs``): it drops to the task's own user id (no
+  environment that cannot make it load code (``lifetime.programs``): it drops to the task's own user id (no
   capabilities, an empty bounding set, no new privileges) before anything that agent code can write or
   name runs. Every helper after it (``prlimit``, then ``env``, which gives agent code its own PATH and
   variables back) is found the same way. PID 1 of the sandbox is bubblewrap's reaper: root, with no
@@ -30,7 +30,7 @@ What it defends, besides the host's files and network above:
   and processes: ``prlimit`` (counted for the sandbox's own user); wall time: a timer of the harness,
   which kills the sandbox (bubblewrap, outside the task's PID namespace) at the limit: no process that
   agent code can see, stop or kill keeps the time. The kernels' own output goes to a bounded tail in the
-  harness's memory (``runtime``).
+  harness's memory (``kernel.runtime_dir``).
 - other tasks: their directories are never shown, and ``/sys/fs/cgroup`` is an empty directory (the
   host's shows every task's cgroup, its name and memory).
 """
@@ -48,11 +48,11 @@ from pathlib import Path
 from typing import ClassVar
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox.backends.local import LocalSandbox
 from super_bench.sandbox.base import SandboxConfig, file_io
-from super_bench.sandbox.local import LocalSandbox
-from super_bench.sandbox.mirrors import check_readable_by_all, git_config_dir, mirror_paths
-from super_bench.sandbox.programs import SYSTEM_PATH, agent_env_prefix, find_program, program
-from super_bench.sandbox.reaper import MARKER
+from super_bench.sandbox.lifetime.programs import SYSTEM_PATH, agent_env_prefix, find_program, program
+from super_bench.sandbox.lifetime.reaper import MARKER
+from super_bench.sandbox.mirrors.serving import check_readable_by_all, git_config_dir, mirror_paths
 
 # The host's system, shown read-only (a top-level symlink, as on merged-/usr systems, stays a symlink).
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
@@ -263,7 +263,7 @@ class BwrapSandbox(LocalSandbox):
         """Host paths agent code must not see even where an allowed directory holds them: homes,
         temporary and working directories, the harness's own installation (with the bundled tasks and
         their answers), and the site-packages of the interpreter that the base does not use."""
-        harness = Path(__file__).resolve().parents[1]
+        harness = Path(__file__).resolve().parents[2]
         candidates = [
             Path.home(),
             tempfile.gettempdir(),

@@ -1,7 +1,7 @@
 """Disk limits of a task directory: a file system of its own, or a watch on what it holds.
 
 Defends the host's disk against one task. ``mkfs.ext4``, ``mount`` and ``umount`` run as the harness (root)
-and are the system's, by their absolute paths, with a fixed environment (``programs``).
+and are the system's, by their absolute paths, with a fixed environment (``lifetime.programs``).
 
 - ``filesystem``: the task directory is the mount point of an ext4 file system made in a sparse file of
   the limit's size, on a loop device (as root, with ``mkfs.ext4`` and ``mount``). Writing past it fails
@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Literal
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox import supervisor
-from super_bench.sandbox.programs import SYSTEM_PATH, find_program, program
-from super_bench.sandbox.reaper import unmount
+from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.programs import SYSTEM_PATH, find_program, program
+from super_bench.sandbox.lifetime.reaper import unmount
 
 log = logging.getLogger(__name__)
 

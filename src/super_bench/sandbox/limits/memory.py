@@ -1,7 +1,7 @@
 """Memory limits that bound everything a task maps, shared memory included.
 
 Defends the host's memory (and so other tasks and the harness) against one task. The ``sh`` that puts a
-process into the task's cgroup is the system's, by its absolute path (``programs``).
+process into the task's cgroup is the system's, by its absolute path (``lifetime.programs``).
 
 Per-process limits on the data segment (``RLIMIT_DATA``) miss shared mappings: ``mmap(-1, n)``,
 memfd and ``/dev/shm`` files are not counted. Two mechanisms do count them:
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Literal
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.programs import program
-from super_bench.sandbox.reaper import kill_cgroup
+from super_bench.sandbox.lifetime.programs import program
+from super_bench.sandbox.lifetime.reaper import kill_cgroup
 
 Mechanism = Literal["cgroup2", "cgroup1", "address-space"]
 _DESCRIPTION = {

@@ -17,7 +17,7 @@ import os
 import stat
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.reaper import SYSTEM_PATH, system_program
+from super_bench.sandbox.lifetime.reaper import SYSTEM_PATH, system_program
 
 __all__ = ["SYSTEM_PATH", "agent_env_prefix", "find_program", "helper_environ", "program"]
 
