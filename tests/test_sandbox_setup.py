@@ -123,6 +123,12 @@ def test_sandbox_check_lists_the_backends() -> None:
     for name in ("local", "bwrap", "docker"):
         assert name in result.stdout
     assert f"--sandbox auto uses: {resolve_backend('auto')}" in result.stdout
+    said = " ".join(result.stdout.split())
+    if os.geteuid() == 0:  # whom agent code drops to, and without what
+        assert "run as root" in said and "setpriv drops agent code to a user id of each task's own" in said
+        assert "no capabilities (bounding set empty)" in said
+    else:
+        assert f"agent code runs as this user (uid {os.geteuid()})" in said
 
 
 @pytest.mark.slow

@@ -100,6 +100,9 @@ def check_command() -> None:
             table.add_row(name, "[red]no[/]", str(e))
     console.print(table)
     console.print(f"--sandbox auto uses: [bold]{resolve_backend('auto')}[/]")
+    from super_bench.sandbox.backends.bwrap import privilege_summary
+
+    console.print(f"bwrap privileges: {privilege_summary()}")
     from super_bench.sandbox.limits.memory import describe, memory_mechanism
 
     console.print(f"--memory-limit is enforced by: {describe(memory_mechanism())}")

@@ -3,16 +3,20 @@
 A sandbox owns one task's directories and processes. The notebook kernel is launched
 inside it, files are read and written through it, and ``stop`` must leave nothing behind.
 Backends: ``local`` (a child process, not isolated), ``bwrap`` and ``docker``.
+
+Defends, for every backend: the harness's credentials and configuration (``scrubbed_environ``: agent code
+never gets them), and the wall-time limit, kept by a timer of the harness rather than by any process agent
+code could stop; the limits' ``prlimit`` is the system's, by its absolute path (``lifetime.programs``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -26,6 +30,7 @@ from super_bench._names import DiskEnforcement, MemoryEnforcement, PackageCacheM
 from super_bench.errors import KernelError, SandboxError
 from super_bench.sandbox.kernel.runtime_dir import KernelFiles, KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.programs import program
 from super_bench.sandbox.mirrors.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
 
 # Environment variables that look like credentials never reach agent code.
@@ -259,6 +264,7 @@ class Sandbox(ABC):
         self.label = re.sub(r"[^A-Za-z0-9_.-]+", "-", label)[:40] or "task"
         self._deadline: float | None = None
         self._disk_passed: int | None = None  # bytes found in the task directory past its disk limit
+        self._wall_clock: threading.Timer | None = None
 
     @classmethod  # noqa: B027 (not abstract: most backends can always run)
     def check(cls, config: SandboxConfig) -> None:
@@ -326,8 +332,22 @@ class Sandbox(ABC):
 
     # -- the wall-time limit ----------------------------------------------------------------------
     def _start_wall_clock(self) -> None:
+        """Start the task's clock; at its limit a timer of the harness calls ``_wall_time_passed``. Enforced
+        from outside: no process of the task keeps the time, so none that agent code can stop or kill."""
         limit = self.config.wall_time_limit
         self._deadline = None if limit is None else time.monotonic() + limit
+        if limit is not None:
+            self._wall_clock = threading.Timer(limit, self._wall_time_passed)
+            self._wall_clock.daemon = True
+            self._wall_clock.start()
+
+    def _stop_wall_clock(self) -> None:
+        timer, self._wall_clock = self._wall_clock, None
+        if timer is not None:
+            timer.cancel()
+
+    def _wall_time_passed(self) -> None:  # noqa: B027 (not abstract: a backend may keep the time itself)
+        """Called by the wall clock at the limit (from its own thread): stop everything the task runs."""
 
     @property
     def disk_limit_passed(self) -> bool:
@@ -412,11 +432,7 @@ def rlimit_prefix(config: SandboxConfig, *, processes: bool, address_space: bool
         limits.append(f"--fsize={config.max_file_size}")
     if processes and config.max_processes is not None:
         limits.append(f"--nproc={config.max_processes}")
-    if not limits:
-        return []
-    if shutil.which("prlimit") is None:
-        raise SandboxError("the sandbox limits need prlimit; install util-linux (apt-get install util-linux)")
-    return ["prlimit", *limits, "--"]
+    return [program("prlimit"), *limits, "--"] if limits else []
 
 
 def file_io(proc: subprocess.CompletedProcess[bytes], path: str) -> bytes:

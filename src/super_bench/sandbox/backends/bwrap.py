@@ -16,9 +16,23 @@ installed task files, none of the harness's packages (where an allowed directory
 these, they are covered by an empty directory).
 
 A kernel is the only child of PID 1 in its PID namespace: when it dies or is killed, everything it
-started dies with it, daemons included; bubblewrap dies with the harness. Limits: memory through a
-cgroup of the task's own where one can be made (else ``RLIMIT_AS``), ``prlimit`` inside for file
-size and processes (counted for the sandbox's own user), and ``timeout`` inside for wall time.
+started dies with it, daemons included; bubblewrap dies with the harness.
+
+What it defends, besides the host's files and network above:
+- the host's privileges. Run as root, bubblewrap sets up the mounts as root, and the first and only
+  thing it starts inside is ``setpriv``, by its absolute path in the host's read-only ``/usr``, with an
+  environment that cannot make it load code (``lifetime.programs``): it drops to the task's own user id (no
+  capabilities, an empty bounding set, no new privileges) before anything that agent code can write or
+  name runs. Every helper after it (``prlimit``, then ``env``, which gives agent code its own PATH and
+  variables back) is found the same way. PID 1 of the sandbox is bubblewrap's reaper: root, with no
+  capabilities, and out of agent code's reach (another user).
+- the limits. Memory: a cgroup of the task's own where one can be made (else ``RLIMIT_AS``); file size
+  and processes: ``prlimit`` (counted for the sandbox's own user); wall time: a timer of the harness,
+  which kills the sandbox (bubblewrap, outside the task's PID namespace) at the limit: no process that
+  agent code can see, stop or kill keeps the time. The kernels' own output goes to a bounded tail in the
+  harness's memory (``kernel.runtime_dir``).
+- other tasks: their directories are never shown, and ``/sys/fs/cgroup`` is an empty directory (the
+  host's shows every task's cgroup, its name and memory).
 """
 
 from __future__ import annotations
@@ -27,7 +41,6 @@ import functools
 import glob
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +50,8 @@ from typing import ClassVar
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.host import HostSandbox
 from super_bench.sandbox.base import SandboxConfig, file_io
+from super_bench.sandbox.lifetime.programs import SYSTEM_PATH, agent_env_prefix, find_program, program
+from super_bench.sandbox.lifetime.reaper import MARKER
 from super_bench.sandbox.mirrors.serving import check_readable_by_all, git_config_dir, mirror_paths
 
 # The host's system, shown read-only (a top-level symlink, as on merged-/usr systems, stays a symlink).
@@ -67,24 +82,49 @@ def _namespaces(network: bool) -> list[str]:
 
 
 def _drop_root(uid: int) -> list[str]:
-    """The command prefix that makes agent code run as ``uid`` (when the harness is root)."""
+    """The command prefix that makes agent code run as ``uid`` (when the harness is root): its own user and
+    group, no supplementary groups, and no capabilities at all, not even in the bounding set."""
     if os.geteuid() != 0:
         return []
-    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
+    drop = ["--clear-groups", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"]
+    return [program("setpriv"), f"--reuid={uid}", f"--regid={uid}", *drop, "--"]
+
+
+def privilege_summary() -> str:
+    """Whom agent code runs as in the bwrap sandbox, for ``sandbox check``."""
+    if os.geteuid() != 0:
+        return (
+            f"agent code runs as this user (uid {os.geteuid()}) in a user namespace of its own, with no "
+            "capabilities on the host"
+        )
+    return (
+        f"run as root: bwrap sets up the mounts as root, then setpriv drops agent code to a user id of each task's "
+        f"own ({_UID_BASE}-{_UID_BASE + _UID_SPAN - 1}), no groups, no capabilities (bounding set empty), "
+        "no new privileges, before anything agent code can write or name runs"
+    )
 
 
 @functools.cache
 def bwrap_problem() -> str | None:
     """Why bubblewrap cannot isolate tasks here, or None when it can (probed once per process)."""
-    exe = shutil.which("bwrap")
+    exe = find_program("bwrap")
     if exe is None:
-        return f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}"
-    if os.geteuid() == 0 and shutil.which("setpriv") is None:
-        return "run as root, the bwrap sandbox needs setpriv: install util-linux (apt-get install util-linux)"
+        return f"bubblewrap (bwrap) is not installed in a system directory ({SYSTEM_PATH}): {INSTALL_HINT}"
+    for name in ("setpriv", "prlimit", "env", "sh", "cat") if os.geteuid() == 0 else ("prlimit", "env", "sh", "cat"):
+        if find_program(name) is None:
+            return (
+                f"the bwrap sandbox needs {name} in a system directory ({SYSTEM_PATH}) owned by root: install "
+                "util-linux and coreutils (apt-get install util-linux coreutils)"
+            )
     probe = [exe, *_namespaces(False), "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
     try:
         proc = subprocess.run(
-            [*probe, "--", *_drop_root(_UID_BASE), "true"], capture_output=True, text=True, timeout=30, cwd="/"
+            [*probe, "--", *_drop_root(_UID_BASE), program("true")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd="/",
+            env={"PATH": SYSTEM_PATH},
         )
     except (OSError, subprocess.SubprocessError) as e:
         return f"bwrap cannot run here ({e}): {INSTALL_HINT}"
@@ -102,8 +142,8 @@ def bwrap_problem() -> str | None:
 @functools.cache
 def _can_size_tmpfs() -> bool:
     """Whether this bwrap can cap a tmpfs (``--size``, bubblewrap 0.8)."""
-    exe = shutil.which("bwrap") or "bwrap"
-    return "--size" in subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30).stdout
+    help_text = subprocess.run([program("bwrap"), "--help"], capture_output=True, text=True, timeout=30, env={})
+    return "--size" in help_text.stdout
 
 
 class BwrapSandbox(HostSandbox):
@@ -162,7 +202,7 @@ class BwrapSandbox(HostSandbox):
     def _container_args(self) -> list[str]:
         """bwrap's command line: mounts in order (a later mount covers what it lands on), then settings."""
         config = self.config
-        args = [shutil.which("bwrap") or "bwrap", *_namespaces(config.network), "--die-with-parent", "--new-session"]
+        args = [program("bwrap"), *_namespaces(config.network), "--die-with-parent", "--new-session"]
         args += ["--proc", "/proc", "--dev", "/dev", *_gpu_devices(), "--perms", "1777"]
         if config.memory_limit is not None and _can_size_tmpfs():
             # Half the limit: what /dev/shm holds counts against the task's memory too.
@@ -182,6 +222,8 @@ class BwrapSandbox(HostSandbox):
             mounts[inside] = ("--ro-bind", host)
         for path in self._read_only_paths():
             mounts.setdefault(path, ("--ro-bind", path))
+        if os.path.isdir("/sys/fs/cgroup"):
+            mounts["/sys/fs/cgroup"] = ("--tmpfs",)  # the host's names every task's cgroup, with its memory
         for path in sorted(self._hidden_paths()):
             # Covered where an allowed directory would show it, not under the task's own.
             if path not in mounts and _op(_nearest(path, mounts), mounts) == "--ro-bind":
@@ -240,13 +282,13 @@ class BwrapSandbox(HostSandbox):
             paths.append(os.path.realpath("/etc/resolv.conf"))
         return [p for p in {os.path.realpath(p) for p in paths} if os.path.exists(p)]
 
-    def _wrap(self, argv: list[str]) -> list[str]:
-        # The deadline runs inside, so that bubblewrap is the harness's own child and dies with it.
+    def _wrap(self, argv: list[str], *, as_agent: bool = True) -> list[str]:
+        """The host command line: bwrap, then inside it the drop to the task's user, the limits and (for agent
+        code, ``as_agent``) ``env`` giving it its own PATH and variables back. Started with ``helper_environ``."""
         self._check_disk()
-        left = self._time_left()
-        deadline = [] if left is None else ["timeout", "--signal=KILL", f"{left:.2f}"]
-        limits = self._limits(processes=True)
-        inside = [*_drop_root(self._uid), *deadline, *limits, *argv]
+        self._time_left()  # nothing starts once the wall-time limit has passed
+        restore = agent_env_prefix(self._env) if as_agent else []
+        inside = [*_drop_root(self._uid), *self._limits(processes=True), *restore, *argv]
         return self._in_cgroup([*self._bwrap_args, "--", *inside])
 
     def _spawn_options(self) -> dict[str, str]:
@@ -259,7 +301,7 @@ class BwrapSandbox(HostSandbox):
 
     # -- files, read and written as agent code would: its view, its permissions -----------------
     def read_file(self, path: str) -> bytes:
-        return file_io(self._inside(["cat", "--", path]), path)
+        return file_io(self._inside([program("cat"), "--", path]), path)
 
     def write_file(self, path: str, data: bytes) -> None:
         # A file agent code may not write in place (a package file linked to the cache) is replaced by a copy.
@@ -268,10 +310,14 @@ class BwrapSandbox(HostSandbox):
             '{ cp -- "$1" "$1.super-bench-edit" && chmod u+w -- "$1.super-bench-edit" && '
             'mv -f -- "$1.super-bench-edit" "$1"; }; } && cat > "$1"'
         )
-        file_io(self._inside(["sh", "-c", script, "sh", path], data), path)
+        file_io(self._inside([program("sh"), "-c", script, "sh", path], data), path)
 
     def _inside(self, command: list[str], data: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(self._wrap(command), input=data, capture_output=True, env=self._env, timeout=120, cwd="/")
+        """A command of the harness's (a file read or written for an edit) run as agent code's user, in its view,
+        with the system's programs only: a fixed environment, in which its PATH is the system's."""
+        env = {"PATH": SYSTEM_PATH, "LC_ALL": "C", MARKER: self.id}
+        argv = self._wrap(command, as_agent=False)
+        return subprocess.run(argv, input=data, capture_output=True, env=env, timeout=120, cwd="/")
 
 
 def _gpu_devices() -> list[str]:

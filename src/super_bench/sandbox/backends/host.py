@@ -6,6 +6,13 @@ Python environment (with none of the harness's packages), an environment scrubbe
 the user's configuration, the memory limit (a cgroup of the task's own where one can be made), the
 file-size and disk limits, the package cache, and a stop that kills every process the task started
 (found by a marker variable they all inherit), also when the harness itself is killed (the watchdog).
+
+What it defends even so: the limits and the harness's own helpers. Every program the harness starts
+around agent code (``sh`` joining the memory cgroup, ``prlimit``, ``env``) is a system program run by its
+absolute path with an environment that cannot make it load code (``lifetime.programs``); nothing is looked
+up on the task's PATH, whose first directory agent code writes, until agent code itself runs. The wall-time
+limit is kept by the harness (at its end everything the task runs is killed), and the kernels' own output
+goes to a bounded tail in the harness's memory, never to a file.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from super_bench.sandbox.base import (
 )
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.programs import agent_env_prefix, helper_environ
 from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
 from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, disk_mechanism
@@ -244,13 +252,19 @@ class HostSandbox(Sandbox):
         return rlimit_prefix(self.config, processes=processes, address_space=address_space)
 
     def _wrap(self, argv: list[str]) -> list[str]:
-        """The host command line that runs ``argv`` in the sandbox, in the work directory.
-
-        Locally only the per-process limits and the cgroup apply; the wall-time limit is enforced
-        between steps (the environment ends the episode and ``stop`` kills what is left).
-        """
+        """The host command line that runs ``argv`` as agent code, in the work directory: helpers by absolute
+        paths (the cgroup's ``sh``, ``prlimit``), then ``env`` giving agent code its own PATH back. It is started
+        with ``helper_environ(self._env)``."""
         self._check_disk()
-        return self._in_cgroup([*self._limits(processes=False), *argv])
+        return self._in_cgroup([*self._limits(processes=False), *agent_env_prefix(self._env), *argv])
+
+    def _wall_time_passed(self) -> None:
+        log.warning("task %s: its wall-time limit has passed: stopping it", self.label)
+        for kernel in list(self._kernels):
+            kernel.kill()
+        kill_marked(self.id)
+        if self._cgroup is not None:
+            self._cgroup.kill()
 
     def _in_cgroup(self, argv: list[str]) -> list[str]:
         return argv if self._cgroup is None else self._cgroup.wrap(argv)
@@ -274,7 +288,7 @@ class HostSandbox(Sandbox):
         try:
             popen = supervisor.spawn(
                 argv,
-                env=self._env,
+                env=helper_environ(self._env),
                 stdin=subprocess.DEVNULL,
                 stdout=files.log_fd,
                 stderr=subprocess.STDOUT,
@@ -283,6 +297,8 @@ class HostSandbox(Sandbox):
             )
         except OSError as e:
             raise SandboxError(f"cannot start the kernel ({argv[0]}): {e}") from e
+        finally:
+            files.release_log()  # the kernel holds the pipe now: its end is the log's end
         kernel = PopenKernelProcess(popen, wrapped=self.wrapped_kernel, on_kill=lambda: runtime.forget(files))
         self._kernels.append(kernel)
         return await_kernel(runtime, files, kernel, timeout)
@@ -299,10 +315,13 @@ class HostSandbox(Sandbox):
 
     # -- commands and files --------------------------------------------------------------------
     def run(self, command: list[str], timeout: float = 600) -> CommandResult:
+        left = self._time_left()
+        if left is not None:
+            timeout = min(timeout, left)
         try:
             proc = subprocess.run(
                 self._wrap(command),
-                env=self._env,
+                env=helper_environ(self._env),
                 capture_output=True,
                 text=True,
                 timeout=timeout,
@@ -330,6 +349,7 @@ class HostSandbox(Sandbox):
     def stop(self) -> None:
         if self._root is None:
             return
+        self._stop_wall_clock()
         if self._disk_watched is not None:
             WATCH.unwatch(self._root)
             self._disk_watched = None

@@ -2,14 +2,18 @@
 
 A runtime directory has two parts:
 
-- ``private/``: the kernel's log, and links to the kernel's sockets. No sandbox shows it to agent
-  code; the harness reads the log through the descriptor it wrote it with, never by path again.
+- ``private/``: links to the kernel's sockets. No sandbox shows it to agent code.
 - ``sockets/``: where the kernel reads its connection file and binds its unix sockets. Agent code
   (the kernel runs it) can write here, so the harness never opens anything in it by path: files
   are created through a directory descriptor without following links, and each socket is opened
   as an ``O_PATH`` descriptor without following links, checked to be a socket, and reached through
   ``/proc/self/fd``. A link planted in its place leads nowhere, and a socket swapped in later is
   not the one the harness holds.
+
+What a kernel writes to its own standard output and error (``os.write(1, ...)``, a library's prints)
+is no file at all: it goes into a pipe that a thread of the harness drains, keeping only its last
+``LOG_KEPT`` bytes. A flood there fills nothing (no disk of the host, none of the task's), and costs
+the harness no more memory than that tail.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 import secrets
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +34,8 @@ from super_bench.errors import KernelError
 from super_bench.sandbox.lifetime.scratch import short_temp_base
 
 CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
-_LOG = "kernel.log"
+# The end of the kernels' own output that is kept, for the note when a kernel dies.
+LOG_KEPT = 64 << 10
 
 
 @dataclass
@@ -46,6 +52,46 @@ class KernelFiles:
         for fd in self.socket_fds:
             os.close(fd)
         self.socket_fds.clear()
+        self.release_log()
+
+    def release_log(self) -> None:
+        """Close the harness's copy of the log pipe's writing end (once the kernel holds its own)."""
+        if self.log_fd >= 0:
+            try:
+                os.close(self.log_fd)
+            except OSError:
+                pass
+            self.log_fd = -1
+
+
+class _LogTail:
+    """The last ``LOG_KEPT`` bytes written into any of the pipes it drains."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tail = bytearray()
+
+    def pipe(self) -> int:
+        """A new pipe drained into the tail by a thread of its own, which ends with the last writer; its
+        writing end is returned."""
+        read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+        threading.Thread(target=self._drain, args=(read_fd,), name="super-bench-kernel-log", daemon=True).start()
+        return write_fd
+
+    def _drain(self, fd: int) -> None:
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                with self._lock:
+                    self._tail += chunk
+                    del self._tail[:-LOG_KEPT]
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def last(self, count: int) -> bytes:
+        with self._lock:
+            return bytes(self._tail[-count:]) if count > 0 else b""
 
 
 class KernelRuntime:
@@ -62,10 +108,7 @@ class KernelRuntime:
         self._owner = socket_owner
         self._sockets_fd = os.open(self.sockets, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         self._private_fd = os.open(self.private, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        # One log for every kernel of the sandbox, appended to; the harness keeps a descriptor to read it.
-        self._log_fd = os.open(
-            _LOG, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self._private_fd
-        )
+        self._log = _LogTail()  # one tail for every kernel of the sandbox
         self._count = 0
 
     @classmethod
@@ -74,7 +117,7 @@ class KernelRuntime:
         return cls(Path(tempfile.mkdtemp(prefix=f"sbk-{tag}-", dir=short_temp_base())), socket_owner=socket_owner)
 
     def close(self) -> None:
-        for fd in (self._sockets_fd, self._private_fd, self._log_fd):
+        for fd in (self._sockets_fd, self._private_fd):
             try:
                 os.close(fd)
             except OSError:
@@ -103,7 +146,7 @@ class KernelRuntime:
             if self._owner is not None:
                 os.fchown(f.fileno(), self._owner, self._owner)
             json.dump(info, f)
-        return KernelFiles(name, info, f"{sockets_inside}/{name}.json", self._log_fd)
+        return KernelFiles(name, info, f"{sockets_inside}/{name}.json", self._log.pipe())
 
     def connect_info(self, kernel: KernelFiles, alive: Callable[[], bool], timeout: float) -> dict[str, Any]:
         """Wait until the kernel has bound its sockets; the connection info for the harness's client.
@@ -140,12 +183,7 @@ class KernelRuntime:
 
     def log_tail(self, chars: int = 2000) -> str:
         """The end of what the sandbox's kernels wrote to their output."""
-        try:
-            size = os.fstat(self._log_fd).st_size
-            data = os.pread(self._log_fd, chars, max(0, size - chars))
-        except OSError:
-            return ""
-        return data.decode("utf-8", "replace")
+        return self._log.last(chars).decode("utf-8", "replace")
 
     def forget(self, kernel: KernelFiles) -> None:
         """Drop the harness's links to a dead kernel's sockets."""

@@ -1,5 +1,6 @@
-"""Killing what a task left running, found by what cannot be shed: a process group, a marker variable
-in the environment, a cgroup, a container. Standard library only: the watchdog process uses it too."""
+"""Defends the host against what a task leaves behind. Killing what a task left running, found by what cannot
+be shed: a process group, a marker variable in the environment, a cgroup, a container. Standard library
+only: the watchdog process uses it too."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ import subprocess
 import time
 
 MARKER = "SUPER_BENCH_SANDBOX"
+# Where the harness looks for the system programs it starts (never on a PATH that tasks set).
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def system_program(name: str) -> str | None:
+    """The absolute path of ``name`` on the system search path, or None."""
+    return shutil.which(name, path=SYSTEM_PATH)
 
 
 def processes_with_marker(marker_value: str) -> list[int]:
@@ -47,8 +55,9 @@ def kill_group(pgid: int) -> None:
         pass
 
 
-def kill_cgroup(path: str) -> None:
-    """Kill every process of a cgroup and remove it (v2's ``cgroup.kill`` where there is one); never raises."""
+def kill_cgroup(path: str, *, remove: bool = True) -> None:
+    """Kill every process of a cgroup and remove it (v2's ``cgroup.kill`` where there is one), or with ``remove``
+    false only kill them; never raises."""
     if not os.path.isdir(path):
         return
     kill_file = os.path.join(path, "cgroup.kill")
@@ -66,6 +75,11 @@ def kill_cgroup(path: str) -> None:
             pids = []
         for pid in pids:
             _kill(pid)
+        if not remove:
+            if not pids:
+                return
+            time.sleep(0.05)
+            continue
         try:
             os.rmdir(path)
             return
@@ -109,10 +123,12 @@ def _kill(pid: int) -> None:
 
 def unmount(mountpoint: str, image: str | None = None) -> None:
     """Unmount a task's file system (lazily where something still holds it) and remove its image; never raises."""
-    if os.path.ismount(mountpoint):
-        for command in (["umount", mountpoint], ["umount", "-l", mountpoint]):
+    umount = system_program("umount")
+    if os.path.ismount(mountpoint) and umount is not None:
+        for command in ([umount, mountpoint], [umount, "-l", mountpoint]):
             try:
-                if subprocess.run(command, capture_output=True, timeout=60).returncode == 0:
+                env = {"PATH": SYSTEM_PATH}
+                if subprocess.run(command, capture_output=True, timeout=60, env=env).returncode == 0:
                     break
             except (OSError, subprocess.SubprocessError):
                 pass

@@ -1,5 +1,8 @@
 """Disk limits of a task directory: a file system of its own, or a watch on what it holds.
 
+Defends the host's disk against one task. ``mkfs.ext4``, ``mount`` and ``umount`` run as the harness (root)
+and are the system's, by their absolute paths, with a fixed environment (``lifetime.programs``).
+
 - ``filesystem``: the task directory is the mount point of an ext4 file system made in a sparse file of
   the limit's size, on a loop device (as root, with ``mkfs.ext4`` and ``mount``). Writing past it fails
   with "No space left on device", as on a full disk, whatever writes (many small files, a sparse file
@@ -17,7 +20,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import shutil
 import stat
 import subprocess
 import tempfile
@@ -29,6 +31,7 @@ from typing import Literal
 
 from super_bench.errors import SandboxError
 from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.programs import SYSTEM_PATH, find_program, program
 from super_bench.sandbox.lifetime.reaper import unmount
 
 log = logging.getLogger(__name__)
@@ -46,7 +49,7 @@ def describe(mechanism: Mechanism) -> str:
 
 
 def _mkfs() -> str | None:
-    return shutil.which("mkfs.ext4") or shutil.which("mke2fs")
+    return find_program("mkfs.ext4") or find_program("mke2fs")
 
 
 @functools.cache
@@ -54,7 +57,7 @@ def filesystem_problem() -> str | None:
     """Why tasks cannot get file systems of their own here, or None when they can (probed once)."""
     if os.geteuid() != 0:
         return "mounting a file system per task needs root"
-    if _mkfs() is None or shutil.which("mount") is None or shutil.which("umount") is None:
+    if _mkfs() is None or find_program("mount") is None or find_program("umount") is None:
         return "mounting a file system per task needs mkfs.ext4 and mount (apt-get install e2fsprogs mount)"
     with tempfile.TemporaryDirectory(prefix="super-bench-disk-probe-") as probe:
         try:
@@ -81,7 +84,7 @@ def disk_mechanism(requested: str = "auto") -> Mechanism:
 
 
 def _run(command: list[str], what: str) -> None:
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120, env={"PATH": SYSTEM_PATH})
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         raise SandboxError(f"cannot {what}: {detail[-1] if detail else f'exit status {proc.returncode}'}")
@@ -100,9 +103,9 @@ class TaskFilesystem:
         try:
             with open(self.image, "wb") as f:
                 f.truncate(size)  # sparse: it takes of the host only what the task writes
-            mkfs = [_mkfs() or "mkfs.ext4", "-q", "-F", "-t", "ext4", "-m", "0", "-O", "^has_journal"]
+            mkfs = [_mkfs() or program("mkfs.ext4"), "-q", "-F", "-t", "ext4", "-m", "0", "-O", "^has_journal"]
             _run([*mkfs, "-E", "lazy_itable_init=1", str(self.image)], f"make a file system in {self.image}")
-            _run(["mount", "-o", "loop,nosuid,nodev", str(self.image), str(root)], f"mount {self.image}")
+            _run([program("mount"), "-o", "loop,nosuid,nodev", str(self.image), str(root)], f"mount {self.image}")
             (root / "lost+found").rmdir()
         except BaseException:
             self.unmount()

@@ -1,5 +1,8 @@
 """Memory limits that bound everything a task maps, shared memory included.
 
+Defends the host's memory (and so other tasks and the harness) against one task. The ``sh`` that puts a
+process into the task's cgroup is the system's, by its absolute path (``lifetime.programs``).
+
 Per-process limits on the data segment (``RLIMIT_DATA``) miss shared mappings: ``mmap(-1, n)``,
 memfd and ``/dev/shm`` files are not counted. Two mechanisms do count them:
 
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox.lifetime.programs import program
 from super_bench.sandbox.lifetime.reaper import kill_cgroup
 
 Mechanism = Literal["cgroup2", "cgroup1", "address-space"]
@@ -140,7 +144,7 @@ class MemoryCgroup:
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` run inside the cgroup: a shell joins it, then becomes the command (same process)."""
-        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
+        return [program("sh"), "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
 
     def current(self) -> int | None:
         """Bytes the task's processes use now (page cache and shared memory included)."""
@@ -161,6 +165,10 @@ class MemoryCgroup:
         except (OSError, ValueError):
             pass
         return 0
+
+    def kill(self) -> None:
+        """Kill every process of the cgroup, which stays."""
+        kill_cgroup(str(self.path), remove=False)
 
     def remove(self) -> None:
         """Kill whatever runs in the cgroup, then remove it; never raises."""
