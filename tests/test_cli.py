@@ -96,6 +96,8 @@ def test_tasks_validate(tmp_path: Path) -> None:
         (["run", "--agent", "nope"], "unknown agent 'nope'"),
         (["run", "--sandbox", "nope", "--limit", "1"], "unknown sandbox backend 'nope'"),
         (["tasks", "show", "nope"], "unknown task id(s)"),
+        (["run", "--agent", "gold", "--model", "openai/gpt-4o"], "the gold agent uses no model"),
+        (["run", "--agent", "replay:x.json", "--model", "mock/m"], "the replay agent uses no model"),
     ],
 )
 def test_bad_input_gets_one_clear_line(args: list[str], message: str, tmp_path: Path) -> None:
