@@ -512,6 +512,20 @@ def test_a_query_needs_an_agent_that_works_on_its_own(tmp_path: Path) -> None:
         sb.run(query="Report the MSE.", out=tmp_path / "run")
 
 
+def test_a_query_run_shows_the_answer_it_got(tmp_path: Path) -> None:
+    answer = {"sum": 4, "note": "[red]not markup\u001b[2J"}
+    actions = [{"type": "execute", "content": "print(2 + 2)"}, {"type": "submit", "content": answer}]
+    (tmp_path / "actions.json").write_text(json.dumps(actions))
+    result = Home(tmp_path).sh('super-bench run --query "What is 2 + 2?" --agent replay:actions.json')
+    assert result.returncode == 0, result.stderr
+    # The answer as JSON, its text as typed: no markup read, no escape sequence reaching the terminal.
+    assert 'Answer: {"sum": 4, "note": "[red]not markup\\u001b[2J"}' in result.stdout, result.stdout
+    assert "\x1b" not in result.stdout
+    (tmp_path / "none.json").write_text(json.dumps(actions[:1]))
+    result = Home(tmp_path).sh('super-bench run --query "What is 2 + 2?" --agent replay:none.json')
+    assert "No answer was submitted" in result.stdout, result.stdout
+
+
 def test_run_directories_are_named_after_what_ran() -> None:
     def name(**settings: str) -> str:
         stamp, _, rest = RunConfig(**settings).default_out().name.partition("-")

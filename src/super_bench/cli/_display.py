@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -291,3 +292,12 @@ def _provenance_notes(results: list[TaskResult]) -> list[str]:
         more = f" and {len(flagged) - 10} more" if len(flagged) > 10 else ""
         notes.append("not every value shown (see the viewer): " + ", ".join(flagged[:10]) + more)
     return notes
+
+
+def print_query_answer(results: list[TaskResult]) -> None:
+    """An ad-hoc task has no gold answer to score against: what the agent answered is the result."""
+    for result in results:
+        if result.submission is None:
+            console.print(Text(f"No answer was submitted (stop reason: {result.stop_reason or '-'})."))
+        else:
+            console.print(Text("Answer: " + json.dumps(result.submission, ensure_ascii=False)))
