@@ -157,8 +157,9 @@ def play_input() -> str:
 def rescored(home: Home, result: subprocess.CompletedProcess[str]) -> None:
     table_lines(result.stdout)
     whole_ids(result.stdout, "expert")
-    # Into a new run directory, as the README says; the run itself keeps its scores.
-    assert json.loads((home.path / "rescored" / "summary.json").read_text())["mode"] == "reference"
+    # Into a new run directory beside runs/, as the README says; the run itself keeps its scores.
+    rescored_run = home.path / "runs-rescored" / (Path(home.runs["runs/<run>"]).name + "-reference")
+    assert json.loads((rescored_run / "summary.json").read_text())["mode"] == "reference"
     assert json.loads((home.path / home.runs["runs/<run>"] / "summary.json").read_text())["mode"] == "corrected"
 
 
@@ -255,7 +256,7 @@ CHECKS: dict[str, Check] = {
     "super-bench play tinyreg": Check("run", played, stdin=play_input),
     "super-bench run --agent react-super --model openai/gpt-4o --query "
     '"Clone https://github.com/super-bench-demo/tinyreg and report its test MSE."': Check("error", error=NEEDS_KEY),
-    "super-bench score runs/<run> --mode reference --out rescored": Check("run", rescored),
+    "super-bench score runs/<run> --mode reference": Check("run", rescored),
     "super-bench verify runs/<run> --task-ids tinyreg": Check("run", verified),
     "super-bench tasks validate my_tasks.jsonl": Check("run", prepare=write_task_file),
     'super-bench construct from-notebook solved.ipynb --repo URL --query "..."': Check(
