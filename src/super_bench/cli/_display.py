@@ -131,10 +131,16 @@ def shown_metrics(summary: Summary) -> tuple[list[str], list[str]]:
     their script alone)."""
     defined: list[str] = [m for m in METRICS if summary.metrics.get(m) is not None]
     shown = [m for m in defined if m != "submitted" or "output_match" in defined]
-    absent = [m.replace("_", " ") for m in METRICS if m not in defined]
+    # Without answers (Auto), submitted says nothing: it is absent for want of an answer, not of a definition.
+    no_answers = "output_match" not in defined
+    absent = [m.replace("_", " ") for m in METRICS if m not in defined and not (m == "submitted" and no_answers)]
     notes = [f"{', '.join(absent)}: no task here defines {'it' if len(absent) == 1 else 'them'}"] if absent else []
-    if "submitted" in defined and "submitted" not in shown:
+    if no_answers:
         notes.append("submitted: no task here has an answer to submit")
+    if summary.mode == "reference" and "entrypoint" in defined:
+        from super_bench.scoring.reference import REFERENCE_MIN_RUNTIME
+
+        notes.append(f"entrypoint as the reference scored it: a script counts once it ran {REFERENCE_MIN_RUNTIME:g} s")
     return shown, notes
 
 
