@@ -27,8 +27,8 @@ def test_run_options_and_rescore(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["mode"] == "reference" and summary["metrics"]["output_match"] == 1.0
-    # A new run directory beside the run, which is left as it was.
-    rescored = tmp_path / "run-reference"
+    # A new run directory beside the folder of runs (not among them), and the run is left as it was.
+    rescored = tmp_path.with_name(f"{tmp_path.name}-rescored") / "run-reference"
     assert json.loads((rescored / "summary.json").read_text()) == summary
     assert ((out / "results.jsonl").read_bytes(), (out / "summary.json").read_bytes()) == before
     manifest = json.loads((rescored / "run.json").read_text())
@@ -96,6 +96,8 @@ def test_tasks_validate(tmp_path: Path) -> None:
         (["run", "--agent", "nope"], "unknown agent 'nope'"),
         (["run", "--sandbox", "nope", "--limit", "1"], "unknown sandbox backend 'nope'"),
         (["tasks", "show", "nope"], "unknown task id(s)"),
+        (["run", "--agent", "gold", "--model", "openai/gpt-4o"], "the gold agent uses no model"),
+        (["run", "--agent", "replay:x.json", "--model", "mock/m"], "the replay agent uses no model"),
     ],
 )
 def test_bad_input_gets_one_clear_line(args: list[str], message: str, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ def parsed_ids(*args: str) -> list[str]:
     """The task ids a command was given, as its refusal of unknown ids lists them."""
     result = cli(*args)
     assert result.returncode == 2, result.stderr
-    found = re.search(r"unknown task id\(s\): (.*)\. `super-bench tasks list`", result.stderr)
+    found = re.search(r"unknown task id\(s\): (.*)\. `super-bench tasks list[^`]*`", result.stderr)
     assert found, result.stderr
     return [re.sub(r" \(did you mean .*\)$", "", part).strip("'") for part in found.group(1).split("; ")]
 

@@ -157,8 +157,9 @@ def play_input() -> str:
 def rescored(home: Home, result: subprocess.CompletedProcess[str]) -> None:
     table_lines(result.stdout)
     whole_ids(result.stdout, "expert")
-    # Into a new run directory, as the README says; the run itself keeps its scores.
-    assert json.loads((home.path / "rescored" / "summary.json").read_text())["mode"] == "reference"
+    # Into a new run directory beside runs/, as the README says; the run itself keeps its scores.
+    rescored_run = home.path / "runs-rescored" / (Path(home.runs["runs/<run>"]).name + "-reference")
+    assert json.loads((rescored_run / "summary.json").read_text())["mode"] == "reference"
     assert json.loads((home.path / home.runs["runs/<run>"] / "summary.json").read_text())["mode"] == "corrected"
 
 
@@ -255,7 +256,7 @@ CHECKS: dict[str, Check] = {
     "super-bench play tinyreg": Check("run", played, stdin=play_input),
     "super-bench run --agent react-super --model openai/gpt-4o --query "
     '"Clone https://github.com/super-bench-demo/tinyreg and report its test MSE."': Check("error", error=NEEDS_KEY),
-    "super-bench score runs/<run> --mode reference --out rescored": Check("run", rescored),
+    "super-bench score runs/<run> --mode reference": Check("run", rescored),
     "super-bench verify runs/<run> --task-ids tinyreg": Check("run", verified),
     "super-bench tasks validate my_tasks.jsonl": Check("run", prepare=write_task_file),
     'super-bench construct from-notebook solved.ipynb --repo URL --query "..."': Check(
@@ -510,6 +511,20 @@ def test_a_query_needs_an_agent_that_works_on_its_own(tmp_path: Path) -> None:
         sb.run(source=str(no_solutions), out=tmp_path / "run")
     with pytest.raises(ConfigError, match="--query"):
         sb.run(query="Report the MSE.", out=tmp_path / "run")
+
+
+def test_a_query_run_shows_the_answer_it_got(tmp_path: Path) -> None:
+    answer = {"sum": 4, "note": "[red]not markup\u001b[2J"}
+    actions = [{"type": "execute", "content": "print(2 + 2)"}, {"type": "submit", "content": answer}]
+    (tmp_path / "actions.json").write_text(json.dumps(actions))
+    result = Home(tmp_path).sh('super-bench run --query "What is 2 + 2?" --agent replay:actions.json')
+    assert result.returncode == 0, result.stderr
+    # The answer as JSON, its text as typed: no markup read, no escape sequence reaching the terminal.
+    assert 'Answer: {"sum": 4, "note": "[red]not markup\\u001b[2J"}' in result.stdout, result.stdout
+    assert "\x1b" not in result.stdout
+    (tmp_path / "none.json").write_text(json.dumps(actions[:1]))
+    result = Home(tmp_path).sh('super-bench run --query "What is 2 + 2?" --agent replay:none.json')
+    assert "No answer was submitted" in result.stdout, result.stdout
 
 
 def test_run_directories_are_named_after_what_ran() -> None:

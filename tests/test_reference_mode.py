@@ -168,5 +168,7 @@ def test_an_integer_key_submission_scores_the_same_after_re_scoring(tmp_path: Pa
     assert outcome.run.results[0].submission == {"22896": 9}  # the row shows it as JSON
     result = cli("score", str(tmp_path / "run"), "--mode", mode, "--json")
     assert result.returncode == 0, result.stderr
-    rescored = json.loads((tmp_path / f"run-{mode}" / "results.jsonl").read_text().splitlines()[0])
+    rescored = json.loads(
+        (tmp_path.with_name(f"{tmp_path.name}-rescored") / f"run-{mode}" / "results.jsonl").read_text().splitlines()[0]
+    )
     assert rescored["metrics"]["output_match"] == expected and rescored["mode"] == mode

@@ -189,7 +189,35 @@ def test_reports_on_a_directory_that_is_not_a_run(tmp_path: Path) -> None:
     with pytest.raises(RunDirError, match="has no results"):
         load_run(tmp_path / "empty")
     result = cli("leaderboard", str(tmp_path / "empty"))
-    assert result.returncode == 2 and "has no results" in result.stderr
+    assert result.returncode == 2 and "not a run directory (no results.jsonl)" in result.stderr
+    assert "none of the 1 path(s) is a finished run" in result.stderr
+
+
+def test_a_full_runs_folder_gives_a_board_of_its_finished_agent_runs(
+    two_runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for run in two_runs:
+        run.rename(runs / run.name)
+    (runs / "notes.txt").write_text("a file that runs/* matches")
+    write_run(runs / "play", {"a_goal": 1.0}, agent="human")
+    doctor = write_run(runs / "doctor", {"a_goal": 1.0}, agent="gold")
+    RunDir(doctor).write_manifest(RunManifest(command=["super-bench", "doctor"], config={"agent": "gold"}))
+    (write_run(runs / "cut", {"a_goal": 1.0}, agent="react") / "summary.json").unlink()  # Ctrl-C before the end
+    (write_run(runs / "going", {"a_goal": 1.0}, agent="react") / ".lock").write_text("")
+    result = cli("leaderboard", *sorted(map(str, runs.iterdir())))
+    assert result.returncode == 0, result.stderr
+    assert [line.split("|")[1].strip() for line in result.stdout.splitlines()[2:]] == ["better", "base"]
+    for name, why in [
+        ("notes.txt", "not a run directory"),
+        ("play", "a `play` session"),
+        ("doctor", "a `doctor` run"),
+        ("cut", "an unfinished run"),
+        ("going", "a run still going"),
+    ]:
+        assert f"skipped {runs / name}: {why}" in result.stderr.replace("\n", ""), result.stderr
+    assert "2 run(s) used, 5 skipped" in result.stderr
 
 
 def test_help_of_the_report_commands() -> None:

@@ -142,6 +142,13 @@ def test_submitted_needs_a_final_accepted_non_null_submit() -> None:
     assert metrics.landmarks is None and metrics.entrypoint is None
 
 
+def test_a_task_without_an_answer_has_nothing_to_submit_except_in_reference_mode() -> None:
+    task = make_task(task_set="auto", entrypoint="train.py")
+    none = trajectory(step(0, Action.execute("print(1)")))
+    assert score_trajectory(none, task)[0].submitted is None  # not a 0 that a board would average
+    assert score_trajectory(none, task, "reference")[0].submitted == 0.0  # as the paper's get_metrics counted it
+
+
 # -- script executed -------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("cell", "entrypoint", "runs"),

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import http.client
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -407,3 +409,47 @@ def test_serve_without_the_server_extra_says_what_to_install() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "pip install 'super-bench[server]'" in result.stderr and "fastapi" in result.stderr
+
+
+def test_the_documented_curl_recipe_runs_as_written(tmp_path: Path) -> None:
+    """docs/integrations.md's shell block, run by bash against `super-bench serve` (only its port is this test's)."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "integrations.md").read_text()
+    (recipe,) = [block for block in re.findall(r"```bash\n(.*?)```", doc, re.DOTALL) if "curl" in block]
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    env = {**os.environ, "SUPER_BENCH_TOKEN": "recipe-token", "TMPDIR": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "super_bench", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith("super-bench environment server on")
+        script = recipe.replace("127.0.0.1:8765", f"127.0.0.1:{port}")
+        result = subprocess.run(
+            ["bash", "-c", "set -e\n" + script], capture_output=True, text=True, env=env, timeout=300
+        )
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(60)
+    assert result.returncode == 0, result.stderr
+    observation, done, metrics = result.stdout.split("\n", 2)
+    assert "Cloning into 'tinyreg'" in observation
+    assert done == "true"
+    assert json.loads(metrics)["output_match"] == 1.0
+
+
+def test_a_body_not_labelled_json_is_told_how_to_send_it(server: LiveServer) -> None:
+    response = server.client.post(
+        "/v1/sessions", content=b'{"task_id": "tinyreg"}', headers={"Content-Type": "application/x-www-form-urlencoded"}
+    )
+    assert response.status_code == 415
+    assert "Content-Type: application/json" in response.json()["detail"] and "curl" in response.json()["detail"]
+    # An empty body is a missing body, not a wrong label; invalid JSON labelled JSON stays a 400.
+    assert server.client.post("/v1/sessions").status_code == 422
+    bad = server.client.post("/v1/sessions", content=b"{", headers={"Content-Type": "application/json"})
+    assert bad.status_code == 400

@@ -10,6 +10,7 @@ import pytest
 
 from super_bench import Action, Task, load_tasks
 from super_bench.errors import TaskError, TaskSourceError, TaskValidationError
+from super_bench.tasks.loaders import find_task
 
 EXPERT_ROW = {
     "task_id": "colbert",
@@ -216,3 +217,21 @@ def test_hub_loader_fails_fast_and_helpfully_offline(monkeypatch: pytest.MonkeyP
         load_tasks("hf:allenai/super", "expert")
     assert time.monotonic() - started < 15
     assert "--source super-data" in str(info.value)
+
+
+def test_an_id_of_another_set_says_which_set_holds_it() -> None:
+    with pytest.raises(TaskError) as caught:
+        load_tasks("demo", "expert", task_ids=["tinyreg_goal"])
+    assert "'tinyreg_goal' (a masked task: add --set masked)" in str(caught.value)
+    assert "`super-bench tasks list` shows the 9 expert tasks" in str(caught.value)
+    with pytest.raises(TaskError) as caught:
+        load_tasks("demo", "masked", task_ids=["tinyreg"])
+    assert "(an expert task: add --set expert)" in str(caught.value)
+    assert f"`super-bench tasks list --set masked` shows the {len(load_tasks('demo', 'masked'))} masked" in str(
+        caught.value
+    )
+    # Without a set (as `play` looks), the count is of every set, and the listing says so.
+    with pytest.raises(TaskError) as caught:
+        find_task("nope")
+    total = sum(len(load_tasks("demo", s)) for s in ("expert", "masked", "auto"))
+    assert f"--set expert|masked|auto` shows the {total} tasks of all sets" in str(caught.value)

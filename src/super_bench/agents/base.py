@@ -58,6 +58,14 @@ AGENTS.register(
 AGENTS.register("human", "super_bench.agents.human:HumanAgent", summary="a person at the terminal (super-bench play)")
 
 
+def refuse_model(agent: str, options: AgentOptions | None) -> None:
+    """An agent that asks no model refuses one, rather than label its run with a model that never ran."""
+    if options is not None and options.model:
+        raise AgentError(
+            f"the {agent} agent uses no model, so --model {options.model} would only mislabel the run: leave it out"
+        )
+
+
 def create_agent(spec: str, options: AgentOptions | None = None) -> Agent:
     """An agent from ``name`` or ``name:arg`` (e.g. ``replay:actions.json``)."""
     name, _, arg = spec.partition(":")

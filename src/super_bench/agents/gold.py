@@ -10,7 +10,7 @@ import ast
 import json
 from typing import TYPE_CHECKING, Any
 
-from super_bench.agents.base import AgentOptions
+from super_bench.agents.base import AgentOptions, refuse_model
 from super_bench.errors import AgentError
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ class GoldAgent:
     def __init__(self, arg: str | None = None, options: AgentOptions | None = None) -> None:
         if arg:
             raise AgentError("the gold agent takes no argument")
+        refuse_model("gold", options)
 
     def run(self, env: Environment) -> None:
         task = env.task

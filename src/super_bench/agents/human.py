@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from super_bench.actions import Action
-from super_bench.agents.base import AgentOptions
+from super_bench.agents.base import AgentOptions, refuse_model
 from super_bench.errors import AgentError
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ class HumanAgent:
     ) -> None:
         if arg:
             raise AgentError("the human agent takes no argument")
+        refuse_model("human", options)
         self.read = read
         self.write = write
 

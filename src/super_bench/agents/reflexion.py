@@ -81,8 +81,8 @@ class ReflexionAgent:
         factory = AGENTS.get(name)
         if "model" in inspect.signature(factory).parameters:
             agent: Any = factory(arg or None, self.inner_options, model=self.model)  # type: ignore[call-arg]
-        else:
-            agent = factory(arg or None, self.inner_options)
+        else:  # an agent of no model (replay, say) is not handed this agent's
+            agent = factory(arg or None, self.inner_options.model_copy(update={"model": None}))
         if not isinstance(agent, Agent):
             raise AgentError(f"the agent {name!r} does not provide name and run(env)")
         return agent

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from super_bench.actions import Action
-from super_bench.agents.base import AgentOptions
+from super_bench.agents.base import AgentOptions, refuse_model
 from super_bench.errors import AgentError, SuperBenchError
 
 if TYPE_CHECKING:
@@ -83,6 +83,7 @@ class ReplayAgent:
     def __init__(self, arg: str | None = None, options: AgentOptions | None = None) -> None:
         if not arg:
             raise AgentError("the replay agent needs a file: --agent replay:actions.json")
+        refuse_model("replay", options)
         self.path = Path(arg).expanduser()
         self.actions = load_actions(self.path)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -130,10 +131,16 @@ def shown_metrics(summary: Summary) -> tuple[list[str], list[str]]:
     their script alone)."""
     defined: list[str] = [m for m in METRICS if summary.metrics.get(m) is not None]
     shown = [m for m in defined if m != "submitted" or "output_match" in defined]
-    absent = [m.replace("_", " ") for m in METRICS if m not in defined]
+    # Without answers (Auto), submitted says nothing: it is absent for want of an answer, not of a definition.
+    no_answers = "output_match" not in defined
+    absent = [m.replace("_", " ") for m in METRICS if m not in defined and not (m == "submitted" and no_answers)]
     notes = [f"{', '.join(absent)}: no task here defines {'it' if len(absent) == 1 else 'them'}"] if absent else []
-    if "submitted" in defined and "submitted" not in shown:
+    if no_answers:
         notes.append("submitted: no task here has an answer to submit")
+    if summary.mode == "reference" and "entrypoint" in defined:
+        from super_bench.scoring.reference import REFERENCE_MIN_RUNTIME
+
+        notes.append(f"entrypoint as the reference scored it: a script counts once it ran {REFERENCE_MIN_RUNTIME:g} s")
     return shown, notes
 
 
@@ -291,3 +298,12 @@ def _provenance_notes(results: list[TaskResult]) -> list[str]:
         more = f" and {len(flagged) - 10} more" if len(flagged) > 10 else ""
         notes.append("not every value shown (see the viewer): " + ", ".join(flagged[:10]) + more)
     return notes
+
+
+def print_query_answer(results: list[TaskResult]) -> None:
+    """An ad-hoc task has no gold answer to score against: what the agent answered is the result."""
+    for result in results:
+        if result.submission is None:
+            console.print(Text(f"No answer was submitted (stop reason: {result.stop_reason or '-'})."))
+        else:
+            console.print(Text("Answer: " + json.dumps(result.submission, ensure_ascii=False)))

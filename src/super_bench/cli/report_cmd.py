@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from super_bench._names import METRICS
-from super_bench.cli._display import console
+from super_bench.cli._display import console, err_console
+
+if TYPE_CHECKING:
+    from super_bench.report.runs import RunData
 
 _runs = click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+# `runs/*` may match files and unfinished runs: those are passed over, one line each.
+_board_runs = click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 _metric = click.option(
     "--metric", type=click.Choice(METRICS), help="Metric [default: output match; entrypoint for Auto]."
 )
@@ -106,8 +113,21 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
 
+def _finished_runs(paths: tuple[Path, ...]) -> list[RunData]:
+    """The finished runs among the paths given (``runs/*``), each one passed over said in one line."""
+    from super_bench.report.runs import board_runs
+
+    loaded, skipped = board_runs(paths)
+    for line in skipped:
+        err_console.print(Text(f"skipped {line}"))
+    if not loaded:
+        raise click.UsageError(f"none of the {len(paths)} path(s) is a finished run")
+    err_console.print(f"{len(loaded)} run(s) used" + (f", {len(skipped)} skipped" if skipped else ""))
+    return loaded
+
+
 @click.command("leaderboard")
-@_runs
+@_board_runs
 @click.option(
     "--format", "fmt", type=click.Choice(["markdown", "csv"]), help="[default: from --out's suffix, else markdown]"
 )
@@ -117,10 +137,10 @@ def leaderboard_command(runs: tuple[Path, ...], fmt: str | None, out: Path | Non
     """A leaderboard over runs, one row per run with its scoring mode and each metric's mean and 95%
     bootstrap interval. Runs scored in different modes are refused (exit status 2)."""
     from super_bench.report.leaderboard import to_csv, to_markdown
-    from super_bench.report.runs import check_modes, load_run
+    from super_bench.report.runs import check_modes
 
     fmt = fmt or ("csv" if out is not None and out.suffix.lower() == ".csv" else "markdown")
-    loaded = [load_run(path) for path in runs]
+    loaded = _finished_runs(runs)
     if not allow_mixed_modes:
         check_modes(loaded)
     text = to_csv(loaded) if fmt == "csv" else to_markdown(loaded)
@@ -133,7 +153,7 @@ def leaderboard_command(runs: tuple[Path, ...], fmt: str | None, out: Path | Non
 
 
 @click.command("plot")
-@_runs
+@_board_runs
 @click.option("--out", "out_dir", default="plots", show_default=True, type=click.Path(file_okay=False, path_type=Path))
 @_metric
 def plot_command(runs: tuple[Path, ...], out_dir: Path, metric: str | None) -> None:
@@ -142,9 +162,8 @@ def plot_command(runs: tuple[Path, ...], out_dir: Path, metric: str | None) -> N
     Needs matplotlib: pip install 'super-bench[plots]'.
     """
     from super_bench.report.plots import plot_metric_by_category, plot_score_vs_cost
-    from super_bench.report.runs import load_run
 
-    loaded = [load_run(path) for path in runs]
+    loaded = _finished_runs(runs)
     by_category = plot_metric_by_category(
         loaded, out_dir / "metric_by_category.png", metric or loaded[0].primary_metric
     )

@@ -155,7 +155,7 @@ def run_command(
     With no options: the bundled demo Expert tasks, the gold agent, the safest sandbox available.
     Exits with status 3 when no task could be scored (every one an infrastructure failure).
     """
-    from super_bench.cli._display import console, err_console, print_summary
+    from super_bench.cli._display import console, err_console, print_query_answer, print_summary
     from super_bench.environment import EnvConfig
     from super_bench.models import ModelOptions
     from super_bench.runner.config import RayOptions, RunConfig
@@ -202,6 +202,8 @@ def run_command(
     with RunProgress() as progress:
         outcome = run(config, tasks=tasks, reporter=progress)
     print_summary(outcome.results, outcome.summary, title=f"{agent} on {len(tasks)} task(s)")
+    if query is not None:
+        print_query_answer(outcome.results)
     console.print(f"Run directory: {outcome.run_dir.path}")
     if outcome.summary.n_scored == 0:
         # A CI job must not pass on a run that measured nothing (a dead model endpoint, say).

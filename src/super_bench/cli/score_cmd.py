@@ -11,6 +11,12 @@ from super_bench.cli import NOTHING_SCORED
 from super_bench.cli._options import mode_option
 
 
+def default_rescored(run_dir: Path, mode: str) -> Path:
+    """``runs/X`` re-scored goes to ``runs-rescored/X-MODE``: beside the set of runs, not among them."""
+    folder = run_dir.resolve().parent
+    return folder.with_name(f"{folder.name}-rescored") / f"{run_dir.resolve().name}-{mode}"
+
+
 @click.command("score")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @mode_option
@@ -19,7 +25,8 @@ from super_bench.cli._options import mode_option
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Directory for the re-scored run. [default: RUN_DIR-MODE beside RUN_DIR]",
+    help="Directory for the re-scored run. [default: SET-rescored/RUN-MODE beside the folder SET that holds RUN_DIR, "
+    "so that `leaderboard runs/*` never mixes modes]",
 )
 @click.option("--in-place", is_flag=True, help="Rewrite RUN_DIR's results.jsonl and summary.json instead.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json instead of a table.")
@@ -42,7 +49,7 @@ def score_command(
 
     if in_place and out is not None:
         raise click.UsageError("--in-place rewrites RUN_DIR itself; it takes no --out")
-    target = None if in_place else out or Path(f"{run_dir.resolve()}-{mode}")
+    target = None if in_place else out or default_rescored(run_dir, mode)
     tasks = load_tasks(tasks_source, task_set) if tasks_source else None
     outcome = rescore(run_dir, mode, tasks, out=target)  # type: ignore[arg-type]
     written = outcome.run_dir.path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -139,6 +140,43 @@ def load_run(path: Path) -> RunData:
     summary = summarize(results, mode)
     summary.task_environment = manifest.task_environment_line
     return RunData(run_dir.path, results, summary, tasks, manifest)
+
+
+def board_runs(paths: Iterable[Path]) -> tuple[list[RunData], list[str]]:
+    """The finished runs among ``paths`` (as ``runs/*`` expands), and one line for each path passed over:
+    what is not a run directory, a run still going or cut short, and runs of ``play`` and ``doctor``,
+    which measure a person or the tasks, not an agent."""
+    loaded: list[RunData] = []
+    skipped: list[str] = []
+    for path in paths:
+        reason = _not_a_board_run(path)
+        if reason is None:
+            try:
+                loaded.append(load_run(path))
+                continue
+            except RunDirError as e:
+                reason = str(e)
+        skipped.append(f"{path}: {reason}")
+    return loaded, skipped
+
+
+def _not_a_board_run(path: Path) -> str | None:
+    if not (path / "results.jsonl").is_file():
+        return "not a run directory (no results.jsonl)"
+    if (path / ".lock").exists():
+        return "a run still going (or killed: rerun it to finish)"
+    if not (path / "summary.json").is_file():
+        return "an unfinished run (no summary.json: rerun its command to finish it)"
+    try:
+        manifest = RunDir(path).read_manifest() or RunManifest()
+    except RunDirError:
+        return None  # load_run says what it cannot read
+    command = manifest.command[1:2]
+    if manifest.config.get("agent") == "human" or command == ["play"]:
+        return "a `play` session"
+    if command == ["doctor"]:
+        return "a `doctor` run (gold runs checking the tasks)"
+    return None
 
 
 def _summary_mode(run_dir: RunDir) -> str:

@@ -37,7 +37,7 @@ class Metrics(BaseModel):
     output_match: float | None = None
     landmarks: float | None = None
     entrypoint: float | None = None
-    submitted: float = 0.0
+    submitted: float | None = 0.0  # None where the task has no answer to submit (corrected mode)
 
 
 class ScoreDetails(BaseModel):
@@ -83,7 +83,8 @@ def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corr
     details = ScoreDetails(provenance=trace_answer(submission, trajectory.steps, shown))
     if reference:
         submission = reference_submission(submission)
-    metrics = Metrics(submitted=float(submission is not None))
+    # A task without an answer (Auto) has nothing to submit: the reference counted it all the same.
+    metrics = Metrics(submitted=float(submission is not None) if task.answer is not None or reference else None)
     if task.answer is not None:
         if reference:
             metrics.output_match = reference_output_match(submission, task.answer)

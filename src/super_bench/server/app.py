@@ -229,6 +229,15 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         errors = exc.errors()
+        content_type = request.headers.get("content-type", "")
+        if request.method == "POST" and not _is_json(content_type) and await request.body():
+            # FastAPI reads a body as JSON only when it is labelled so; `curl -d` labels it a form.
+            sent = f"Content-Type: {content_type}" if content_type else "no Content-Type"
+            return answer(
+                415,
+                f"the request body must be JSON sent with the header Content-Type: application/json (this one had "
+                f"{sent}); with curl, add -H 'Content-Type: application/json' or use --json",
+            )
         for error in errors:
             if error.get("type") == "json_invalid":
                 reason = (error.get("ctx") or {}).get("error", "not JSON")
@@ -250,3 +259,8 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SuperBenchError, bad_request)
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(Exception, unexpected)
+
+
+def _is_json(content_type: str) -> bool:
+    media_type = content_type.split(";", maxsplit=1)[0].strip().lower()
+    return media_type == "application/json" or media_type.endswith("+json")

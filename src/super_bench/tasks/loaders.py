@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -60,8 +60,23 @@ def load_tasks(
     if task_set is not None:
         tasks = [t for t in tasks if t.task_set == task_set]
     if task_ids is not None:
-        tasks = select_ids(tasks, list(task_ids))
+        listing = f"`super-bench tasks list{'' if task_set in (None, 'expert') else ' --set ' + task_set}`"
+        where = f"{task_set} tasks" if task_set else "tasks"
+        tasks = select_ids(
+            tasks, list(task_ids), listing=listing, where=where, elsewhere=lambda: _other_sets(source_str, task_set)
+        )
     return tasks[:limit] if limit is not None else tasks
+
+
+def _other_sets(source: str, task_set: str | None) -> dict[str, str]:
+    """For the bundled suite, which other set holds each of its task ids (the Hub is not asked again)."""
+    if source != "demo" or task_set is None:
+        return {}
+    return {row_id: other for other in TASK_SETS if other != task_set for row_id in _demo_ids(other)}
+
+
+def _demo_ids(task_set: str) -> list[str]:
+    return [str(row.data.get("task_id")) for row in _demo_rows(task_set)]
 
 
 def default_set(source: str | Path, task_set: str | None) -> str | None:
@@ -74,17 +89,29 @@ def _is_named(source: str | Path) -> bool:
     return str(source) in ("demo", "hf") or str(source).startswith("hf:")
 
 
-def select_ids(tasks: list[Task], wanted: list[str]) -> list[Task]:
+def select_ids(
+    tasks: list[Task],
+    wanted: list[str],
+    *,
+    listing: str = "`super-bench tasks list`",
+    where: str = "tasks",
+    elsewhere: Callable[[], dict[str, str]] | None = None,
+) -> list[Task]:
+    """The tasks of the wanted ids, in order; an unknown id is one error naming close ids, or the other set
+    that holds it (``elsewhere``: id -> set), and the command that lists what there is."""
     by_id = {t.task_id: t for t in tasks}
     missing = [i for i in wanted if i not in by_id]
     if missing:
         hints = []
+        other_sets = elsewhere() if elsewhere is not None else {}
         for task_id in missing:
+            other = other_sets.get(task_id)
             close = difflib.get_close_matches(task_id, list(by_id), n=3)
-            hints.append(f"{task_id!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
-        raise TaskError(
-            f"unknown task id(s): {'; '.join(hints)}. `super-bench tasks list` shows the {len(by_id)} available."
-        )
+            if other:
+                hints.append(f"{task_id!r} (a{'n' if other[0] in 'aeiou' else ''} {other} task: add --set {other})")
+            else:
+                hints.append(f"{task_id!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        raise TaskError(f"unknown task id(s): {'; '.join(hints)}. {listing} shows the {len(by_id)} {where} there are.")
     return [by_id[i] for i in dict.fromkeys(wanted)]
 
 
@@ -92,9 +119,11 @@ def find_task(task_id: str, source: str | Path = "demo", task_set: str | None = 
     """One task by id. Without a set, every set of the demo suite or the Hub is searched."""
     if task_set is None and _is_named(source):
         candidates = [task for each in TASK_SETS for task in load_tasks(source, each)]
+        listing, where = f"`super-bench tasks list --set {'|'.join(TASK_SETS)}`", "tasks of all sets"
     else:
         candidates = load_tasks(source, task_set)
-    (task,) = select_ids(candidates, [task_id])
+        listing, where = f"`super-bench tasks list{' --set ' + task_set if task_set else ''}`", f"{task_set} tasks"
+    (task,) = select_ids(candidates, [task_id], listing=listing, where=where)
     return task
 
 
