@@ -137,6 +137,7 @@ def test_score_scores_every_odd_value_and_writes_the_whole_output(tmp_path: Path
     for row in rows.values():
         assert 0.0 <= row["metrics"]["output_match"] <= 1.0
     if mode == "corrected":
+        assert rows["nan"]["metrics"]["output_match"] == 1.0  # NaN equals NaN, and survives the JSON file
         assert rows["deep"]["metrics"]["output_match"] == 1.0
     assert rows["surrogate"]["submission"] == "\\ud800"  # written out as its escape
     assert json.loads((tmp_path / "scored" / "summary.json").read_text())["n_scored"] == 7
