@@ -249,6 +249,20 @@ def test_exact_paired_test_agrees_with_its_definition() -> None:
     assert paired_permutation_test(many_a, many_b) == sampled  # seeded
 
 
+def test_exact_paired_test_counts_ties_exactly() -> None:
+    """Landmark thirds: 1/3 + 1/3 ties 2/3 exactly, which a decimal grid (1e-9) lost (it gave 0.671875)."""
+    from fractions import Fraction
+
+    third = Fraction(1, 3)
+    a = [Fraction(0)] * 3 + [third] * 3 + [Fraction(0)]
+    b = [third, third, 2 * third, Fraction(0), Fraction(0), Fraction(0), third]
+    differences = [y - x for x, y in zip(a, b)]
+    flips = list(itertools.product((1, -1), repeat=len(differences)))
+    extreme = sum(abs(sum(s * d for s, d in zip(signs, differences))) >= abs(sum(differences)) for signs in flips)
+    assert extreme / len(flips) == 0.765625
+    assert paired_permutation_test([float(x) for x in a], [float(y) for y in b]) == extreme / len(flips)
+
+
 def test_runs_with_no_task_in_common_are_refused(tmp_path: Path) -> None:
     base = write_run(tmp_path / "a", {"t1": 1.0}, agent="x")
     other = write_run(tmp_path / "b", {"t2": 1.0}, agent="y")
