@@ -14,7 +14,9 @@ from tests.trajectory_notebooks import (
     EPOCH_LINE,
     GOLD,
     MASKED_ID,
+    NbStep,
     react_expert_steps,
+    swe_masked_steps,
     write_gold_tasks,
     write_notebook,
     write_published_run,
@@ -308,3 +310,40 @@ def test_set_and_answer_parsing() -> None:
     assert parse_answer("None") is None
     assert parse_answer("not an answer") == "not an answer"
     assert GOLD == {"test_mse": 7.4031, "epochs": 1}
+
+
+def write_untimed_then_timed(root: Path) -> Path:
+    """A SWE-agent Masked run whose pre-executed steps record no time and whose agent starts in the afternoon:
+    the recording's own duration is 14:00:00 to 14:00:30, and 10 s of it were cells running."""
+    run = root / "synthetic-model_swe-agent_masked"
+    steps = [
+        *swe_masked_steps()[:2],
+        NbStep("None", "!python tinyrepo/train.py", f"{EPOCH_LINE}\n", clock=("14:00:00", "14:00:04", 4)),
+        NbStep("None", "!ls", "train.py\n", clock=("14:00:24", "14:00:30", 6)),
+    ]
+    write_notebook(run / MASKED_ID / "history.ipynb", "swe-agent", "Train it.", steps, {"submitted": 0})
+    untimed = swe_masked_steps()[:2]  # a second task whose recording has no times at all
+    write_notebook(run / "untimed_goal" / "history.ipynb", "swe-agent", "Train it.", untimed, {"submitted": 0})
+    return run
+
+
+def test_untimed_pre_executed_steps_invent_no_time_and_no_idle_sandbox(tmp_path: Path) -> None:
+    from super_bench.report.compare import compare_runs
+    from super_bench.report.runs import load_run
+
+    source = write_untimed_then_timed(tmp_path)
+    outcome = import_trajectories(source, tmp_path / "run")
+    rows = {r.task_id: r for r in outcome.run.results}
+    trajectory = Trajectory.load(RunDir(tmp_path / "run").task_dir(MASKED_ID))
+    first_timed = trajectory.steps[2].start_time
+    assert first_timed.hour == 14
+    for step in trajectory.steps[:2]:  # no midnight: they take the first timed step's time and last 0 s
+        assert not step.timed and step.start_time == step.end_time == first_timed
+    assert trajectory.started_at == first_timed
+    waste = rows[MASKED_ID].waste
+    assert waste is not None and waste.idle_sandbox == 20.0  # 30 s recorded, 10 s of them running cells
+    assert rows["untimed_goal"].waste is None  # nothing measured: unknown, not zero
+    assert outcome.run.summary.waste is not None and outcome.run.summary.waste.idle_sandbox == 20.0
+    data = load_run(tmp_path / "run")
+    spent = {t.kind: t.base for t in compare_runs(data, data).time}
+    assert spent["idle_sandbox"] == 20.0

@@ -19,7 +19,7 @@ from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import score_trajectory
 from super_bench.scoring.provenance import MAX_TRACED_VALUES, trace_answer
-from super_bench.scoring.shown import Number, _number_at, percents
+from super_bench.scoring.shown import Number, _number_at, not_evidence, percents
 from super_bench.scoring.texts import Text
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, Trajectory
@@ -47,18 +47,18 @@ def first_step(submission: Any, *outputs: str) -> list[int | None]:
         ("acc 0.8951", 0.9, True),
         ("acc 0.8567", 0.85, True),  # truncated
         ("acc 0.8567", 0.86, True),  # rounded
-        ("epochs 7.0", 7, True),  # ints printed as floats, and the other way round
-        ("epochs 7", 7.0, True),
-        ("epochs 7.004", 7, True),
+        ("steps took 7.0", 7, True),  # ints printed as floats, and the other way round
+        ("steps took 7", 7.0, True),
+        ("steps took 7.004", 7, True),
         ("epochs 17 27 7.5", 7, False),
         ("accuracy: 85.23%", 0.8523, True),  # a percentage, by its % sign
         ("accuracy: 85 %", 0.85, True),
         ("accuracy: 85.23", 0.8523, False),  # a bare 85.23 is not a fraction
         ("accuracy: 85.23%", 85.23, True),
         ("tensor(8.5230e-01)", 0.85, True),  # scientific notation
-        ("lr 1e-05", 1e-05, True),
-        ("lr 1.00e-05", 0.00001, True),
-        ("lr 0.00001", 1e-05, True),
+        ("loss 1e-05", 1e-05, True),
+        ("loss 1.00e-05", 0.00001, True),
+        ("loss 0.00001", 1e-05, True),
         ("lr 1e-04", 1e-05, False),
         ("loss -0.5", -0.5, True),
         ("loss -0.5", 0.5, False),
@@ -68,8 +68,8 @@ def first_step(submission: Any, *outputs: str) -> list[int | None]:
         ("took 0.85s", 0.85, True),  # a unit after it is fine
         ("rows: 22896.", 22896, True),
         ("rows: 22,896", 22896, False),  # thousands separators are not read
-        ("lr 3e-05", 0.0, True),  # too small to show at one decimal
-        ("lr 3.5E-7", 0, True),
+        ("loss 3e-05", 0.0, True),  # too small to show at one decimal
+        ("loss 3.5E-7", 0, True),
         ("lr 2e-05", 5, False),  # a power of ten is no number of its own
         ("epoch 05/10", 5, False),  # nor are digits after a leading zero
         ("[00:00<00:01]", 0, False),
@@ -226,7 +226,11 @@ def _every_number_read(value: float, text: str) -> tuple[int, str] | None:
     first = None
     for i, char in enumerate(text):
         number = _number_at(text, i) if char.isdigit() else None
-        if number is not None and finder.supports(number[2]):
+        if (
+            number is not None
+            and finder.supports(number[2])
+            and not not_evidence(text, number[0], number[0] + len(number[1]))
+        ):
             first = (number[0], number[1])
             break
     for at, printed, percent in percents(Text([text])):

@@ -157,6 +157,23 @@ def test_leaderboard(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     assert printed.stdout == markdown
 
 
+def test_leaderboard_shows_unknown_cost_as_unknown(tmp_path: Path) -> None:
+    """A run whose rows record no model call (gold, imported) has no known cost: "-" and empty, not 0.00; a
+    run whose model calls cost nothing shows 0.00."""
+    scores = {f"t{i}": 1.0 for i in range(3)}
+    free = load_run(write_run(tmp_path / "free", scores, agent="react", infra_error=False))
+    unknown_dir = write_run(tmp_path / "unknown", scores, agent="gold", infra_error=False)
+    rows = [r.model_copy(update={"usage": Usage()}) for r in RunDir(unknown_dir).read_results()]
+    RunDir(unknown_dir).write_results(rows)
+    RunDir(unknown_dir).write_summary(summarize(rows))
+    unknown = load_run(unknown_dir)
+    assert free.cost == 0.0 and unknown.cost is None
+    costs = {r["run"]: r["cost_usd"] for r in csv.DictReader(io.StringIO(to_csv([free, unknown])))}
+    assert costs == {"free": "0.0", "unknown": ""}
+    cells = {line.split(" | ")[0][2:]: line.split(" | ")[-2] for line in to_markdown([free, unknown]).splitlines()[2:]}
+    assert cells == {"free": "0.00", "unknown": "-"}
+
+
 @pytest.mark.slow
 def test_plots(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     runs = [load_run(p) for p in two_runs]
@@ -275,6 +292,20 @@ def test_exact_paired_test_agrees_with_its_definition() -> None:
     sampled = paired_permutation_test(many_a, many_b)
     assert sampled is not None and abs(sampled - exact) < 0.02 and 0.01 < exact < 0.99
     assert paired_permutation_test(many_a, many_b) == sampled  # seeded
+
+
+def test_exact_paired_test_counts_ties_exactly() -> None:
+    """Landmark thirds: 1/3 + 1/3 ties 2/3 exactly, which a decimal grid (1e-9) lost (it gave 0.671875)."""
+    from fractions import Fraction
+
+    third = Fraction(1, 3)
+    a = [Fraction(0)] * 3 + [third] * 3 + [Fraction(0)]
+    b = [third, third, 2 * third, Fraction(0), Fraction(0), Fraction(0), third]
+    differences = [y - x for x, y in zip(a, b)]
+    flips = list(itertools.product((1, -1), repeat=len(differences)))
+    extreme = sum(abs(sum(s * d for s, d in zip(signs, differences))) >= abs(sum(differences)) for signs in flips)
+    assert extreme / len(flips) == 0.765625
+    assert paired_permutation_test([float(x) for x in a], [float(y) for y in b]) == extreme / len(flips)
 
 
 def test_runs_with_no_task_in_common_are_refused(tmp_path: Path) -> None:

@@ -24,11 +24,12 @@ from super_bench.tasks.model import compile_landmark
         (0.505, 0.5, 1.0, 1.0),  # within 1e-2
         (0.52, 0.5, 0.0, 0.0),
         ("  yes ", "yes", 1.0, 1.0),  # strings are stripped
-        ("0.5", 0.5, 0.0, 0.0),  # type mismatch
+        ("0.5", 0.5, 1.0, 0.0),  # a numeric string is a number (the reference: a type mismatch)
+        ("yes", 0.5, 0.0, 0.0),  # type mismatch
         (None, {"a": 1.0}, 0.0, 0.0),  # no submission
         ([1, 2, 3], [1, 2, 3], 1.0, 1.0),
         ([1, 9], [1, 2, 3, 4], 0.25, 0.5),  # lists: over the gold's length vs the submission's
-        ([1, 2, 3, 4, 5], [1, 2], 1.0, 0.4),  # extra elements ignored vs penalised
+        ([1, 2, 3, 4, 5], [1, 2], 0.4, 0.4),  # extra elements fail
         ({"a": 1.0, "b": 2.0}, {"a": 1.0, "b": 2.0}, 1.0, 1.0),
         ({"a": 1.0}, {"a": 1.0, "b": 2.0}, 0.5, 1.0),  # a partial dict: full marks in the reference
         ({"a": 1.0, "b": 2.0, "c": 3.0}, {"a": 1.0, "b": 2.0}, 1.0, 2 / 3),  # extra keys penalised there
@@ -230,3 +231,54 @@ def test_a_task_minimum_runtime_replaces_the_default() -> None:
 def test_any_successful_run_counts() -> None:
     steps = [step(0, RUN, "Traceback (most recent call last)", seconds=12), step(1, RUN, "ok", seconds=12, start=12)]
     assert score_trajectory(trajectory(*steps), make_task(entrypoint="train.py", task_set="auto"))[0].entrypoint == 1
+
+
+# -- corrected mode's rules (docs/scoring.md, "Corrected mode's rules"), each against its motivating case ---
+@pytest.mark.parametrize(
+    ("submission", "gold", "expected"),
+    [
+        # extra list elements fail: a list of every label cannot cover the gold's
+        ([0.5, 0.1, 0.2, 0.3], [0.5], 0.25),
+        ([1, 2, 3], [1, 2, 3], 1.0),
+        # numeric strings compare as numbers
+        ("0.5", 0.5, 1.0),
+        (0.5, "0.5", 1.0),
+        ({"acc": " 0.853 "}, {"acc": 0.85}, 1.0),
+        ("1e-3", 0.001, 1.0),
+        ("0.5.1", 0.5, 0.0),
+        # NaN equals NaN, an infinity the same infinity
+        (float("nan"), float("nan"), 1.0),
+        ("NaN", float("nan"), 1.0),
+        (float("inf"), float("inf"), 1.0),
+        (float("-inf"), float("inf"), 0.0),
+        (float("nan"), 0.0, 0.0),
+        # strings compare stripped and case-insensitively
+        ("Positive", "positive", 1.0),
+        ("  NEUTRAL\n", "neutral", 1.0),
+        ("positively", "positive", 0.0),
+    ],
+)
+def test_corrected_rules(submission: Any, gold: Any, expected: float) -> None:
+    assert score_answer(submission, gold) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("submission", "gold", "note"),
+    [
+        (85.2, 0.852, "a percentage given for a fraction: 85.2 against the gold 0.852"),
+        ("85.2%", 0.852, 'a percentage given for a fraction: "85.2%" against the gold 0.852'),
+        ({"acc": 0.852}, {"acc": 85.2}, "a fraction given for a percentage at acc: 0.852 against the gold 85.2"),
+    ],
+)
+def test_a_percentage_for_a_fraction_is_a_format_mismatch_scored_0(submission: Any, gold: Any, note: str) -> None:
+    from super_bench.scoring.answer import compare_answer
+
+    assert compare_answer(submission, gold) == (0.0, [note])
+    assert compare_answer(submission, gold, percentages=True) == (1.0, [note])  # where a task accepts either form
+    assert compare_answer("85.2%", 85.2) == (1.0, [])  # a percentage against a percentage is the same number
+    task = make_task(answer=gold)
+    metrics, details = score_trajectory(
+        trajectory(step(0, Action.submit(submission)), submission=submission, submitted=True), task
+    )
+    assert metrics.output_match == 0.0 and details.format_mismatches == [note]
+    assert score_answer(submission, gold, "reference") == 0.0

@@ -88,3 +88,26 @@ def test_figures_summed_at_once_equal_them_added_one_by_one() -> None:
     for waste in wastes:
         one_by_one.add(waste)
     assert total([None, *wastes, None]) == one_by_one and total([None]) is None
+
+
+def test_untimed_steps_add_no_idle_sandbox_even_where_saved_at_midnight() -> None:
+    """A trajectory imported before untimed steps took their neighbour's time still counts only measured time."""
+    from datetime import datetime, timedelta, timezone
+
+    from super_bench.actions import Action
+    from super_bench.runner.waste import waste_of
+    from super_bench.trajectory import UNTIMED, Step, Trajectory
+
+    midnight = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    afternoon = midnight + timedelta(hours=14)
+
+    def step(index: int, start: datetime, seconds: float, untimed: bool = False) -> Step:
+        end = start + timedelta(seconds=seconds)
+        metadata = {UNTIMED: True} if untimed else {}
+        return Step(index=index, action=Action.execute("1"), start_time=start, end_time=end, metadata=metadata)
+
+    steps = [step(0, midnight, 0, True), step(1, afternoon, 4), step(2, afternoon + timedelta(seconds=24), 6)]
+    trajectory = Trajectory(task_id="t", query="q", steps=steps, started_at=midnight, finished_at=steps[-1].end_time)
+    waste = waste_of(trajectory)
+    assert waste is not None and waste.idle_sandbox == 20.0
+    assert waste_of(trajectory.model_copy(update={"steps": steps[:1]})) is None  # nothing measured

@@ -66,7 +66,8 @@ def content_problem(
 ) -> str | None:
     """Why ``value`` cannot be kept as JSON, or None when it can: nesting deeper than ``max_depth``
     containers, (an estimate of) more than ``max_chars`` characters of JSON text, and, when ``strict``,
-    a value JSON has no type for or a dict key that is not a string. Not strict, other values pass
+    a value JSON has no type for or a dict key that is not a string; a string (or key) with a lone surrogate
+    (``"\\ud800"`` in JSON text), which no UTF-8 file can hold. Not strict, other values pass
     here (a set, a path: the trajectory's writer turns them into lists and strings, or refuses them).
     The walk uses no recursion and stops at the first problem, so neither a value nested 100,000 deep
     nor one of a billion items can exhaust the stack or hold it up for long."""
@@ -76,6 +77,8 @@ def content_problem(
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
+            if _unencodable(item):
+                return f"holds a lone surrogate ({_surrogate(item)}), which UTF-8 cannot encode"
             size += len(item) + 2
         elif item is None or isinstance(item, bool | int | float):
             # An int's digits without converting it (a 5000-digit int has no decimal text in Python).
@@ -88,6 +91,8 @@ def content_problem(
                 for key, child in item.items():
                     if strict and not isinstance(key, str):
                         return f"has a dict key that is not a string ({type(key).__name__})"
+                    if isinstance(key, str) and _unencodable(key):
+                        return f"has a dict key with a lone surrogate ({_surrogate(key)}), which UTF-8 cannot encode"
                     size += len(key) + 3 if isinstance(key, str) else 8
                     stack.append((child, depth + 1))
             else:
@@ -97,6 +102,20 @@ def content_problem(
         if max_chars is not None and size > max_chars:
             return f"is longer than {max_chars:,} characters as JSON"
     return None
+
+
+def _unencodable(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _surrogate(text: str) -> str:
+    return next(f"\\u{ord(c):04x}" for c in text if 0xD800 <= ord(c) <= 0xDFFF)
 
 
 def parse_answer(content: Any, *, max_chars: int = MAX_ANSWER_CHARS) -> Any:

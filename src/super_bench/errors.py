@@ -76,3 +76,8 @@ class RunDirError(SuperBenchError):
 
 class TrajectoryImportError(SuperBenchError):
     """A published trajectory (a notebook) cannot be read or understood."""
+
+
+class UnscorableError(SuperBenchError):
+    """A submission or a gold answer that scoring cannot compare (nested deeper than Python can follow):
+    its row is left unscored, with this message as the reason, and the run goes on."""

@@ -3,8 +3,10 @@ exact paired test of a difference that stays valid on few tasks."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
+from fractions import Fraction
 
 from pydantic import BaseModel
 
@@ -18,6 +20,9 @@ SIGNIFICANCE = 0.05
 METRIC_RANGE = (-1.0, 1.0)  # scores are in [0, 1], so their differences are in [-1, 1]
 EXACT_LIMIT = 1 << 12  # distinct sums kept by the exact test before it samples sign flips instead
 PERMUTATION_RESAMPLES = 20000
+# Scores are fractions with small denominators (k of n landmarks, a mean over epochs): read each float
+# back as the nearest fraction with a denominator at most this, exactly that fraction for any n up to it.
+SCORE_DENOMINATOR = 10**6
 
 
 class Estimate(BaseModel):
@@ -81,7 +86,8 @@ def paired_permutation_test(
 
     Under the null each difference is as likely positive as negative, so the p-value is the share of
     the 2**n ways of flipping the differences' signs whose sum is at least as far from 0 as the one
-    observed. It is counted exactly (scores take few distinct values, so the sums do too), and
+    observed. It is counted exactly, ties included, in integer arithmetic on the scores read as
+    fractions (scores take few distinct values, so the sums do too), and
     estimated from ``resamples`` seeded random flips only when there are more than ``EXACT_LIMIT``
     distinct sums. Valid for any number of tasks, unlike a bootstrap or a normal approximation.
     """
@@ -89,8 +95,7 @@ def paired_permutation_test(
         raise ValueError(f"paired samples differ in length: {len(a)} and {len(b)}")
     if len(a) < MIN_PAIRED:
         return None
-    # On a grid of 1e-9, so that 2/3 - 1/3 and 1/3 are the same difference and sums compare exactly.
-    signed = [round((float(y) - float(x)) * 1e9) for x, y in zip(a, b, strict=True)]
+    signed = _exact_differences(a, b)
     steps = [abs(d) for d in signed if d]
     observed = abs(sum(signed))
     if not steps:
@@ -108,9 +113,26 @@ def paired_permutation_test(
     return float(extreme / 2 ** len(steps))
 
 
+def _exact_differences(a: Sequence[float], b: Sequence[float]) -> list[int]:
+    """The differences ``b - a`` as integers on one common denominator, so that sums compare exactly.
+
+    Each score is read as the nearest fraction with a denominator of at most ``SCORE_DENOMINATOR``:
+    a landmark fraction such as 2/3, stored as a float, is 2/3 again, and 2/3 - 1/3 equals 1/3. A grid
+    of rounded decimals would not do: 1/3 + 1/3 and 2/3 round to sums one unit apart, and ties are lost."""
+    differences = [
+        Fraction(y).limit_denominator(SCORE_DENOMINATOR) - Fraction(x).limit_denominator(SCORE_DENOMINATOR)
+        for x, y in zip(a, b, strict=True)
+    ]
+    common = math.lcm(*(d.denominator for d in differences)) if differences else 1
+    return [d.numerator * (common // d.denominator) for d in differences]
+
+
 def _sampled_p(steps: list[int], observed: int, resamples: int, seed: int) -> float:
     import numpy as np
 
     signs = np.random.default_rng(seed).choice(np.array([-1, 1], dtype=np.int64), size=(resamples, len(steps)))
-    hits = int((np.abs(signs @ np.asarray(steps, dtype=np.int64)) >= observed).sum())
+    if max(steps) * len(steps) < 1 << 62:  # sums fit in int64: exact
+        hits = int((np.abs(signs @ np.asarray(steps, dtype=np.int64)) >= observed).sum())
+    else:  # denominators too many to share one in int64: Python's integers, row by row
+        hits = sum(abs(sum(int(s) * step for s, step in zip(row, steps))) >= observed for row in signs.tolist())
     return (hits + 1) / (resamples + 1)  # counting the observed flip itself: never 0

@@ -20,6 +20,10 @@ from super_bench.actions import Action, content_problem
 # load as they are: their steps read as not having ended it.
 SCHEMA_VERSION = 2
 
+# Step metadata: the recording gave no time for this step (an imported pre-executed one); its times are
+# its neighbour's and it lasts 0 s, so that nothing measured is counted from them.
+UNTIMED = "untimed"
+
 StepOutcome = Literal["ok", "error", "timeout", "interrupted", "kernel_died", "invalid"]
 StopReason = Literal[
     "submitted",  # the agent submitted an answer
@@ -95,6 +99,11 @@ class Step(BaseModel):
     @property
     def duration(self) -> float:
         return (self.end_time - self.start_time).total_seconds()
+
+    @property
+    def timed(self) -> bool:
+        """Whether the step's times were measured (see ``UNTIMED``)."""
+        return not self.metadata.get(UNTIMED, False)
 
 
 Summed = TypeVar("Summed", bound="Figures")

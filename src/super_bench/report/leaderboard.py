@@ -28,7 +28,8 @@ def ranked(runs: Sequence[RunData]) -> list[RunData]:
 
 
 def leaderboard_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
-    """One dict per run, ranked: identity, each metric's mean and 95% interval, cost and time."""
+    """One dict per run, ranked: identity, each metric's mean and 95% interval, cost (None where unknown)
+    and time."""
     rows = []
     for run in ranked(runs):
         row: dict[str, Any] = {
@@ -70,7 +71,7 @@ def to_markdown(runs: Sequence[RunData]) -> str:
     for run in ranked(runs):
         cells = [run.name, run.agent or "", run.model or "", run.task_set, run.mode, str(run.summary.n_tasks)]
         cells += [format_estimate(run.estimates[m]) for m in METRICS]
-        cells += [f"{run.cost:.2f}", f"{run.wall_time / 3600:.2f}"]
+        cells += ["-" if run.cost is None else f"{run.cost:.2f}", f"{run.wall_time / 3600:.2f}"]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -24,7 +24,10 @@ How the notebook's records map onto ours:
   so that a literal with integer keys (``{22896: 9}``) scores the same after it is saved as JSON.
 - The notebooks record times of day only: steps are dated from ``IMPORT_DATE`` (UTC), a day is added
   where the clock wraps past midnight, and a step's end is its start plus the recorded duration.
-  Steps with no recorded time (SWE-agent's pre-executed ones) take the previous step's end and last 0 s.
+  Steps with no recorded time (SWE-agent's pre-executed ones) are marked ``untimed``, last 0 s and take
+  the time of a timed neighbour (the previous step's end; before any timed step, the first timed step's
+  start), so that they invent no time: the trajectory starts at its first timed step, and a notebook
+  with no timed step at all has no measured time (its waste is unknown).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Any, Literal
 from super_bench.actions import Action
 from super_bench.errors import TrajectoryImportError
 from super_bench.scoring.submission import ANSWER_LITERAL, json_safe, parse_answer
-from super_bench.trajectory import Step, StepOutcome, StopReason, Trajectory
+from super_bench.trajectory import UNTIMED, Step, StepOutcome, StopReason, Trajectory
 
 Style = Literal["react-super", "swe-agent"]
 IMPORT_DATE = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -155,6 +158,11 @@ def notebook_trajectory(path: Path, task_id: str, *, model: str | None = None) -
             trajectory.submission = step.action.content
     if trajectory.stop_reason is None:
         trajectory.stop_reason = "agent_stopped"
+    first = next((step.start_time for step in trajectory.steps if step.timed), IMPORT_DATE)
+    for step in trajectory.steps:  # untimed steps before the first timed one: no invented midnight
+        if step.timed:
+            break
+        step.start_time = step.end_time = first
     trajectory.started_at = trajectory.steps[0].start_time if trajectory.steps else IMPORT_DATE
     trajectory.finished_at = trajectory.steps[-1].end_time if trajectory.steps else IMPORT_DATE
     return trajectory
@@ -176,7 +184,7 @@ def _step(index: int, raw: NotebookStep, style: Style, clock: _Clock) -> tuple[S
     if literal is not None:
         metadata[ANSWER_LITERAL] = literal
     if raw.clock is None:
-        metadata["untimed"] = True
+        metadata[UNTIMED] = True
     step = Step(
         index=index,
         thought=thought,

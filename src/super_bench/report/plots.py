@@ -68,16 +68,17 @@ def plot_metric_by_category(runs: Sequence[RunData], out: Path, metric: str = "o
 
 
 def plot_score_vs_cost(runs: Sequence[RunData], out: Path, metric: str | None = None) -> Path:
-    """One point per run: its headline metric (with 95% interval) against its total model cost."""
+    """One point per run: its headline metric (with 95% interval) against its total model cost; runs
+    whose cost is unknown have no point."""
     figure = _figure(6.5, 4.5)
     axes = figure.subplots()
     for run in runs:
         name = metric or run.primary_metric
-        estimate = run.estimates[name]
-        if estimate.mean is None:
+        estimate, cost = run.estimates[name], run.cost
+        if estimate.mean is None or cost is None:
             continue
-        axes.errorbar([run.cost], [estimate.mean * 100], yerr=_errors([estimate]), fmt="o", capsize=4, label=run.name)
-        axes.annotate(run.name, (run.cost, estimate.mean * 100), textcoords="offset points", xytext=(6, 4), fontsize=8)
+        axes.errorbar([cost], [estimate.mean * 100], yerr=_errors([estimate]), fmt="o", capsize=4, label=run.name)
+        axes.annotate(run.name, (cost, estimate.mean * 100), textcoords="offset points", xytext=(6, 4), fontsize=8)
     axes.set_xlabel("total model cost ($)")
     axes.set_ylabel(f"{(metric or 'headline metric').replace('_', ' ')} (%)")
     axes.set_ylim(0, 100)

@@ -94,8 +94,10 @@ class RunData:
         return {r.task_id: r.task_set for r in self.results}
 
     @property
-    def cost(self) -> float:
-        return self.summary.usage.cost
+    def cost(self) -> float | None:
+        """The run's model cost; None (unknown) where no row records a model call: the gold agent's
+        runs and imported trajectories, whose notebooks record no usage, cost what nobody measured."""
+        return self.summary.usage.cost if self.summary.usage.model_calls else None
 
     @property
     def wall_time(self) -> float:

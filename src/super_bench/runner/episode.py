@@ -22,11 +22,11 @@ from super_bench._names import TaskStatus
 from super_bench.actions import Action
 from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
-from super_bench.errors import ConfigError
+from super_bench.errors import ConfigError, UnscorableError
 from super_bench.failures import Failure, classify_failure
 from super_bench.runner.admission import ADMISSION, Need, Slot
 from super_bench.runner.results import TaskResult
-from super_bench.scoring import ScoreMode, note_provenance, score_trajectory
+from super_bench.scoring import Metrics, ScoreDetails, ScoreMode, note_provenance, score_trajectory
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, Trajectory, step_line
 
@@ -213,7 +213,11 @@ def _episode(
     note_provenance(trajectory)
     path = trajectory.save(task_dir)
     (task_dir / "steps.jsonl").unlink(missing_ok=True)
-    metrics, details = score_trajectory(trajectory, task, mode)
+    unscored = None
+    try:
+        metrics, details = score_trajectory(trajectory, task, mode)
+    except UnscorableError as e:  # the row says why; the run goes on
+        metrics, details, unscored = Metrics(submitted=float(trajectory.submitted)), ScoreDetails(), str(e)
     return TaskResult.from_trajectory(
         trajectory,
         task.task_set,
@@ -229,4 +233,5 @@ def _episode(
         details=details.model_dump(),
         node=socket.gethostname(),
         answer_provenance=details.answer_provenance,
+        unscored=unscored,
     )

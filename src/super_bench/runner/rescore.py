@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from super_bench.errors import RunDirError
+from super_bench.errors import RunDirError, UnscorableError
 from super_bench.runner.records import RUN_SCHEMA_VERSION, Rescoring, RunManifest
 from super_bench.runner.results import RECORDED_MODE, Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir, RunOutcome
@@ -47,20 +47,49 @@ def rescore(
     if out is None:
         with source.lock():
             return _rescore(source, mode, tasks)
-    return _rescore(copy_run(source, RunDir(out)), mode, tasks, copied_from=source.path)
+    # All or nothing: the copy is scored in a folder beside ``out`` and takes its place only when complete.
+    target = RunDir(out)
+    check_target(source, target)
+    staging = RunDir(target.path.parent / f".{target.path.name}.scoring-{os.getpid()}")
+    shutil.rmtree(staging.path, ignore_errors=True)
+    try:
+        outcome = _rescore(copy_run(source, staging), mode, tasks, copied_from=source.path)
+        _swap_in(staging.path, target.path)
+    finally:
+        shutil.rmtree(staging.path, ignore_errors=True)
+    outcome.run_dir = target
+    return outcome
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    """Put the finished copy at ``target``, replacing an earlier re-scoring there only once the new one is whole."""
+    if target.exists() and not any(target.iterdir()):
+        target.rmdir()
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    old = target.parent / f".{target.name}.replaced-{os.getpid()}"
+    os.rename(target, old)
+    os.rename(staging, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def check_target(source: RunDir, target: RunDir) -> None:
+    """Refuse a ``target`` that is the run itself, or a non-empty directory that is not a re-scoring of it."""
+    if target.path.resolve() == source.path.resolve():
+        raise RunDirError(f"{target.path} is the run itself; to rewrite it, score it in place (--in-place)")
+    if target.path.exists() and any(target.path.iterdir()) and not _rescoring_of(target, source):
+        raise RunDirError(
+            f"{target.path} already exists and is not a re-scoring of {source.path}; give another --out, "
+            f"or --in-place to rewrite {source.path} itself"
+        )
 
 
 def copy_run(source: RunDir, target: RunDir) -> RunDir:
     """A copy of the run at ``source`` in ``target``: a new or empty directory, or an earlier re-scoring of
     the same run (which it replaces)."""
-    if target.path.resolve() == source.path.resolve():
-        raise RunDirError(f"{target.path} is the run itself; to rewrite it, score it in place (--in-place)")
+    check_target(source, target)
     if target.path.exists() and any(target.path.iterdir()):
-        if not _rescoring_of(target, source):
-            raise RunDirError(
-                f"{target.path} already exists and is not a re-scoring of {source.path}; give another --out, "
-                f"or --in-place to rewrite {source.path} itself"
-            )
         target.clear()
     target.create()
     for name in _COPIED:
@@ -158,19 +187,9 @@ def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, cop
             results[row.key] = _unscored(row, reason, mode)
             done.add(row.key)
             continue
-        metrics, details = score_trajectory(trajectory, task, mode)
         if row is None:
             row = TaskResult.from_trajectory(trajectory, task.task_set, epoch=epoch, trajectory=relative)
-        update = {
-            "submission": json_safe(submission_of(trajectory)),
-            "trajectory": relative,
-            "mode": mode,
-            "unscored": None,
-            "metrics": metrics,
-            "details": details.model_dump(),
-            "answer_provenance": details.answer_provenance,
-        }
-        result = row.model_copy(update=update)
+        result = _scored(row, trajectory, task, mode, relative)
         results[result.key] = result
         done.add(result.key)
     for key, row in results.items():
@@ -181,12 +200,34 @@ def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, cop
         else:
             results[key] = _unscored(row, f"its trajectory file {row.trajectory or '(none)'} is missing", mode)
     ordered = list(results.values())
-    run_dir.write_results(ordered)
-    return RunOutcome(run_dir, ordered, _write_summary(run_dir, ordered, mode, copied_from))
+    return RunOutcome(run_dir, ordered, _write_scores(run_dir, ordered, mode, copied_from))
 
 
-def _write_summary(run_dir: RunDir, results: list[TaskResult], mode: ScoreMode, copied_from: Path | None) -> Summary:
-    """Write the summary, with the task environment the run recorded, and note the re-scoring in run.json."""
+def _scored(row: TaskResult, trajectory: Trajectory, task: Task, mode: ScoreMode, relative: str) -> TaskResult:
+    """``row`` scored again from its trajectory; unscored, with the reason, where scoring cannot score it."""
+    try:
+        metrics, details = score_trajectory(trajectory, task, mode)
+    except UnscorableError as e:
+        log.warning("%s: %s; left unscored", relative, e)
+        return _unscored(row, str(e), mode)
+    except Exception as e:  # a fault of scoring itself: this row unscored, saying so; the others scored
+        log.exception("%s: scoring failed; left unscored", relative)
+        return _unscored(row, f"scoring failed: {type(e).__name__}: {_first_line(e)}", mode)
+    update = {
+        "submission": json_safe(submission_of(trajectory)),
+        "trajectory": relative,
+        "mode": mode,
+        "unscored": None,
+        "metrics": metrics,
+        "details": details.model_dump(),
+        "answer_provenance": details.answer_provenance,
+    }
+    return row.model_copy(update=update)
+
+
+def _write_scores(run_dir: RunDir, results: list[TaskResult], mode: ScoreMode, copied_from: Path | None) -> Summary:
+    """Write the results and the summary, with the task environment the run recorded, and note the re-scoring
+    in run.json: all encoded before any is written."""
     try:
         manifest = run_dir.read_manifest()
     except RunDirError as e:
@@ -197,10 +238,11 @@ def _write_summary(run_dir: RunDir, results: list[TaskResult], mode: ScoreMode, 
     summary = summarize(results, mode)
     if manifest is not None:
         summary.task_environment = manifest.task_environment_line
-    run_dir.write_summary(summary)
     # Nothing is written over a run.json that cannot be read, nor into a directory put together by hand.
+    noted = None
     if readable and (manifest is not None or copied_from is not None):
-        _record_rescoring(run_dir, manifest or RunManifest(schema_version=RUN_SCHEMA_VERSION), mode, copied_from)
+        noted = _rescoring_noted(manifest or RunManifest(schema_version=RUN_SCHEMA_VERSION), mode, copied_from)
+    run_dir.write_scores(results, summary, noted)
     return summary
 
 
@@ -234,8 +276,8 @@ def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
-def _record_rescoring(run_dir: RunDir, manifest: RunManifest, mode: ScoreMode, copied_from: Path | None) -> None:
-    """Note the new mode in the manifest, so that resuming the run scores new tasks the same way."""
+def _rescoring_noted(manifest: RunManifest, mode: ScoreMode, copied_from: Path | None) -> RunManifest:
+    """The manifest with the new mode noted, so that resuming the run scores new tasks the same way."""
     for part in (manifest.identity, manifest.config):
         if part is not None and "mode" in part:
             part["mode"] = mode
@@ -243,4 +285,4 @@ def _record_rescoring(run_dir: RunDir, manifest: RunManifest, mode: ScoreMode, c
     if copied_from is not None:
         entry.copied_from = str(copied_from.resolve())
     manifest.rescored = [*manifest.rescored, entry]
-    run_dir.write_manifest(manifest)
+    return manifest

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import re
@@ -160,7 +161,22 @@ class RunDir:
         path = self.path / "tasks.jsonl"
         if not path.is_file():
             raise RunDirError(f"{self.path} has no tasks.jsonl; pass the task source with --tasks")
-        return [Task.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()]
+        tasks = []
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            # Python's JSON reader, not pydantic's: a gold answer may hold what only it reads back (NaN,
+            # Infinity, a lone surrogate's escape).
+            try:
+                tasks.append(Task.model_validate(json.loads(line)))
+            except ValidationError as e:
+                problems = "; ".join(
+                    f"{'.'.join(map(str, err['loc'])) or 'the row'}: {err['msg']}" for err in e.errors()
+                )
+                raise RunDirError(f"{path}:{lineno} is not a valid task ({problems})") from None
+            except (ValueError, RecursionError) as e:
+                raise RunDirError(f"{path}:{lineno} cannot be read: {e}") from None
+        return tasks
 
     # -- results -------------------------------------------------------------------------------
     def append_result(self, result: TaskResult) -> None:
@@ -182,6 +198,18 @@ class RunDir:
 
     def write_results(self, results: list[TaskResult]) -> None:
         atomic_write(self.results_path, "".join(r.model_dump_json() + "\n" for r in results))
+
+    def write_scores(self, results: list[TaskResult], summary: Summary, manifest: RunManifest | None) -> None:
+        """Write a scoring's results, summary and (when given) manifest: each is encoded before any is written,
+        so that a value that cannot be written leaves the files as they were, not half of them new."""
+        texts = [
+            (self.results_path, "".join(r.model_dump_json() + "\n" for r in results)),
+            (self.path / "summary.json", summary.model_dump_json(indent=2)),
+        ]
+        if manifest is not None:
+            texts.append((self.path / "run.json", manifest.to_json()))
+        for path, text in texts:
+            atomic_write(path, text)
 
     # -- summary and manifest ------------------------------------------------------------------
     def write_summary(self, summary: Summary) -> None:

@@ -57,8 +57,13 @@ def _cells(steps: list[Step]) -> list[list[Step]]:
     return cells
 
 
-def waste_of(trajectory: Trajectory) -> Waste:
-    """The waste a trajectory shows (all but the retried attempts, which only the runner sees)."""
+def waste_of(trajectory: Trajectory) -> Waste | None:
+    """The waste a trajectory shows (all but the retried attempts, which only the runner sees), from
+    measured time only: in a recording with untimed steps (an imported one), the sandbox's span is that
+    of its timed steps; with none timed, the waste is unknown (None)."""
+    timed = [step for step in trajectory.steps if step.timed]
+    if not timed and trajectory.steps:
+        return None
     waste = Waste()
     for cell in _cells(trajectory.steps):
         seconds = sum(step.duration for step in cell)
@@ -66,7 +71,11 @@ def waste_of(trajectory: Trajectory) -> Waste:
             waste.interrupted_cells += seconds
         if isinstance(cell[0].action.content, str) and _INSTALL.search(cell[0].action.content):
             waste.package_installs += seconds
-    if trajectory.finished_at is not None:
+    span: float | None = None
+    if len(timed) < len(trajectory.steps):
+        span = (max(step.end_time for step in timed) - min(step.start_time for step in timed)).total_seconds()
+    elif trajectory.finished_at is not None:
         span = (trajectory.finished_at - trajectory.started_at).total_seconds()
-        waste.idle_sandbox = max(0.0, span - sum(step.duration for step in trajectory.steps))
+    if span is not None:
+        waste.idle_sandbox = max(0.0, span - sum(step.duration for step in timed))
     return waste

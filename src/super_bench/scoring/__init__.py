@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from super_bench._names import METRICS, SCORE_MODES, ScoreMode
-from super_bench.scoring.answer import score_answer
+from super_bench.scoring.answer import compare_answer, score_answer
 from super_bench.scoring.entrypoint import entrypoint_runs
 from super_bench.scoring.landmarks import find_landmarks, landmark_steps, raw_text
 from super_bench.scoring.provenance import (
@@ -45,6 +45,10 @@ class ScoreDetails(BaseModel):
 
     landmark_steps: list[int | None] = Field(default_factory=list, description="First matching step per landmark")
     entrypoint_runs: list[dict[str, Any]] = Field(default_factory=list)
+    format_mismatches: list[str] = Field(
+        default_factory=list,
+        description="Corrected mode: where a percentage was given for a fraction, or the reverse (scored 0)",
+    )
     provenance: AnswerProvenance | None = Field(
         None,
         description="Where each submitted value was first shown in the run's output; null if nothing was submitted",
@@ -89,7 +93,7 @@ def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corr
         if reference:
             metrics.output_match = reference_output_match(submission, task.answer)
         else:
-            metrics.output_match = score_answer(submission, task.answer, mode)
+            metrics.output_match, details.format_mismatches = compare_answer(submission, task.answer)
     text = cleaned_text() if reference else raw_text
     if task.landmarks:
         if reference:

@@ -36,6 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench.scoring.shown import Finder, Number, finder_for
+from super_bench.scoring.submission import utf8_text
 from super_bench.scoring.texts import Chunks, outputs
 from super_bench.trajectory import Step
 
@@ -176,15 +177,21 @@ def _first(
 
 
 def _leaves(path: str, value: Any) -> Iterator[tuple[str, Any]]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(f"{path}.{key}" if path else str(key), item)
-    elif isinstance(value, list | tuple | set | frozenset):
-        for i, item in enumerate(value):
-            yield from _leaves(f"{path}[{i}]", item)
-    elif value is None or (isinstance(value, str) and not value.strip()):
-        return
-    elif isinstance(value, bool | int | float | str):
-        yield path, value
-    else:  # a Python literal JSON has no type for (an imported answer): looked for as its text
-        yield path, repr(value)
+    """Each leaf of ``value`` with its place, in order; a walk without recursion, so that a value of any
+    depth is traced. Strings are kept as a UTF-8 file can hold them (``utf8_text``)."""
+    stack: list[tuple[str, Any]] = [(path, value)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            items = [(f"{path}.{key}" if path else str(key), item) for key, item in value.items()]
+            stack.extend(reversed(items))
+        elif isinstance(value, list | tuple | set | frozenset):
+            stack.extend(reversed([(f"{path}[{i}]", item) for i, item in enumerate(value)]))
+        elif value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        elif isinstance(value, str):
+            yield utf8_text(path), utf8_text(value)
+        elif isinstance(value, bool | int | float):
+            yield utf8_text(path), value
+        else:  # a Python literal JSON has no type for (an imported answer): looked for as its text
+            yield utf8_text(path), utf8_text(repr(value))

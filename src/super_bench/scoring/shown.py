@@ -37,7 +37,7 @@ def percents(text: Text) -> list[tuple[int, str, Decimal]]:
             window = max(0, at - 64)
             match = _BEFORE_PERCENT.search(whole, window, at)
             number = None if match is None else _number_at(whole, match.start())
-            if number is not None:
+            if number is not None and not not_evidence(whole, number[0], at):
                 start, printed, value = number
                 seen.setdefault((text.locate(start)[0], printed), (start, whole[start : at + 1], value.scaleb(-2)))
             at = whole.find("%", at + 1)
@@ -70,6 +70,41 @@ def _number_at(text: str, i: int) -> tuple[int, str, Decimal] | None:
         start, negative = i - 1, text[i - 1] == "-"
     value = Decimal(match.group())
     return start, text[start:end], -value if negative else value
+
+
+# Contexts that are no evidence of a result (docs/verification.md, "What is no evidence"): progress bars
+# (tqdm's ``80%|``, its ``8/10 [00:01<00:00, 7.40it/s]``; pip's ``━━━ 1.2/3.4 MB 5.0 MB/s``), a
+# hyper-parameter's value (``--learning_rate 3e-5``, ``lr=2e-5``, ``weight_decay: 0.01``) and paths.
+_PROGRESS_LINE = re.compile(r"[0-9]%\s?\||━|█|[0-9.]\s?(?:it/s|s/it|[kMG]?B/s)\b|\beta [0-9]")
+_HYPER = re.compile(
+    r"(?:\b|_)(?:lr|learning[_ -]?rate|weight[_ -]?decay|warm[_ -]?up\w*|dropout|adam\w*|eps(?:ilon)?|momentum|"
+    r"seed|batch[_ -]?size|max[_ -]?(?:len\w*|seq\w*|steps|grad\w*)|grad\w*clip\w*|num[_ -]?epochs|epochs|"
+    r"label[_ -]?smoothing|temperature|top[_ -]?[pk])['\"]?\s*[:=]?\s*['\"]?\Z",
+    re.IGNORECASE,
+)
+_TOKEN_END = re.compile(r"[\s'\"`,;()\[\]{}<>=]")
+
+
+def not_evidence(text: str, start: int, end: int) -> bool:
+    """Whether the number printed at ``text[start:end]`` stands where no result is shown: on a progress bar's
+    line (except a ``key=value`` after it, tqdm's postfix), after a hyper-parameter's name, or in a path."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line = text[line_start : line_end if line_end >= 0 else len(text)]
+    if _PROGRESS_LINE.search(line) and text[start - 1 : start] != "=":
+        return True
+    if _HYPER.search(text, max(line_start, start - 48), start):
+        return True
+    # The whitespace-delimited token around it holds a path separator next to a letter: a path.
+    left = start
+    while left > line_start and not _TOKEN_END.match(text[left - 1]):
+        left -= 1
+    right = end
+    limit = len(line) + line_start
+    while right < limit and not _TOKEN_END.match(text[right]):
+        right += 1
+    token = text[left:right]
+    return ("/" in token or "\\" in token) and re.search(r"[A-Za-z_][/\\]|[/\\][A-Za-z_.]", token) is not None
 
 
 class Finder(ABC):
@@ -175,11 +210,27 @@ class Number(Finder):
         return found
 
     def _hit(self, text: str, at: int, typed: bool) -> tuple[int, str] | None:
-        """The number at ``at`` if it supports the value (and, ``typed``, is written as a non-integer)."""
+        """The number at ``at`` if it supports the value: in code (``typed``), written as a non-integer and
+        equal to the value at the precision it was written (``3e-5`` does not spell ``0.0``); in output, not
+        in a context that is no evidence of a result (``not_evidence``)."""
         number = _number_at(text, at)
-        if number is None or not self.supports(number[2]) or (typed and not _NON_INTEGER.search(number[1])):
+        if number is None or not self.supports(number[2]):
+            return None
+        if typed:
+            if not _NON_INTEGER.search(number[1]) or not self._spelled(number[2]):
+                return None
+        elif not_evidence(text, number[0], number[0] + len(number[1])):
             return None
         return number[0], number[1]
+
+    def _spelled(self, literal: Decimal) -> bool:
+        """Whether the value, written at the literal's precision, is the literal."""
+        exponent = literal.as_tuple().exponent
+        assert isinstance(exponent, int)
+        try:
+            return self.target.quantize(Decimal(1).scaleb(exponent), context=_CONTEXT) == literal
+        except InvalidOperation:
+            return False
 
 
 def _probes(scaled: int, places: int, decimals: int) -> tuple[list[str], list[tuple[str, str]]]:

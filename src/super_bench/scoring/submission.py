@@ -12,6 +12,8 @@ import ast
 import json
 from typing import TYPE_CHECKING, Any
 
+from super_bench.actions import parse_answer as read_submission
+
 if TYPE_CHECKING:
     from super_bench.trajectory import Trajectory
 
@@ -34,23 +36,38 @@ def parse_answer(text: str) -> Any:
 def json_key(key: Any) -> str:
     """A dict key as JSON writes it: ``22896`` becomes ``"22896"``, ``True`` becomes ``"true"``."""
     if isinstance(key, str):
-        return key
+        return utf8_text(key)
     try:
         return json.dumps(key)
     except (TypeError, ValueError):
         return repr(key)
 
 
+def utf8_text(text: str) -> str:
+    """``text``, with any lone surrogate (which no UTF-8 file can hold: a Python literal ``'\\ud800'`` read
+    back) written out as its escape, ``\\ud800``."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def json_safe(value: Any) -> Any:
-    """``value`` with only JSON types: keys as JSON writes them, tuples and sets as lists, anything
-    else JSON has no type for (complex numbers, bytes, ``...``) as its Python text."""
-    if value is None or isinstance(value, bool | int | float | str):
+    """``value`` with only JSON types that a UTF-8 file can hold: keys as JSON writes them, tuples and sets
+    as lists, lone surrogates escaped (``utf8_text``), anything else JSON has no type for (complex numbers,
+    bytes, ``...``) as its Python text."""
+    if isinstance(value, str):
+        return utf8_text(value)
+    if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, dict):
         return {json_key(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [json_safe(v) for v in value]
-    return repr(value)
+    return utf8_text(repr(value))
 
 
 def submission_of(trajectory: Trajectory) -> Any:
@@ -61,4 +78,27 @@ def submission_of(trajectory: Trajectory) -> Any:
     if last.action.type != "submit" or last.outcome == "invalid":
         return None
     literal = last.metadata.get(ANSWER_LITERAL)
-    return parse_answer(literal) if isinstance(literal, str) else trajectory.submission
+    if isinstance(literal, str):
+        return parse_answer(literal)
+    if isinstance(last.action.content, str) and _non_finite(trajectory.submission):
+        # The submission as the agent wrote it: JSON files hold no NaN or infinity (the trajectory kept null
+        # in their place), the agent's text does, and scoring it again must give the score it got online.
+        try:
+            return read_submission(last.action.content)
+        except ValueError:
+            pass
+    return trajectory.submission
+
+
+def _non_finite(value: Any) -> bool:
+    """Whether ``value`` may have held a NaN or an infinity before JSON wrote it: null somewhere in it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item is None:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
