@@ -20,7 +20,8 @@ from super_bench.errors import ConfigError, RunDirError
 from super_bench.report.importer import import_trajectories
 from super_bench.report.viewer import build_view
 from super_bench.runner.rundir import RunDir
-from super_bench.runner.verify import _environment, verify
+from super_bench.runner.verify import verify
+from super_bench.runner.verify_env import replay_environment
 from super_bench.runner.verify_records import VerifyResult, read_rows
 from super_bench.trajectory import Trajectory
 
@@ -132,16 +133,17 @@ def test_verification_resumes_keeping_finished_replays(gold: Path) -> None:
     assert redone["kneser-wikitext"].finished_at == resumed["kneser-wikitext"].finished_at
 
 
-def test_the_replay_environment_is_the_runs_with_the_options_given(silent: Path) -> None:
+def test_the_replay_environment_keeps_the_runs_budgets_and_takes_the_options_given(silent: Path) -> None:
     original = RunDir(silent)
-    env, mode = _environment(original, {})
-    assert (env.cell_timeout, env.sandbox.backend, mode) == (120, "local", "corrected")  # as settings() ran it
+    env, mode, _ = replay_environment(original, {})
+    # The run's budgets and mode; where code runs is the caller's choice (bwrap, network off), not the run's.
+    assert (env.cell_timeout, env.sandbox.backend, env.sandbox.network, mode) == (120, "bwrap", False, "corrected")
     mirror = {"https://example.org/tinyreg": BUNDLES / "tinyreg.bundle"}
-    env, _ = _environment(original, {"network": False, "git_mirrors": mirror})
-    assert env.sandbox.network is False and env.sandbox.git_mirrors == mirror
-    assert env.cell_timeout == 120  # the rest kept
+    env, _, record = replay_environment(original, {"backend": "local", "git_mirrors": mirror})
+    assert env.sandbox.backend == "local" and env.sandbox.git_mirrors == mirror
+    assert record.given == ["backend", "git_mirrors"] and env.cell_timeout == 120  # the rest kept
     with pytest.raises(ConfigError, match="sandbox settings"):
-        _environment(original, {"memory_limit": -5})
+        replay_environment(original, {"memory_limit": -5})
 
 
 def test_one_verification_at_a_time(silent: Path) -> None:

@@ -61,6 +61,22 @@ class Action(BaseModel):
             ) from e
 
 
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate (``"\\ud800"``: JSON and Python strings can hold one, UTF-8 cannot, so
+    no file or JSON writer takes it) replaced by U+FFFD; a valid surrogate pair becomes its character."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _unicode_problem(text: str) -> str | None:
+    return None if valid_text(text) is text else "holds text with a lone surrogate, which UTF-8 cannot encode"
+
+
 def content_problem(
     value: Any, *, max_depth: int = MAX_CONTENT_DEPTH, max_chars: int | None = None, strict: bool = True
 ) -> str | None:
@@ -77,6 +93,8 @@ def content_problem(
         item, depth = stack.pop()
         if isinstance(item, str):
             size += len(item) + 2
+            if unicode := _unicode_problem(item):
+                return unicode
         elif item is None or isinstance(item, bool | int | float):
             # An int's digits without converting it (a 5000-digit int has no decimal text in Python).
             size += item.bit_length() // 3 + 1 if isinstance(item, int) else 5
@@ -88,6 +106,8 @@ def content_problem(
                 for key, child in item.items():
                     if strict and not isinstance(key, str):
                         return f"has a dict key that is not a string ({type(key).__name__})"
+                    if isinstance(key, str) and (unicode := _unicode_problem(key)):
+                        return unicode
                     size += len(key) + 3 if isinstance(key, str) else 8
                     stack.append((child, depth + 1))
             else:

@@ -15,13 +15,15 @@ from rich.table import Table
 from rich.text import Text
 
 from super_bench._names import BUDGET_STOPS, METRICS
+from super_bench.terminal import SafeConsole, shown
 
 if TYPE_CHECKING:
     from super_bench.runner.results import MetricStats, Summary, TaskResult
     from super_bench.tasks.model import Task
 
-console = Console()
-err_console = Console(stderr=True)
+# Every command prints through these: no control character or link it is given reaches the terminal.
+console = SafeConsole()
+err_console = SafeConsole(stderr=True)
 MAX_TASK_ROWS = 60
 
 
@@ -289,5 +291,5 @@ def _provenance_notes(results: list[TaskResult]) -> list[str]:
     flagged = [r.task_id for r in traced if r.answer_provenance != "observed"]
     if flagged:
         more = f" and {len(flagged) - 10} more" if len(flagged) > 10 else ""
-        notes.append("not every value shown (see the viewer): " + ", ".join(flagged[:10]) + more)
+        notes.append("not every value shown (see the viewer): " + ", ".join(map(shown, flagged[:10])) + more)
     return notes

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from super_bench._names import METRICS
 from super_bench.cli._display import console
+from super_bench.terminal import shown
 
 _runs = click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 _metric = click.option(
@@ -76,9 +77,11 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, allow_mixed_mode
         name = c.flip_metric.replace("_", " ")
         console.print(
             f"  solved ({name} = 1) by the other only: {len(c.gained)}"
-            + (f": {', '.join(c.gained)}" if c.gained else "")
+            + (f": {', '.join(map(shown, c.gained))}" if c.gained else "")
         )
-        console.print(f"  solved by the base only: {len(c.lost)}" + (f": {', '.join(c.lost)}" if c.lost else ""))
+        console.print(
+            f"  solved by the base only: {len(c.lost)}" + (f": {', '.join(map(shown, c.lost))}" if c.lost else "")
+        )
         if c.categories:
             cats = Table(title=f"{name} by Masked category", title_justify="left")
             for column in ("category", "tasks", "base", "other", "difference", "95% interval", "exact test"):

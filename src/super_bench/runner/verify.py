@@ -29,20 +29,22 @@ from pydantic import ValidationError
 
 from super_bench.agents import AgentOptions
 from super_bench.environment import EnvConfig
-from super_bench.errors import ConfigError, RunDirError
+from super_bench.errors import RunDirError
 from super_bench.runner.episode import Cancellation, Cancelled, run_episode
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
+from super_bench.runner.verify_env import replay_environment
 from super_bench.runner.verify_records import (
     VERIFY_DIR,
     VERIFY_ROWS,
     VERIFY_SUMMARY,
+    VerifyEnvironment,
     VerifyResult,
     VerifySummary,
     read_rows,
     summarize_verification,
 )
-from super_bench.sandbox import SandboxConfig, check_backend
+from super_bench.sandbox import check_backend
 from super_bench.sandbox.reaper import remove_tree
 from super_bench.sandbox.scratch import clear_scratch, scratch_dir
 from super_bench.scoring import ScoreMode, submission_of, trace_answer
@@ -64,21 +66,25 @@ def verify(
     redo: bool = False,
     sandbox: dict[str, Any] | None = None,
     on_row: Callable[[VerifyResult], None] | None = None,
+    on_environment: Callable[[VerifyEnvironment], None] | None = None,
 ) -> VerifyOutcome:
     """Replay the run at ``path`` task by task and check its answers against the reproduced outputs.
 
-    The environment is the run's own (``run.json``'s ``config.env``: limits, sandbox, network, mirrors);
-    ``sandbox`` replaces some of its sandbox settings (a mirror's path on this machine, say; git mirrors
-    are added to the run's). An imported run records none: it gets the default environment."""
+    The run directory is data: the replays keep the run's budgets, timeouts and sandbox limits, and run
+    where the caller's ``sandbox`` settings say (by default bwrap, the network off); what else the run
+    asked for is refused and recorded (``runner.verify_env``; ``on_environment`` is told before any replay)."""
     run_dir = RunDir(path)
     if not run_dir.path.is_dir():
         raise RunDirError(f"no run directory at {path}")
+    run_dir.check_links()
     results = run_dir.read_results()
     chosen = [r for r in results if task_ids is None or r.task_id in task_ids]
     if not chosen:
         missing = f" (none of the task ids {', '.join(task_ids)})" if task_ids else ""
         raise RunDirError(f"{path} has no results to verify{missing}")
-    env, mode = _environment(run_dir, sandbox or {})
+    env, mode, environment = replay_environment(run_dir, sandbox or {})
+    if on_environment is not None:
+        on_environment(environment)
     check_backend(env.sandbox)
     tasks = _tasks(run_dir)
     home = RunDir(run_dir.path / VERIFY_DIR)
@@ -108,33 +114,9 @@ def verify(
         _remove_if_empty(scratch)
         order = {r.key: i for i, r in enumerate(results)}
         ordered = sorted((r for r in rows.values() if r.key in order), key=lambda r: order[r.key])
-        summary = summarize_verification(ordered)
+        summary = summarize_verification(ordered, environment)
         atomic_write(run_dir.path / VERIFY_SUMMARY, summary.model_dump_json(indent=2))
     return VerifyOutcome(ordered, summary)
-
-
-def _environment(run_dir: RunDir, sandbox: dict[str, Any]) -> tuple[EnvConfig, ScoreMode]:
-    """The run's environment and scoring mode, with ``sandbox`` settings replacing the run's."""
-    manifest = run_dir.read_manifest()
-    config = manifest.config if manifest is not None else {}
-    env = EnvConfig()
-    mode: ScoreMode = "corrected"
-    if "env" in config:  # a run of super-bench's; an imported one records only who ran it
-        from super_bench.runner.config import RunConfig
-
-        try:
-            run_config = RunConfig.model_validate(config)
-        except ValidationError as e:
-            where = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()[:3])
-            raise RunDirError(f"{run_dir.path / 'run.json'}: its config cannot be read ({where})") from None
-        env, mode = run_config.env, run_config.mode
-    settings = env.sandbox.model_dump()
-    mirrors = {**settings["git_mirrors"], **sandbox.get("git_mirrors", {})}
-    try:
-        merged = SandboxConfig.model_validate({**settings, **sandbox, "git_mirrors": mirrors})
-    except ValidationError as e:
-        raise ConfigError(f"sandbox settings: {e.errors()[0]['msg']}") from None
-    return env.model_copy(update={"sandbox": merged}), mode
 
 
 def _tasks(run_dir: RunDir) -> dict[str, Task]:
@@ -191,8 +173,8 @@ def _verify_one(
     if result.status == "infra_error" or not result.trajectory:
         return row.model_copy(update={"reason": "the task never ran (an infrastructure failure): nothing to replay"})
     try:
-        original = Trajectory.load(run_dir.path / result.trajectory)
-    except (OSError, ValidationError, ValueError) as e:
+        original = Trajectory.load(run_dir.inside(result.trajectory))
+    except (OSError, ValidationError, ValueError, RunDirError) as e:
         return row.model_copy(update={"reason": f"unreadable trajectory {result.trajectory}: {e}"[:300]})
     submission = submission_of(original)
     wanted = trace_answer(submission, [])
