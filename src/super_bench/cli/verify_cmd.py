@@ -90,7 +90,8 @@ def _show_environment(err_console: Any) -> Any:
 
 def _progress(err_console: Any) -> Any:
     def show(row: VerifyResult) -> None:
-        err_console.print(f"  {shown(row.task_id)}: {_verdict(row)}")
+        where = f" ({row.divergence.kind.replace('_', ' ')})" if row.divergence else ""
+        err_console.print(f"  {shown(row.task_id)}: {_verdict(row)}{where}")
 
     return show
 
@@ -104,10 +105,13 @@ def _table(rows: list[VerifyResult]) -> Any:
     from rich.text import Text
 
     table = Table(title="Verification")
-    for header in ("task", "answer in the run", "reproduced", "why not"):
+    from super_bench.cli._display import diverged
+
+    for header in ("task", "answer in the run", "reproduced", "why not", "diverged"):
         table.add_column(header, overflow="fold")
     for row in rows:
         name = row.task_id if row.epoch == 1 else f"{row.task_id} @{row.epoch}"
-        cells = (name, (row.answer_provenance or "-").replace("_", " "), _verdict(row), row.reason or "")
+        where = diverged(row.divergence) if row.divergence else ""
+        cells = (name, (row.answer_provenance or "-").replace("_", " "), _verdict(row), row.reason or "", where)
         table.add_row(*map(Text, cells))
     return table

@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from super_bench.agents import AgentOptions
+from super_bench.divergence import Divergence, divergence, failed_alike, replayed_steps
 from super_bench.environment import EnvConfig
 from super_bench.errors import RunDirError
 from super_bench.runner.episode import Cancellation, Cancelled, run_episode
@@ -178,8 +179,6 @@ def _verify_one(
         return row.model_copy(update={"reason": f"unreadable trajectory {result.trajectory}: {e}"[:300]})
     submission = submission_of(original)
     wanted = trace_answer(submission, [])
-    if wanted is None or wanted.status is None:
-        return row.model_copy(update={"reason": "nothing was submitted: there is no answer to reproduce"})
     task = tasks.get(result.task_id) or _task_of(original, result.task_set)
     task_dir = run_dir.path / VERIFY_DIR / run_dir.task_dir(result.task_id, result.epoch).name
     with _actions_file(original, task_dir) as actions:
@@ -205,18 +204,35 @@ def _verify_one(
     )
     if replay.status == "infra_error":
         return row.model_copy(update={"reason": f"the replay failed on the infrastructure: {replay.error}"})
-    reproduced = trace_answer(submission, Trajectory.load(task_dir).steps)
+    reproduced_steps = Trajectory.load(task_dir).steps
+    recorded, replayed = replayed_steps(original.steps), replayed_steps(reproduced_steps)
+    stopped = replay.stop_reason
+    if wanted is None or wanted.status is None:
+        # Nothing to look for: the run failed (or gave up), and its replay should fail the same way.
+        stops = (original.stop_reason, replay.stop_reason)
+        if failed_alike(recorded, replayed, stops):
+            return row.model_copy(update={"reproduced": True})
+        why = "nothing was submitted, and the replay did not fail the same way"
+        if stops[0] != stops[1]:
+            why += f": it stopped with {stops[1]}, the run with {stops[0]}"
+        return row.model_copy(
+            update={"reproduced": False, "reason": why, "divergence": divergence(recorded, replayed, stopped)}
+        )
+    reproduced = trace_answer(submission, reproduced_steps)
     assert reproduced is not None  # the submission has values
     fields = reproduced.fields
     missing = [f"{f.field or '(answer)'} = {json.dumps(f.value)}" for f in fields if not f.observed]
     if reproduced.untraced:
         missing.append(f"{reproduced.untraced} value(s) not looked for")
-    reason = None
+    reason: str | None = None
+    diverged: Divergence | None = None
     if missing:
         reason = "not shown by the replay's outputs: " + ", ".join(missing)
         if replay.stop_reason not in (None, "agent_stopped"):
             reason += f" (the replay stopped early: {replay.stop_reason})"
-    return row.model_copy(update={"reproduced": not missing, "fields": fields, "reason": reason})
+        diverged = divergence(recorded, replayed, stopped)
+    update = {"reproduced": not missing, "fields": fields, "reason": reason, "divergence": diverged}
+    return row.model_copy(update=update)
 
 
 def _task_of(trajectory: Trajectory, task_set: str) -> Task:

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench._names import TaskStatus
+from super_bench.divergence import Divergence
 from super_bench.runner.records import VersionedRecord, read_lines
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import FieldProvenance, ProvenanceStatus
@@ -30,9 +31,13 @@ class VerifyResult(VersionedRecord):
     epoch: int = Field(1, ge=1)
     reproduced: bool | None = Field(
         description="Every submitted value shown again by the replay's outputs (true), not every one (false), or "
-        "not checked (null: nothing was submitted, or the replay failed on the infrastructure)"
+        "not checked (null: the task never ran, or the replay failed on the infrastructure); for a run that "
+        "submitted nothing, whether the replay failed the same way (same stop, same first error)"
     )
     reason: str | None = Field(None, description="Why it is not reproduced, or not checked")
+    divergence: Divergence | None = Field(
+        None, description="Where and how the replay first parted from the recording, when it did not reproduce"
+    )
     answer_provenance: ProvenanceStatus | None = Field(None, description="The original run's, for comparison")
     fields: list[FieldProvenance] = Field(default_factory=list, description="Each value, in the reproduced outputs")
     status: TaskStatus | None = Field(None, description="How the replay ended; null when none ran")
