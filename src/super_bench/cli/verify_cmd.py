@@ -46,7 +46,7 @@ def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo:
     --sandbox local is given. The run's backend, network, mirrors, caches, interpreter and other paths are
     refused and listed; give this machine's with the sandbox options. Writes
     RUN_DIR/verify.jsonl, RUN_DIR/verify-summary.json and the reproduced trajectories under RUN_DIR/verify/;
-    rerunning resumes. Exits with status 3 when no answer could be checked.
+    rerunning resumes. Exits with status 3 when nothing could be checked.
     """
     from super_bench.cli._display import console, err_console
     from super_bench.runner.verify import verify
@@ -71,7 +71,7 @@ def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo:
         f"Wrote {run_dir / 'verify.jsonl'}"
     )
     if checked == 0:
-        err_console.print("[red]no answer could be checked: nothing was submitted, or every replay failed[/red]")
+        err_console.print("[red]nothing could be checked: no replay ran to its end[/red]")
         sys.exit(NOTHING_SCORED)
 
 
