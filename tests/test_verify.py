@@ -20,7 +20,8 @@ from super_bench.errors import ConfigError, RunDirError
 from super_bench.report.importer import import_trajectories
 from super_bench.report.viewer import build_view
 from super_bench.runner.rundir import RunDir
-from super_bench.runner.verify import _environment, verify
+from super_bench.runner.verify import verify
+from super_bench.runner.verify_env import replay_environment
 from super_bench.runner.verify_records import VerifyResult, read_rows
 from super_bench.trajectory import Trajectory
 
@@ -132,16 +133,17 @@ def test_verification_resumes_keeping_finished_replays(gold: Path) -> None:
     assert redone["kneser-wikitext"].finished_at == resumed["kneser-wikitext"].finished_at
 
 
-def test_the_replay_environment_is_the_runs_with_the_options_given(silent: Path) -> None:
+def test_the_replay_environment_keeps_the_runs_budgets_and_takes_the_options_given(silent: Path) -> None:
     original = RunDir(silent)
-    env, mode = _environment(original, {})
-    assert (env.cell_timeout, env.sandbox.backend, mode) == (120, "local", "corrected")  # as settings() ran it
+    env, mode, _ = replay_environment(original, {})
+    # The run's budgets and mode; where code runs is the caller's choice (bwrap, network off), not the run's.
+    assert (env.cell_timeout, env.sandbox.backend, env.sandbox.network, mode) == (120, "bwrap", False, "corrected")
     mirror = {"https://example.org/tinyreg": BUNDLES / "tinyreg.bundle"}
-    env, _ = _environment(original, {"network": False, "git_mirrors": mirror})
-    assert env.sandbox.network is False and env.sandbox.git_mirrors == mirror
-    assert env.cell_timeout == 120  # the rest kept
+    env, _, record = replay_environment(original, {"backend": "local", "git_mirrors": mirror})
+    assert env.sandbox.backend == "local" and env.sandbox.git_mirrors == mirror
+    assert record.given == ["backend", "git_mirrors"] and env.cell_timeout == 120  # the rest kept
     with pytest.raises(ConfigError, match="sandbox settings"):
-        _environment(original, {"memory_limit": -5})
+        replay_environment(original, {"memory_limit": -5})
 
 
 def test_one_verification_at_a_time(silent: Path) -> None:
@@ -149,13 +151,61 @@ def test_one_verification_at_a_time(silent: Path) -> None:
         verify(silent)
 
 
-def test_a_run_with_nothing_submitted_has_nothing_to_check_and_says_so(tmp_path: Path) -> None:
-    out = replay_run(tmp_path, "gave-up", [{"type": "execute", "content": "print('no idea')"}])
+def test_a_run_with_nothing_submitted_is_reproduced_when_it_fails_the_same_way(tmp_path: Path) -> None:
+    actions = [{"type": "execute", "content": "print('no idea')"}, {"type": "execute", "content": "1/0"}]
+    out = replay_run(tmp_path, "gave-up", actions)
     result = cli("verify", str(out))
-    assert result.returncode == 3, result.stdout
-    assert "no answer could be checked" in result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
     (row,) = read_rows(RunDir(out))
-    assert row.reproduced is None and row.status is None and "nothing was submitted" in (row.reason or "")
+    assert row.reproduced is True and row.status == "completed" and row.divergence is None
+    # The same run, recorded as if its division had worked: the replay fails where the recording did not.
+    path = out / "tasks" / "tinyreg" / "trajectory.json"
+    recorded = json.loads(path.read_text())
+    recorded["steps"][1].update(outcome="ok", observation="0.5", output=None)
+    path.write_text(json.dumps(recorded))
+    result = cli("verify", str(out), "--redo")
+    (row,) = read_rows(RunDir(out))
+    assert row.reproduced is False and "did not fail the same way" in (row.reason or "")
+    assert row.divergence is not None and (row.divergence.step, row.divergence.kind) == (1, "answer_not_reproduced")
+    assert row.divergence.replayed == "error: ZeroDivisionError: division by zero"
+    assert "answer not reproduced at step 1" in result.stdout
+
+
+def broken_by_the_environment(tmp_path: Path) -> tuple[Path, Path]:
+    """A run whose first step imports a module this environment lacks, its recording edited to say that
+    the import worked (as it did where the run was made) and that the next step printed the answer."""
+    actions = [
+        {"type": "execute", "content": "import tinyreg_speedups"},
+        {"type": "execute", "content": "print('test MSE:', tinyreg_speedups.MSE)"},
+        {"type": "submit", "content": ANSWER},
+    ]
+    out = replay_run(tmp_path, "drifted", actions)
+    path = out / "tasks" / "tinyreg" / "trajectory.json"
+    recorded = json.loads(path.read_text())
+    assert "ModuleNotFoundError" in recorded["steps"][0]["observation"]
+    recorded["steps"][0].update(outcome="ok", observation="", output=None)
+    recorded["steps"][1].update(outcome="ok", observation="test MSE: 7.4031", output=None)
+    path.write_text(json.dumps(recorded))
+    return out, path
+
+
+def test_a_replay_broken_by_the_environment_names_the_step_and_the_class(tmp_path: Path) -> None:
+    out, recording = broken_by_the_environment(tmp_path)
+    again = tmp_path / "again"
+    args = ("--task-ids", "tinyreg", "--sandbox", "local", "--out", str(again))
+    result = cli("run", "--agent", f"replay:{recording}", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (row,) = RunDir(again).read_results()
+    assert row.replay_divergence is not None
+    assert (row.replay_divergence.step, row.replay_divergence.kind) == (0, "environment")
+    assert row.replay_divergence.recorded == "ok"
+    assert row.replay_divergence.replayed == "error: ModuleNotFoundError: No module named 'tinyreg_speedups'"
+    assert "diverged: environment at step 0" in result.stdout
+    result = cli("verify", str(out))
+    (checked,) = read_rows(RunDir(out))
+    assert checked.reproduced is False and checked.divergence == row.replay_divergence
+    assert "tinyreg: not reproduced (environment)" in result.stderr
+    assert "environment at step 0" in result.stdout  # the table's column (its longer texts fold)
 
 
 def test_newer_rows_are_refused_and_run_redo_removes_the_verification(tmp_path: Path) -> None:

@@ -61,6 +61,18 @@ class Action(BaseModel):
             ) from e
 
 
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate (``"\\ud800"``: JSON and Python strings can hold one, UTF-8 cannot, so
+    no file or JSON writer takes it) replaced by U+FFFD; a valid surrogate pair becomes its character."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def content_problem(
     value: Any, *, max_depth: int = MAX_CONTENT_DEPTH, max_chars: int | None = None, strict: bool = True
 ) -> str | None:

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, parse_answer
+from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, parse_answer, valid_text
 from super_bench.budget import BudgetLeft
 from super_bench.edit import EditFailed, apply_edit, parse_edit
 from super_bench.errors import EnvironmentClosedError, KernelError, KernelRestartError, SandboxError, SuperBenchError
@@ -288,6 +288,9 @@ class Environment:
                 "the episode is over" + (f" ({self.trajectory.stop_reason})" if self.done else "; call reset(task)")
             )
         action = Action.coerce(action)
+        if action.type != "submit" and isinstance(action.content, str):
+            # Code or an edit holding a lone surrogate (no text can): run and kept with U+FFFD in its place.
+            action = action.model_copy(update={"content": valid_text(action.content)})
         if thought is not None and not isinstance(thought, str):
             raise SuperBenchError(f"a step's thought must be text, not {type(thought).__name__}")
         problem = metadata_problem(metadata) if metadata else None
@@ -298,7 +301,11 @@ class Environment:
         problem = (
             None if action.type == "submit" or isinstance(action.content, str) else content_problem(action.content)
         )
-        if problem is not None:
+        if self.sandbox.ended:  # a limit passed while the agent was thinking: nothing more runs
+            result = _Outcome(
+                f"[super-bench] The {action.type} action was not performed:{self._limit_note()}", None, "invalid"
+            )
+        elif problem is not None:
             result = _Outcome(
                 f"[super-bench] The {action.type} action was not performed: its content {problem}.",
                 None,
@@ -313,7 +320,15 @@ class Environment:
                 "edit": self._edit,
                 "submit": self._submit,
             }[action.type]
-            result = handler(action)
+            try:
+                result = handler(action)
+            except (SandboxError, KernelError):
+                if not self.sandbox.ended:
+                    raise
+                # The limit passed during the action (the sandbox refuses it, the kernel was killed): the
+                # agent's budget ran out, which ends its episode; no infrastructure failed.
+                note = f"[super-bench] The {action.type} action was cut short:{self._limit_note()}"
+                result = _Outcome(note, None, "kernel_died" if action.type != "edit" else "invalid")
         step = self._record(action, thought, start, result)
         if metadata:
             step.metadata.update(metadata)
@@ -511,15 +526,19 @@ class Environment:
         observation = prefix + clean_and_cap(result.output, self.config.observation_limit) + notes
         return _Outcome(observation, result.output, outcome, result.exit_code, tuple(result.figures), result.dropped)
 
-    def _replace_dead_kernel(self) -> str:
-        """Start a new kernel in place of a dead one; returns the note that tells the agent why."""
-        kernel = self.kernel
+    def _limit_note(self) -> str:
+        """What the agent is told once a limit has ended its task (``sandbox.ended``)."""
         if self.sandbox.expired:
             limit = self.config.sandbox.wall_time_limit
             return f"\n[super-bench] The task's wall-time limit ({limit:g} s) has passed; all it ran was stopped."
-        if self.sandbox.disk_limit_passed:
-            passed = _disk_text(self.config.sandbox.disk_limit)
-            return f"\n[super-bench] {passed} was passed; all the task ran was stopped."
+        passed = _disk_text(self.config.sandbox.disk_limit)
+        return f"\n[super-bench] {passed} was passed; all the task ran was stopped."
+
+    def _replace_dead_kernel(self) -> str:
+        """Start a new kernel in place of a dead one; returns the note that tells the agent why."""
+        kernel = self.kernel
+        if self.sandbox.ended:
+            return self._limit_note()
         status = kernel.exit_status
         if self.sandbox.out_of_memory():
             limit = self.config.sandbox.memory_limit or 0
@@ -572,7 +591,9 @@ class Environment:
         except ValueError as e:
             # The step keeps the agent's text (capped), or a description of a value JSON cannot hold.
             kept = (
-                action.model_copy(update={"content": cap_text(action.content, self.config.observation_limit)})
+                action.model_copy(
+                    update={"content": valid_text(cap_text(action.content, self.config.observation_limit))}
+                )
                 if isinstance(action.content, str)
                 else _unkept(action, str(e).removeprefix("the submission "))
             )

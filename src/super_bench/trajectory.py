@@ -10,11 +10,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import to_json
 
 from super_bench._names import BUDGET_STOPS, BudgetStop
-from super_bench.actions import Action, content_problem
+from super_bench.actions import Action, content_problem, valid_text
 
 # 2: each step says whether it ended the episode (terminated, truncated, stop_reason). Version 1 files
 # load as they are: their steps read as not having ended it.
@@ -90,6 +90,12 @@ class Step(BaseModel):
     start_time: datetime
     end_time: datetime
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("thought", "observation", "output")
+    @classmethod
+    def _writable(cls, text: str | None) -> str | None:
+        # Agent code can print, and a model can answer, a lone surrogate; no file can hold one.
+        return None if text is None else valid_text(text)
 
     @property
     def raw_output(self) -> str:

@@ -2,7 +2,10 @@
 
 ``replay:FILE`` where FILE is a JSON list of ``{"type", "content"}`` actions (optionally with a
 ``thought``), or a saved ``trajectory.json`` whose agent steps are replayed; the invalid steps of an
-imported trajectory are recorded as invalid again, not run.
+imported trajectory are recorded as invalid again, not run. A replayed trajectory is compared with its
+recording at the end: when the replay did not reproduce it (the submitted answer not shown again, or, for
+a run that submitted nothing, not the same first error), the first step that diverged and its kind
+(``divergence``) go into the trajectory's ``metadata.replay_divergence``.
 """
 
 from __future__ import annotations
@@ -12,9 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from super_bench.actions import Action
 from super_bench.agents.base import AgentOptions, refuse_model
+from super_bench.divergence import divergence, first_error, replayed_steps
 from super_bench.errors import AgentError, SuperBenchError
+from super_bench.scoring import submission_of, trace_answer
+from super_bench.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from super_bench.environment import Environment
@@ -37,6 +45,10 @@ class Replayed:
 
 def load_actions(path: Path) -> list[Replayed]:
     """The actions of an action list or a trajectory file."""
+    return _actions(path, _read(path))
+
+
+def _read(path: Path) -> Any:
     try:
         size = path.stat().st_size
         if size > MAX_REPLAY_BYTES:
@@ -50,6 +62,10 @@ def load_actions(path: Path) -> list[Replayed]:
         raise AgentError(f"replay: cannot read actions from {path}: its JSON is nested too deeply") from None
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise AgentError(f"replay: cannot read actions from {path}: {e}") from e
+    return data
+
+
+def _actions(path: Path, data: Any) -> list[Replayed]:
     if isinstance(data, dict) and isinstance(data.get("steps"), list):
         items = [s for s in data["steps"] if not s.get("pre_executed")]
     elif isinstance(data, list):
@@ -85,13 +101,40 @@ class ReplayAgent:
             raise AgentError("the replay agent needs a file: --agent replay:actions.json")
         refuse_model("replay", options)
         self.path = Path(arg).expanduser()
-        self.actions = load_actions(self.path)
+        data = _read(self.path)
+        self.actions = _actions(self.path, data)
+        self.recording = _recording(data)
 
     def run(self, env: Environment) -> None:
         for item in self.actions:
             if env.done:
-                return
+                break
             if item.invalid is not None:
                 env.record_invalid(item.action, item.invalid, thought=item.thought, metadata=item.metadata)
             else:
                 env.step(item.action, thought=item.thought)
+        if self.recording is not None:
+            found = _diverged(self.recording, env.trajectory)
+            if found is not None:
+                env.trajectory.metadata["replay_divergence"] = found
+
+
+def _recording(data: Any) -> Trajectory | None:
+    """The file as a recorded trajectory, to compare the replay with; None for a list of actions."""
+    if not isinstance(data, dict) or "task_id" not in data:
+        return None
+    try:
+        return Trajectory.model_validate(data)
+    except ValidationError:
+        return None  # replayable actions, but no recording whose outcomes can be trusted for a comparison
+
+
+def _diverged(recording: Trajectory, replay: Trajectory) -> dict[str, Any] | None:
+    recorded, replayed = replayed_steps(recording.steps), replayed_steps(replay.steps)
+    submission = submission_of(recording)
+    traced = trace_answer(submission, replay.steps)
+    if traced is not None and traced.status is not None:
+        same = all(f.observed for f in traced.fields) and not traced.untraced
+    else:
+        same = first_error(recorded) == first_error(replayed)
+    return None if same else divergence(recorded, replayed, replay.stop_reason).model_dump(mode="json")

@@ -16,13 +16,16 @@ from rich.table import Table
 from rich.text import Text
 
 from super_bench._names import BUDGET_STOPS, METRICS
+from super_bench.terminal import SafeConsole, shown
 
 if TYPE_CHECKING:
+    from super_bench.divergence import Divergence
     from super_bench.runner.results import MetricStats, Summary, TaskResult
     from super_bench.tasks.model import Task
 
-console = Console()
-err_console = Console(stderr=True)
+# Every command prints through these: no control character or link it is given reaches the terminal.
+console = SafeConsole()
+err_console = SafeConsole(stderr=True)
 MAX_TASK_ROWS = 60
 
 
@@ -282,8 +285,21 @@ def print_summary(results: list[TaskResult], summary: Summary, title: str = "Sco
             f"{summary.usage.completion_tokens:,} completion tokens, ${summary.usage.cost:.4f}"
         )
     notes += _provenance_notes(results)
+    notes += [
+        f"replay of {shown(r.task_id)} diverged: {shown(diverged(r.replay_divergence))}"
+        for r in results
+        if r.replay_divergence
+    ]
     for note in notes:
         console.print(f"  {note}")
+
+
+def diverged(found: Divergence) -> str:
+    """A divergence in a line: its kind, the step, and how the recorded and the replayed step ended."""
+    if found.step is None:
+        return f"{found.kind.replace('_', ' ')} (every step ended as recorded)"
+    kind = found.kind.replace("_", " ")
+    return f"{kind} at step {found.step}: recorded {found.recorded!r}, replayed {found.replayed!r}"
 
 
 def _provenance_notes(results: list[TaskResult]) -> list[str]:
@@ -296,7 +312,7 @@ def _provenance_notes(results: list[TaskResult]) -> list[str]:
     flagged = [r.task_id for r in traced if r.answer_provenance != "observed"]
     if flagged:
         more = f" and {len(flagged) - 10} more" if len(flagged) > 10 else ""
-        notes.append("not every value shown (see the viewer): " + ", ".join(flagged[:10]) + more)
+        notes.append("not every value shown (see the viewer): " + ", ".join(map(shown, flagged[:10])) + more)
     return notes
 
 

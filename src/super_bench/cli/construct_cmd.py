@@ -20,6 +20,7 @@ from super_bench.cli._options import (
     harness_mirrors,
     source_option,
 )
+from super_bench.terminal import shown
 
 if TYPE_CHECKING:
     from super_bench.construct.notebook import NotebookTask
@@ -212,7 +213,7 @@ def mask_command(
         table.add_column(column)
     for m in report.kept + report.failed:
         check = ("reproduces" + (" (retried)" if m.note else "")) if m.verified else "[red]failed"
-        table.add_row(m.task.task_id, str(len(m.task.pre_execute_cells)), str(len(m.task.solution)), check)
+        table.add_row(shown(m.task.task_id), str(len(m.task.pre_execute_cells)), str(len(m.task.solution)), check)
     console.print(table)
     for m in report.failed:
         console.print(
@@ -275,11 +276,14 @@ def autogen_command(
             list(repos), chat, existing=existing, per_repo=per_repo, check_urls=not offline, min_runtime=min_runtime
         )
     for source, why in report.excluded:
-        console.print(f"[yellow]excluded[/yellow] {source}: {why}", highlight=False)
+        console.print(f"[yellow]excluded[/yellow] {shown(source)}: {shown(why)}", highlight=False)
     for source, repeated in report.duplicates:
-        console.print(f"[yellow]duplicate[/yellow] {source}: a task like {repeated} exists; dropped", highlight=False)
+        console.print(
+            f"[yellow]duplicate[/yellow] {shown(source)}: a task like {shown(repeated)} exists; dropped",
+            highlight=False,
+        )
     for task in report.tasks:
-        console.print(f"[green]task[/green] {task.task_id}: runs {task.entrypoint}", highlight=False)
+        console.print(f"[green]task[/green] {shown(task.task_id)}: runs {shown(task.entrypoint)}", highlight=False)
     _append(out, report.tasks, [task_line(t) for t in report.tasks])
     usage = report.usage
     console.print(

@@ -18,6 +18,7 @@ from super_bench.cli._options import (
     set_option,
     source_option,
 )
+from super_bench.terminal import shown
 
 if TYPE_CHECKING:
     from super_bench.sandbox import SandboxConfig
@@ -76,12 +77,12 @@ def doctor_command(
             table.add_column(column)
         style = {"reproduces": "green", "rot": "red", "error": "red", "no solution": "yellow"}
         for check in checks:
-            table.add_row(check.task_id, f"[{style[check.status]}]{check.status}", str(len(check.problems)))
+            table.add_row(shown(check.task_id), f"[{style[check.status]}]{check.status}", str(len(check.problems)))
         console.print(table)
         for check in checks:
             if check.reproduces or check.status == "no solution":
                 continue
-            console.print(f"\n[bold]{check.task_id}[/bold] ({check.status})")
+            console.print(f"\n[bold]{shown(check.task_id)}[/bold] ({check.status})")
             for problem in check.problems:
                 console.print(f"  - {escape(problem)}")
             if check.failed_cell:

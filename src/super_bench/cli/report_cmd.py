@@ -11,6 +11,7 @@ from rich.text import Text
 
 from super_bench._names import METRICS
 from super_bench.cli._display import console, err_console
+from super_bench.terminal import shown
 
 if TYPE_CHECKING:
     from super_bench.report.runs import RunData
@@ -83,9 +84,11 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, allow_mixed_mode
         name = c.flip_metric.replace("_", " ")
         console.print(
             f"  solved ({name} = 1) by the other only: {len(c.gained)}"
-            + (f": {', '.join(c.gained)}" if c.gained else "")
+            + (f": {', '.join(map(shown, c.gained))}" if c.gained else "")
         )
-        console.print(f"  solved by the base only: {len(c.lost)}" + (f": {', '.join(c.lost)}" if c.lost else ""))
+        console.print(
+            f"  solved by the base only: {len(c.lost)}" + (f": {', '.join(map(shown, c.lost))}" if c.lost else "")
+        )
         if c.categories:
             cats = Table(title=f"{name} by Masked category", title_justify="left")
             for column in ("category", "tasks", "base", "other", "difference", "95% interval", "exact test"):

@@ -46,6 +46,7 @@ def score_command(
     from super_bench.cli._display import console, err_console, print_summary
     from super_bench.runner.rescore import rescore
     from super_bench.tasks.loaders import load_tasks
+    from super_bench.terminal import shown
 
     if in_place and out is not None:
         raise click.UsageError("--in-place rewrites RUN_DIR itself; it takes no --out")
@@ -60,7 +61,9 @@ def score_command(
         console.print(f"Wrote {written / 'results.jsonl'} and {written / 'summary.json'}")
     unscored = [r for r in outcome.results if r.unscored]
     for row in unscored:
-        err_console.print(f"[yellow]not scored, left out of the means:[/yellow] {row.task_id}: {row.unscored}")
+        err_console.print(
+            f"[yellow]not scored, left out of the means:[/yellow] {shown(row.task_id)}: {shown(row.unscored)}"
+        )
     if outcome.summary.n_scored == 0:
         err_console.print("[red]no task could be scored[/red]")
         sys.exit(NOTHING_SCORED)

@@ -18,9 +18,10 @@ from super_bench.cli._options import (
     given_sandbox_settings,
     sandbox_options,
 )
+from super_bench.terminal import shown
 
 if TYPE_CHECKING:
-    from super_bench.runner.verify_records import VerifyResult
+    from super_bench.runner.verify_records import VerifyEnvironment, VerifyResult
     from super_bench.sandbox import SandboxConfig
 
 
@@ -40,10 +41,12 @@ def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo:
     """Replay each task's actions (not its submission) in a fresh sandbox set up as the run's, and check
     that the reproduced outputs show the submitted answer again.
 
-    The sandbox, limits, network and mirrors are the run's own (run.json); the sandbox options given here
-    replace those settings (git mirrors are added), which an imported run needs: it records none. Writes
+    A run directory is data: the replays keep the run's budgets and sandbox limits (run.json), and run where
+    the options given here say: by default bwrap with the network off, never the local sandbox unless
+    --sandbox local is given. The run's backend, network, mirrors, caches, interpreter and other paths are
+    refused and listed; give this machine's with the sandbox options. Writes
     RUN_DIR/verify.jsonl, RUN_DIR/verify-summary.json and the reproduced trajectories under RUN_DIR/verify/;
-    rerunning resumes. Exits with status 3 when no answer could be checked.
+    rerunning resumes. Exits with status 3 when nothing could be checked.
     """
     from super_bench.cli._display import console, err_console
     from super_bench.runner.verify import verify
@@ -52,7 +55,13 @@ def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo:
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a scheduler's stop, as Ctrl-C
     err_console.print(f"super-bench: verifying {run_dir}")
     outcome = verify(
-        run_dir, task_ids=as_list(task_ids), workers=workers, redo=redo, sandbox=given, on_row=_progress(err_console)
+        run_dir,
+        task_ids=as_list(task_ids),
+        workers=workers,
+        redo=redo,
+        sandbox=given,
+        on_row=_progress(err_console),
+        on_environment=_show_environment(err_console),
     )
     console.print(_table(outcome.rows))
     summary = outcome.summary
@@ -62,13 +71,27 @@ def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo:
         f"Wrote {run_dir / 'verify.jsonl'}"
     )
     if checked == 0:
-        err_console.print("[red]no answer could be checked: nothing was submitted, or every replay failed[/red]")
+        err_console.print("[red]nothing could be checked: no replay ran to its end[/red]")
         sys.exit(NOTHING_SCORED)
+
+
+def _show_environment(err_console: Any) -> Any:
+    def show(environment: VerifyEnvironment) -> None:
+        used = environment.sandbox
+        err_console.print(
+            f"  replays run in: {used['backend']}, network {'on' if used['network'] else 'off'}"
+            + ("" if environment.given else " (the defaults: the sandbox options choose)")
+        )
+        for line in environment.refused:
+            err_console.print(f"  refused from run.json: {shown(line)}")
+
+    return show
 
 
 def _progress(err_console: Any) -> Any:
     def show(row: VerifyResult) -> None:
-        err_console.print(f"  {row.task_id}: {_verdict(row)}")
+        where = f" ({row.divergence.kind.replace('_', ' ')})" if row.divergence else ""
+        err_console.print(f"  {shown(row.task_id)}: {_verdict(row)}{where}")
 
     return show
 
@@ -79,11 +102,16 @@ def _verdict(row: VerifyResult) -> str:
 
 def _table(rows: list[VerifyResult]) -> Any:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="Verification")
-    for header in ("task", "answer in the run", "reproduced", "why not"):
+    from super_bench.cli._display import diverged
+
+    for header in ("task", "answer in the run", "reproduced", "why not", "diverged"):
         table.add_column(header, overflow="fold")
     for row in rows:
         name = row.task_id if row.epoch == 1 else f"{row.task_id} @{row.epoch}"
-        table.add_row(name, (row.answer_provenance or "-").replace("_", " "), _verdict(row), row.reason or "")
+        where = diverged(row.divergence) if row.divergence else ""
+        cells = (name, (row.answer_provenance or "-").replace("_", " "), _verdict(row), row.reason or "", where)
+        table.add_row(*map(Text, cells))
     return table

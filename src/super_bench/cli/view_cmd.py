@@ -8,6 +8,7 @@ import click
 
 from super_bench.cli._display import console, err_console, print_summary
 from super_bench.cli._options import mode_option
+from super_bench.terminal import shown
 
 
 @click.command("view")
@@ -65,7 +66,7 @@ def import_command(
     scoring = f"re-scored against {tasks_source} ({mode})" if tasks_source else "metrics as recorded"
     print_summary(run.results, run.summary, title=f"{out}: {outcome.imported} imported, {scoring}")
     for problem in outcome.failed:
-        err_console.print(f"[red]not imported:[/red] {problem}")
+        err_console.print(f"[red]not imported:[/red] {shown(problem)}")
     if outcome.unmatched:
         err_console.print(
             f"[yellow]{len(outcome.unmatched)} task(s) not among the gold tasks kept their recorded metrics:[/yellow] "

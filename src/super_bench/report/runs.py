@@ -122,6 +122,7 @@ def load_run(path: Path) -> RunData:
     run_dir = RunDir(path)
     if not run_dir.path.is_dir():
         raise RunDirError(f"no run directory at {path}")
+    run_dir.check_links()
     results = sorted(run_dir.read_results(), key=lambda r: r.task_id)
     if not results:
         raise RunDirError(f"{path} has no results (no results.jsonl lines); is it a run directory?")

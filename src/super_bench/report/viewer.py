@@ -25,8 +25,9 @@ import regex
 from pydantic import ValidationError
 
 from super_bench._names import METRICS, MetricName, TaskStatus
+from super_bench.errors import RunDirError
 from super_bench.runner.results import TaskResult
-from super_bench.runner.rundir import RunDir
+from super_bench.runner.rundir import RunDir, inside
 from super_bench.runner.verify_records import VerifyResult, read_rows, summarize_verification
 from super_bench.scoring.landmarks import landmark_steps
 from super_bench.scoring.provenance import PROVENANCE_STATUSES
@@ -287,8 +288,14 @@ def _landmarks(task: Task | None, result: TaskResult, trajectory: Trajectory | N
 
 def _load_trajectory(run: RunData, result: TaskResult) -> Trajectory | str | None:
     """The task's trajectory; a message when it is unreadable; None when the run kept none."""
-    path = run.path / result.trajectory if result.trajectory else None
-    if path is None or not path.is_file():
+    if not result.trajectory:
+        return None
+    try:
+        path = inside(run.path, result.trajectory)
+    except RunDirError as e:
+        log.warning("%s", e)
+        return str(e)
+    if not path.is_file():
         return None
     try:
         return Trajectory.load(path)

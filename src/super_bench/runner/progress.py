@@ -23,6 +23,7 @@ from rich.progress import Task as ProgressTask
 from rich.text import Text
 
 from super_bench.runner.admission import ADMISSION, Admission
+from super_bench.terminal import SafeConsole, shown
 from super_bench.trajectory import Usage
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ class RunProgress:
     above the bar as the run begins (``sb.run()`` names the run directory there)."""
 
     def __init__(self, console: Console | None = None, header: str | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or SafeConsole(stderr=True)
         self.header = header
         self.progress = Progress(
             SpinnerColumn(),
@@ -106,7 +107,9 @@ class RunProgress:
     def task_retried(self, result: TaskResult) -> None:
         self.running -= 1
         self.retried += 1
-        self.console.print(f"[yellow]{result.task_id}: infrastructure failure, trying again: {result.error}")
+        self.console.print(
+            f"[yellow]{shown(result.task_id)}: infrastructure failure, trying again: {shown(result.error)}"
+        )
         self._refresh()
 
     def task_finished(self, result: TaskResult) -> None:

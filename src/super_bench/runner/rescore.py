@@ -43,6 +43,7 @@ def rescore(
     source = RunDir(path)
     if not source.path.is_dir():
         raise RunDirError(f"no run directory at {path}")
+    source.check_links()
     tasks = tasks if tasks is not None else source.read_tasks()  # before any copy: a run without tasks fails here
     if out is None:
         with source.lock():
@@ -104,8 +105,12 @@ def _trajectory_files(run: Path) -> list[tuple[str, str]]:
     """Where each task folder's ``trajectory.json`` is, relative to the run and in full, in the folders' order.
     Listed by name alone: whether the file is there is found when it is read (one system call fewer)."""
     tasks = os.path.join(run, "tasks")
+    if os.path.islink(tasks):
+        raise RunDirError(f"{tasks} is a symbolic link: a run's trajectories are read inside its directory only")
     try:
-        names = sorted(entry.name for entry in os.scandir(tasks))
+        # A task folder that is a link may point anywhere on this machine: it is not read (a run directory
+        # is anyone's data). The entry's type comes with the listing, at no extra cost.
+        names = sorted(entry.name for entry in os.scandir(tasks) if not entry.is_symlink())
     except (FileNotFoundError, NotADirectoryError):
         return []
     except OSError as e:
@@ -160,7 +165,9 @@ def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, cop
     for relative, traj_path in _trajectory_files(run_dir.path):
         row = by_path.get(relative)
         try:
-            with open(traj_path, "rb") as f:  # not Trajectory.load: it first asks whether the path is a folder
+            # Not Trajectory.load: it first asks whether the path is a folder. O_NOFOLLOW: a trajectory.json
+            # that is a link is refused (ELOOP), never read.
+            with os.fdopen(os.open(traj_path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
                 trajectory = Trajectory.model_validate_json(f.read())
         except (FileNotFoundError, NotADirectoryError):
             continue  # a task folder without a trajectory, or a file beside the folders

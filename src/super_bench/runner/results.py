@@ -8,9 +8,10 @@ from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from super_bench._names import METRICS, TaskStatus
+from super_bench.divergence import Divergence
 from super_bench.runner.records import VersionedRecord
 from super_bench.runner.waste import Waste, total, waste_of
 from super_bench.scoring import Metrics, ProvenanceStatus, submission_of
@@ -49,6 +50,11 @@ class TaskResult(VersionedRecord):
         None,
         description="Whether the run's own output showed the submitted values: observed (all), partly_observed, "
         "unobserved; null when nothing was submitted (details.provenance has each value's step)",
+    )
+    replay_divergence: Divergence | None = Field(
+        None,
+        description="A replay of a recorded trajectory that did not reproduce it: where it first diverged, and why "
+        "(the trajectory's metadata.replay_divergence)",
     )
     mode: str | None = Field(
         None,
@@ -91,9 +97,18 @@ class TaskResult(VersionedRecord):
             "started_at": started,
             "finished_at": finished,
             "waste": waste_of(trajectory),
+            "replay_divergence": _divergence_of(trajectory),
         }
         values.update(fields)
         return cls(**values)
+
+
+def _divergence_of(trajectory: Trajectory) -> Divergence | None:
+    found = trajectory.metadata.get("replay_divergence")
+    try:
+        return None if found is None else Divergence.model_validate(found)
+    except ValidationError:
+        return None  # not the replay agent's record
 
 
 class MetricStats(BaseModel):

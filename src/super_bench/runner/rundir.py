@@ -84,6 +84,17 @@ def task_dirname(task_id: str) -> str:
     return f"{readable}~{digest}"
 
 
+def inside(root: Path, relative: str | os.PathLike[str]) -> Path:
+    """``relative`` (a path a run directory's records name) as a path inside ``root``, symbolic links
+    followed; ``RunDirError`` when it leaves ``root`` (an absolute path, ``..``, a link pointing out).
+    A run directory is anyone's data: what it names is read only where it lies inside it."""
+    base = root.resolve()
+    path = (base / relative).resolve()
+    if not path.is_relative_to(base):
+        raise RunDirError(f"{relative!r} is outside the run directory {root}: not read")
+    return path
+
+
 class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -91,6 +102,17 @@ class RunDir:
     @property
     def results_path(self) -> Path:
         return self.path / "results.jsonl"
+
+    def inside(self, relative: str | os.PathLike[str]) -> Path:
+        """A path the run's records name, inside the run directory only (``inside``)."""
+        return inside(self.path, relative)
+
+    def check_links(self) -> None:
+        """Raise ``RunDirError`` when a file or folder of the run (``RUN_FILES``) is a link that leads out
+        of the run directory: readers never read, and a verification never writes or removes, through one."""
+        for name in RUN_FILES:
+            if (self.path / name).is_symlink():
+                self.inside(name)
 
     def task_dir(self, task_id: str, epoch: int = 1) -> Path:
         return self.path / "tasks" / (task_dirname(task_id) + (f"@{epoch}" if epoch > 1 else ""))

@@ -28,21 +28,24 @@ from typing import Any
 from pydantic import ValidationError
 
 from super_bench.agents import AgentOptions
+from super_bench.divergence import Divergence, divergence, failed_alike, replayed_steps
 from super_bench.environment import EnvConfig
-from super_bench.errors import ConfigError, RunDirError
+from super_bench.errors import RunDirError
 from super_bench.runner.episode import Cancellation, Cancelled, run_episode
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
+from super_bench.runner.verify_env import replay_environment
 from super_bench.runner.verify_records import (
     VERIFY_DIR,
     VERIFY_ROWS,
     VERIFY_SUMMARY,
+    VerifyEnvironment,
     VerifyResult,
     VerifySummary,
     read_rows,
     summarize_verification,
 )
-from super_bench.sandbox import SandboxConfig, check_backend
+from super_bench.sandbox import check_backend
 from super_bench.sandbox.lifetime.reaper import remove_tree
 from super_bench.sandbox.lifetime.scratch import clear_scratch, scratch_dir
 from super_bench.scoring import ScoreMode, submission_of, trace_answer
@@ -64,21 +67,25 @@ def verify(
     redo: bool = False,
     sandbox: dict[str, Any] | None = None,
     on_row: Callable[[VerifyResult], None] | None = None,
+    on_environment: Callable[[VerifyEnvironment], None] | None = None,
 ) -> VerifyOutcome:
     """Replay the run at ``path`` task by task and check its answers against the reproduced outputs.
 
-    The environment is the run's own (``run.json``'s ``config.env``: limits, sandbox, network, mirrors);
-    ``sandbox`` replaces some of its sandbox settings (a mirror's path on this machine, say; git mirrors
-    are added to the run's). An imported run records none: it gets the default environment."""
+    The run directory is data: the replays keep the run's budgets, timeouts and sandbox limits, and run
+    where the caller's ``sandbox`` settings say (by default bwrap, the network off); what else the run
+    asked for is refused and recorded (``runner.verify_env``; ``on_environment`` is told before any replay)."""
     run_dir = RunDir(path)
     if not run_dir.path.is_dir():
         raise RunDirError(f"no run directory at {path}")
+    run_dir.check_links()
     results = run_dir.read_results()
     chosen = [r for r in results if task_ids is None or r.task_id in task_ids]
     if not chosen:
         missing = f" (none of the task ids {', '.join(task_ids)})" if task_ids else ""
         raise RunDirError(f"{path} has no results to verify{missing}")
-    env, mode = _environment(run_dir, sandbox or {})
+    env, mode, environment = replay_environment(run_dir, sandbox or {})
+    if on_environment is not None:
+        on_environment(environment)
     check_backend(env.sandbox)
     tasks = _tasks(run_dir)
     home = RunDir(run_dir.path / VERIFY_DIR)
@@ -108,33 +115,9 @@ def verify(
         _remove_if_empty(scratch)
         order = {r.key: i for i, r in enumerate(results)}
         ordered = sorted((r for r in rows.values() if r.key in order), key=lambda r: order[r.key])
-        summary = summarize_verification(ordered)
+        summary = summarize_verification(ordered, environment)
         atomic_write(run_dir.path / VERIFY_SUMMARY, summary.model_dump_json(indent=2))
     return VerifyOutcome(ordered, summary)
-
-
-def _environment(run_dir: RunDir, sandbox: dict[str, Any]) -> tuple[EnvConfig, ScoreMode]:
-    """The run's environment and scoring mode, with ``sandbox`` settings replacing the run's."""
-    manifest = run_dir.read_manifest()
-    config = manifest.config if manifest is not None else {}
-    env = EnvConfig()
-    mode: ScoreMode = "corrected"
-    if "env" in config:  # a run of super-bench's; an imported one records only who ran it
-        from super_bench.runner.config import RunConfig
-
-        try:
-            run_config = RunConfig.model_validate(config)
-        except ValidationError as e:
-            where = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()[:3])
-            raise RunDirError(f"{run_dir.path / 'run.json'}: its config cannot be read ({where})") from None
-        env, mode = run_config.env, run_config.mode
-    settings = env.sandbox.model_dump()
-    mirrors = {**settings["git_mirrors"], **sandbox.get("git_mirrors", {})}
-    try:
-        merged = SandboxConfig.model_validate({**settings, **sandbox, "git_mirrors": mirrors})
-    except ValidationError as e:
-        raise ConfigError(f"sandbox settings: {e.errors()[0]['msg']}") from None
-    return env.model_copy(update={"sandbox": merged}), mode
 
 
 def _tasks(run_dir: RunDir) -> dict[str, Task]:
@@ -191,13 +174,11 @@ def _verify_one(
     if result.status == "infra_error" or not result.trajectory:
         return row.model_copy(update={"reason": "the task never ran (an infrastructure failure): nothing to replay"})
     try:
-        original = Trajectory.load(run_dir.path / result.trajectory)
-    except (OSError, ValidationError, ValueError) as e:
+        original = Trajectory.load(run_dir.inside(result.trajectory))
+    except (OSError, ValidationError, ValueError, RunDirError) as e:
         return row.model_copy(update={"reason": f"unreadable trajectory {result.trajectory}: {e}"[:300]})
     submission = submission_of(original)
     wanted = trace_answer(submission, [])
-    if wanted is None or wanted.status is None:
-        return row.model_copy(update={"reason": "nothing was submitted: there is no answer to reproduce"})
     task = tasks.get(result.task_id) or _task_of(original, result.task_set)
     task_dir = run_dir.path / VERIFY_DIR / run_dir.task_dir(result.task_id, result.epoch).name
     with _actions_file(original, task_dir) as actions:
@@ -223,18 +204,35 @@ def _verify_one(
     )
     if replay.status == "infra_error":
         return row.model_copy(update={"reason": f"the replay failed on the infrastructure: {replay.error}"})
-    reproduced = trace_answer(submission, Trajectory.load(task_dir).steps)
+    reproduced_steps = Trajectory.load(task_dir).steps
+    recorded, replayed = replayed_steps(original.steps), replayed_steps(reproduced_steps)
+    stopped = replay.stop_reason
+    if wanted is None or wanted.status is None:
+        # Nothing to look for: the run failed (or gave up), and its replay should fail the same way.
+        stops = (original.stop_reason, replay.stop_reason)
+        if failed_alike(recorded, replayed, stops):
+            return row.model_copy(update={"reproduced": True})
+        why = "nothing was submitted, and the replay did not fail the same way"
+        if stops[0] != stops[1]:
+            why += f": it stopped with {stops[1]}, the run with {stops[0]}"
+        return row.model_copy(
+            update={"reproduced": False, "reason": why, "divergence": divergence(recorded, replayed, stopped)}
+        )
+    reproduced = trace_answer(submission, reproduced_steps)
     assert reproduced is not None  # the submission has values
     fields = reproduced.fields
     missing = [f"{f.field or '(answer)'} = {json.dumps(f.value)}" for f in fields if not f.observed]
     if reproduced.untraced:
         missing.append(f"{reproduced.untraced} value(s) not looked for")
-    reason = None
+    reason: str | None = None
+    diverged: Divergence | None = None
     if missing:
         reason = "not shown by the replay's outputs: " + ", ".join(missing)
         if replay.stop_reason not in (None, "agent_stopped"):
             reason += f" (the replay stopped early: {replay.stop_reason})"
-    return row.model_copy(update={"reproduced": not missing, "fields": fields, "reason": reason})
+        diverged = divergence(recorded, replayed, stopped)
+    update = {"reproduced": not missing, "fields": fields, "reason": reason, "divergence": diverged}
+    return row.model_copy(update=update)
 
 
 def _task_of(trajectory: Trajectory, task_set: str) -> Task:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench._names import TaskStatus
+from super_bench.divergence import Divergence
 from super_bench.runner.records import VersionedRecord, read_lines
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import FieldProvenance, ProvenanceStatus
@@ -29,9 +31,13 @@ class VerifyResult(VersionedRecord):
     epoch: int = Field(1, ge=1)
     reproduced: bool | None = Field(
         description="Every submitted value shown again by the replay's outputs (true), not every one (false), or "
-        "not checked (null: nothing was submitted, or the replay failed on the infrastructure)"
+        "not checked (null: the task never ran, or the replay failed on the infrastructure); for a run that "
+        "submitted nothing, whether the replay failed the same way (same stop, same first error)"
     )
     reason: str | None = Field(None, description="Why it is not reproduced, or not checked")
+    divergence: Divergence | None = Field(
+        None, description="Where and how the replay first parted from the recording, when it did not reproduce"
+    )
     answer_provenance: ProvenanceStatus | None = Field(None, description="The original run's, for comparison")
     fields: list[FieldProvenance] = Field(default_factory=list, description="Each value, in the reproduced outputs")
     status: TaskStatus | None = Field(None, description="How the replay ended; null when none ran")
@@ -51,6 +57,15 @@ class VerifyResult(VersionedRecord):
         return self.status in ("completed", "agent_error")
 
 
+class VerifyEnvironment(BaseModel):
+    """Where the replays ran, and what of the run's own settings was not used (``runner.verify_env``)."""
+
+    asked: dict[str, Any] = Field(default_factory=dict, description="The run's sandbox settings, as run.json has them")
+    sandbox: dict[str, Any] = Field(default_factory=dict, description="The settings the replays ran with")
+    given: list[str] = Field(default_factory=list, description="The settings the caller's options gave")
+    refused: list[str] = Field(default_factory=list, description="Each setting of the run's not used, and why")
+
+
 class VerifySummary(VersionedRecord):
     """``verify-summary.json``."""
 
@@ -61,6 +76,7 @@ class VerifySummary(VersionedRecord):
     reproduced_fraction: float | None = Field(description="reproduced / (reproduced + not_reproduced)")
     infra_errors: int = 0
     verified_at: datetime
+    environment: VerifyEnvironment | None = Field(None, description="Where the replays ran; what was refused")
 
 
 def read_rows(run_dir: RunDir) -> list[VerifyResult]:
@@ -73,7 +89,7 @@ def read_rows(run_dir: RunDir) -> list[VerifyResult]:
     return list(rows.values())
 
 
-def summarize_verification(rows: list[VerifyResult]) -> VerifySummary:
+def summarize_verification(rows: list[VerifyResult], environment: VerifyEnvironment | None = None) -> VerifySummary:
     yes = sum(r.reproduced is True for r in rows)
     no = sum(r.reproduced is False for r in rows)
     return VerifySummary(
@@ -84,4 +100,5 @@ def summarize_verification(rows: list[VerifyResult]) -> VerifySummary:
         reproduced_fraction=yes / (yes + no) if yes + no else None,
         infra_errors=sum(r.status == "infra_error" for r in rows),
         verified_at=datetime.now().astimezone(),
+        environment=environment,
     )
