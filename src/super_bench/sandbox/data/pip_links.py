@@ -72,6 +72,7 @@ def _patch(module: Any) -> None:
             source = os.path.join(staging, *str(self.src_record_path).split("/"))
             if os.path.isfile(source) and not os.path.islink(source):
                 try:
+                    os.makedirs(os.path.dirname(self.dest_path), exist_ok=True)  # as pip's own save does first
                     if os.path.lexists(self.dest_path):
                         os.unlink(self.dest_path)
                     os.rename(source, self.dest_path)
