@@ -25,9 +25,9 @@ from tests.mirror_fixtures import package_index
 from tests.sandboxes import tiny_wheel
 
 from super_bench.errors import PackageRequestRefused
-from super_bench.sandbox.package_proxy import PackageProxy
-from super_bench.sandbox.package_sources import Limits, project_name
-from super_bench.sandbox.package_store import PackageStore
+from super_bench.sandbox.packages.proxy import PackageProxy
+from super_bench.sandbox.packages.sources import Limits, project_name
+from super_bench.sandbox.packages.store import PackageStore
 
 SECRET = b"harness-secret-0123456789\n"
 

@@ -32,7 +32,7 @@ from typing import IO, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from super_bench.errors import PackageRequestRefused
-from super_bench.sandbox.index_pages import ACCEPT
+from super_bench.sandbox.packages.index_pages import ACCEPT
 
 _NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 

@@ -2,7 +2,7 @@
 
 Each process runs one small HTTP server (a thread) per cache directory, from the first task that uses it.
 Every task gets an address of its own, with a random token in its path:
-``PIP_INDEX_URL=http://127.0.0.1:PORT/TOKEN/simple/``. What it may fetch, and how, is ``package_sources``'s
+``PIP_INDEX_URL=http://127.0.0.1:PORT/TOKEN/simple/``. What it may fetch, and how, is ``sources``'s
 rule: a task names a project and nothing else.
 
 - A project page is fetched from the upstream indexes (``--pip-index``; else the index and extra indexes
@@ -11,7 +11,7 @@ rule: a task names a project and nothing else.
   Upload times pass through; with ``--packages-as-of`` the proxy itself leaves out files uploaded after the
   date (and files without an upload time), so the date holds whatever pip the task runs. Pages are kept
   for a minute.
-- A file is fetched once into the store (``package_store``), checked against the SHA-256 the index
+- A file is fetched once into the store (``store``), checked against the SHA-256 the index
   published, and only then served, to every task from there; pip checks the hash again. While it is being
   fetched, pip is kept waiting with interim ``100 Continue`` answers. A file published without a SHA-256
   keeps its upstream address: pip fetches it itself, and nothing is cached.
@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from super_bench.errors import PackageRequestRefused, SandboxError
-from super_bench.sandbox.index_pages import JSON_TYPE, IndexFile, parse_page, render_page
-from super_bench.sandbox.package_sources import (
+from super_bench.sandbox.packages.index_pages import JSON_TYPE, IndexFile, parse_page, render_page
+from super_bench.sandbox.packages.sources import (
     Index,
     Limits,
     missing_project,
@@ -51,7 +51,7 @@ from super_bench.sandbox.package_sources import (
     read_bounded,
     request_for,
 )
-from super_bench.sandbox.package_store import PackageStore
+from super_bench.sandbox.packages.store import PackageStore
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ rejects old metadata that 24.0 accepted, and then falls back to older releases w
 The default base gets pip 24.0, fetched once as a wheel with the harness's own pip (from its configured
 indexes) and kept in the cache directory; where it cannot be had (offline, no index), the harness's own pip,
 and the run's ``task_environment`` record says which. ``--packages-as-of`` does not need pip's own date
-filter: the package cache applies it (``package_proxy``).
+filter: the package cache applies it (``proxy``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from super_bench.sandbox.cache import cache_dir
+from super_bench.sandbox.lifetime.build_cache import cache_dir
 
 PAPER_PIP = "24.0"
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from contextlib import closing
 from pathlib import Path, PurePosixPath
 
 from super_bench.errors import PackageRequestRefused, SandboxError
-from super_bench.sandbox.package_sources import Limits, Response, read_bounded
+from super_bench.sandbox.packages.sources import Limits, Response, read_bounded
 
 CHUNK = 1 << 20
 _DONE = ".complete"

@@ -1,11 +1,11 @@
-"""The ``local`` sandbox: the kernel as a child process in a per-task directory.
+"""The host sandboxes' shared base: a task run as host processes, in a task directory of its own.
 
-Not isolated: agent code runs as the user, with the user's file permissions and network.
-What it does give: a fresh working directory, HOME and TMPDIR per task, its own Python
-environment (with none of the harness's packages), an environment scrubbed of credentials and
-of the user's configuration, the memory limit (a cgroup of the task's own where one can be made)
-and file-size limit, and a stop that kills every process the task started (found by a marker
-variable they all inherit), also when the harness itself is killed (the watchdog).
+``local`` runs them plainly, ``bwrap`` inside bubblewrap (by overriding where paths appear and how a
+command is wrapped). What the base gives: a fresh working directory, HOME and TMPDIR per task, its own
+Python environment (with none of the harness's packages), an environment scrubbed of credentials and of
+the user's configuration, the memory limit (a cgroup of the task's own where one can be made), the
+file-size and disk limits, the package cache, and a stop that kills every process the task started
+(found by a marker variable they all inherit), also when the harness itself is killed (the watchdog).
 """
 
 from __future__ import annotations
@@ -14,52 +14,43 @@ import logging
 import os
 import shutil
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from super_bench.errors import KernelError, SandboxError
-from super_bench.sandbox import supervisor
+from super_bench.errors import SandboxError, SuperBenchError
 from super_bench.sandbox.base import (
     CommandResult,
     KernelLaunch,
     PopenKernelProcess,
     Sandbox,
     SandboxConfig,
+    SandboxDescription,
+    Usage,
+    await_kernel,
+    make_task_dir,
     rlimit_prefix,
     scrubbed_environ,
 )
-from super_bench.sandbox.disk import WATCH, TaskFilesystem, disk_mechanism
-from super_bench.sandbox.memory import MemoryCgroup, memory_mechanism
-from super_bench.sandbox.mirrors import check_task_pip, mirror_environ
-from super_bench.sandbox.packages import PackageSession, cache_applies
-from super_bench.sandbox.pyenv import BasePython, create_task_env
-from super_bench.sandbox.reaper import MARKER, kill_marked, processes_with_marker, remove_tree
-from super_bench.sandbox.runtime import KernelRuntime
-from super_bench.sandbox.scratch import runtime_tag
-from super_bench.sandbox.superenv import task_base
-
-__all__ = ["MARKER", "LocalSandbox", "make_task_dir", "processes_with_marker", "remove_tree"]
+from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
+from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, remove_tree
+from super_bench.sandbox.lifetime.scratch import runtime_tag
+from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, disk_mechanism
+from super_bench.sandbox.limits.memory import MemoryCgroup, memory_mechanism
+from super_bench.sandbox.mirrors.serving import check_task_pip, mirror_environ
+from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, package_cache_dir, upstreams
+from super_bench.sandbox.pyenv.report import describe_task_environment
+from super_bench.sandbox.pyenv.super_base import task_base
+from super_bench.sandbox.pyenv.task_env import BasePython, create_task_env, packages_of
 
 log = logging.getLogger(__name__)
 
 
-def make_task_dir(config: SandboxConfig, label: str, mount: Callable[[Path], None] | None = None) -> Path:
-    """A new task directory with ``content/``, ``home/`` and ``tmp/``; ``mount`` puts a file system on it first."""
-    parent = config.root or Path(tempfile.gettempdir())
-    parent.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix=f"super-bench-{label}-", dir=parent))
-    if mount is not None:
-        mount(root)
-    for sub in ("content", "home", "tmp"):
-        (root / sub).mkdir()
-    return root
+class HostSandbox(Sandbox):
+    """A task as host processes in a task directory of its own; subclasses say how they are confined."""
 
-
-class LocalSandbox(Sandbox):
-    name = "local"
     # Whether the kernel runs under a wrapper that reports its death by signal N as status 128 + N.
     wrapped_kernel: ClassVar[bool] = False
     # Where the kernels' sockets directory appears to agent code (None: at its host path).
@@ -67,8 +58,6 @@ class LocalSandbox(Sandbox):
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
-        if not config.network:
-            raise SandboxError("the local sandbox cannot cut the network; use --sandbox bwrap or --sandbox docker")
         if config.memory_limit is not None:
             memory_mechanism(config.memory_enforcement)
         if config.disk_limit is not None:
@@ -87,6 +76,32 @@ class LocalSandbox(Sandbox):
         self._filesystem: TaskFilesystem | None = None
         self._disk_watched: Callable[[], int] | None = None
         self._packages: PackageSession | None = None
+
+    @classmethod
+    def describe(cls, config: SandboxConfig, *, packages: bool = False) -> SandboxDescription:
+        try:
+            info = describe_task_environment(config)
+            environment: dict[str, Any] = info.model_dump()
+            summary = info.summary
+            if packages:
+                base = task_base(config.task_python)
+                environment["packages"] = packages_of(base.site_dirs)
+                environment["kernel_packages"] = packages_of([str(base.kernel_dir / "packages")])
+        except SuperBenchError as e:
+            environment, summary, info = {"error": str(e)}, f"unavailable: {e}", None
+        # Said when tasks will not run in SUPER's environment because it was never built.
+        warning = None
+        if info is not None and info.kind == "default" and config.task_python is None:
+            warning = f"the task environment is {summary}"
+        return SandboxDescription(
+            backend=cls.name,
+            environment=summary,
+            task_environment=environment,
+            warning=warning,
+            memory_enforcement=_mechanism(config.memory_limit, lambda: memory_mechanism(config.memory_enforcement)),
+            disk_enforcement=_mechanism(config.disk_limit, lambda: disk_mechanism(config.disk_enforcement)),
+            package_cache=_package_cache(config),
+        )
 
     # -- layout ------------------------------------------------------------------------------
     @property
@@ -170,14 +185,14 @@ class LocalSandbox(Sandbox):
             kernel.kill()
         kill_marked(self.id)
 
-    def usage(self) -> tuple[int | None, int | None]:
+    def usage(self) -> Usage:
         disk = None
         if self._filesystem is not None:
             disk = self._filesystem.used()
         elif self._disk_watched is not None:
             disk = self._disk_watched()
         cgroup = self._cgroup
-        return disk, (cgroup.current() if cgroup is not None else None)
+        return Usage(disk, cgroup.current() if cgroup is not None else None)
 
     def disk_full(self) -> bool:
         return self._filesystem is not None and self._filesystem.full()
@@ -271,12 +286,7 @@ class LocalSandbox(Sandbox):
             raise SandboxError(f"cannot start the kernel ({argv[0]}): {e}") from e
         kernel = PopenKernelProcess(popen, wrapped=self.wrapped_kernel, on_kill=lambda: runtime.forget(files))
         self._kernels.append(kernel)
-        try:
-            connection = runtime.connect_info(files, lambda: kernel.poll() is None, timeout)
-        except KernelError:
-            kernel.kill()
-            raise
-        return KernelLaunch(kernel, connection)
+        return await_kernel(runtime, files, kernel, timeout)
 
     def kernel_log_tail(self, chars: int = 2000) -> str:
         return self._runtime.log_tail(chars) if self._runtime is not None else ""
@@ -358,6 +368,28 @@ class LocalSandbox(Sandbox):
         if not self.config.keep:
             remove_tree(str(self.root))
             supervisor.unregister("dir", str(self.root))
+
+
+def _mechanism(limit: int | None, mechanism: Callable[[], str]) -> str | None:
+    """How a limit is enforced: None without the limit, and why not where it cannot be."""
+    if limit is None:
+        return None
+    try:
+        return mechanism()
+    except SuperBenchError as e:
+        return f"unavailable: {e}"
+
+
+def _package_cache(config: SandboxConfig) -> dict[str, Any] | None:
+    """The package cache's mode, directory and upstream indexes, where tasks install through it."""
+    if not cache_applies(config):
+        return None
+    indexes = upstreams(config)
+    return {
+        "mode": config.package_cache,
+        "directory": str(package_cache_dir(config)),
+        "upstreams": indexes() if callable(indexes) else indexes,
+    }
 
 
 def _text(data: str | bytes | None) -> str:
