@@ -174,6 +174,21 @@ def test_pip_installs_what_there_was_on_the_date(
     assert check.raw_output.strip() == version
 
 
+@pytest.mark.parametrize("backend", ["bwrap", "local"])
+def test_the_package_cache_applies_the_date_for_the_papers_pip(
+    env_factory: Any, dated_index: tuple[str, list[str]], backend: str
+) -> None:
+    # pip 24.0 ignores PIP_UPLOADED_PRIOR_TO: the proxy leaves out what was uploaded after the date itself.
+    index, _ = dated_index
+    sandbox = {**backend_settings(backend), "pip_index": index, "packages_as_of": "2024-06-01T11:59:59Z"}
+    version, install, check = run_cells(
+        env_factory, sandbox, ["!pip --version", "!pip install -q sbdated", "import sbdated; print(sbdated.VALUE)"]
+    )
+    assert version.raw_output.startswith("pip 24.0 "), version.raw_output
+    assert install.exit_code == 0, install.raw_output
+    assert check.raw_output.strip() == "1"
+
+
 @pytest.mark.slow
 def test_a_task_python_whose_pip_would_ignore_the_date_is_refused(env_factory: Any, tmp_path: Path) -> None:
     old = tmp_path / "old"
@@ -184,7 +199,12 @@ def test_a_task_python_whose_pip_would_ignore_the_date_is_refused(env_factory: A
     (site_packages / "pip" / "__init__.py").write_text("")
     (site_packages / "pip" / "__main__.py").write_text("print('pip 24.0 from /old/pip (python 3)')\n")
     env = env_factory(
-        sandbox={"backend": "local", "task_python": old / "bin" / "python", "packages_as_of": "2024-01-01"}
+        sandbox={
+            "backend": "local",
+            "task_python": old / "bin" / "python",
+            "packages_as_of": "2024-01-01",
+            "package_cache": "off",  # without the cache, the date is pip's own filter
+        }
     )
     with pytest.raises(SandboxError, match=r"--packages-as-of needs pip 26.0 or newer.*install 'pip>=26'"):
         env.reset(make_task())

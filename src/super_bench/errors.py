@@ -40,6 +40,14 @@ class SandboxError(SuperBenchError):
     """A sandbox could not be created, started or used."""
 
 
+class PackageRequestRefused(SandboxError):
+    """The package cache refuses what a task asked of it (``status``: the HTTP status it answers with)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class KernelError(SuperBenchError):
     """The notebook kernel could not be started or talked to."""
 

@@ -171,7 +171,8 @@ class HostSandbox(Sandbox):
             self._prepare()
             if limit is not None and not own_filesystem:
                 self._disk_watched = WATCH.watch(self.root, limit, self._agent_uid(), self._disk_passed_limit)
-            if self.config.packages_as_of is not None:
+            if self.config.packages_as_of is not None and not cache_applies(self.config):
+                # Without the package cache, the date is pip's own filter, which old pips ignore.
                 # Asked inside the sandbox, where the task's Python finds its packages.
                 pip = self.run(["python", "-m", "pip", "--version"], timeout=120)
                 check_task_pip(self.config, pip.stdout, f"{self.inside(self.python_dir)}/bin/python")

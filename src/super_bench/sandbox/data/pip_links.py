@@ -2,8 +2,9 @@
 
 When pip installs a wheel, this asks the harness's package cache (``SUPER_BENCH_PACKAGE_LINKS``) for hard
 links to the wheel's files, which the cache keeps unpacked and read-only, and moves them into place instead
-of writing copies; a wheel the cache does not hold, or any failure, leaves pip to install it as it always
-does. It changes only how pip writes files it would write anyway, in this environment.
+of writing copies; a wheel the cache does not hold, an install elsewhere (pip's isolated build environments,
+``--target``, ``--prefix``), or any failure, leaves pip to install it as it always does. It changes only how
+pip writes files it would write anyway, in this environment, never what pip decides.
 """
 
 from __future__ import annotations
@@ -44,11 +45,20 @@ def _links_for(wheel_path: str) -> str | None:
         return None
 
 
+def _into_this_environment(scheme: Any) -> bool:
+    """Whether pip installs into this environment, where the links are made (not into an isolated build
+    environment, a ``--target`` or a ``--prefix`` elsewhere, which may be on another file system)."""
+    own = os.path.realpath(sys.prefix).rstrip(os.sep) + os.sep
+    places = [getattr(scheme, kind, None) for kind in ("purelib", "platlib")]
+    return all(isinstance(p, str) and os.path.realpath(p).startswith(own) for p in places)
+
+
 def _patch(module: Any) -> None:
     original_install, original_save = module.install_wheel, module.ZipBackedFile.save
 
     def install_wheel(name: str, wheel_path: str, *args: Any, **kwargs: Any) -> Any:
-        _staging.append(_links_for(wheel_path))
+        scheme = kwargs.get("scheme", args[0] if args else None)
+        _staging.append(_links_for(wheel_path) if _into_this_environment(scheme) else None)
         try:
             return original_install(name, wheel_path, *args, **kwargs)
         finally:
@@ -61,10 +71,14 @@ def _patch(module: Any) -> None:
         if staging:
             source = os.path.join(staging, *str(self.src_record_path).split("/"))
             if os.path.isfile(source) and not os.path.islink(source):
-                if os.path.lexists(self.dest_path):
-                    os.unlink(self.dest_path)
-                os.rename(source, self.dest_path)
-                return
+                try:
+                    os.makedirs(os.path.dirname(self.dest_path), exist_ok=True)  # as pip's own save does first
+                    if os.path.lexists(self.dest_path):
+                        os.unlink(self.dest_path)
+                    os.rename(source, self.dest_path)
+                    return
+                except OSError:
+                    pass  # another file system, say: pip writes the file itself, as it would have
         original_save(self)
 
     module.install_wheel = install_wheel

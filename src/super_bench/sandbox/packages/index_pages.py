@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urldefrag, urljoin
@@ -39,6 +40,16 @@ class IndexFile:
     def sha256(self) -> str | None:
         value = self.hashes.get("sha256", "").lower()
         return value if re.fullmatch(r"[0-9a-f]{64}", value) else None
+
+    def uploaded_before(self, cutoff: datetime | None) -> bool:
+        """Whether the file was uploaded before ``cutoff`` (a file without a readable upload time was not)."""
+        if cutoff is None:
+            return True
+        try:
+            uploaded = datetime.fromisoformat((self.upload_time or "").replace("Z", "+00:00"))
+        except ValueError:
+            return False
+        return uploaded.tzinfo is not None and uploaded < cutoff
 
     @property
     def version(self) -> str | None:

@@ -2,16 +2,19 @@
 
 Each process runs one small HTTP server (a thread) per cache directory, from the first task that uses it.
 Every task gets an address of its own, with a random token in its path:
-``PIP_INDEX_URL=http://127.0.0.1:PORT/TOKEN/simple/``.
+``PIP_INDEX_URL=http://127.0.0.1:PORT/TOKEN/simple/``. What it may fetch, and how, is ``sources``'s
+rule: a task names a project and nothing else.
 
 - A project page is fetched from the upstream indexes (``--pip-index``; else the index and extra indexes
   the harness's pip is configured with, leaving out any whose address carries credentials; else PyPI),
   merged, and served as JSON, each file's address rewritten to the proxy's (``/TOKEN/files/SHA256/NAME``).
-  Upload times pass through, so ``--packages-as-of`` works as with the index itself. Pages are kept
+  Upload times pass through; with ``--packages-as-of`` the proxy itself leaves out files uploaded after the
+  date (and files without an upload time), so the date holds whatever pip the task runs. Pages are kept
   for a minute.
-- A file is fetched once into the store (``store``), kept only when its content has the SHA-256
-  the index published, and served to every task from there; pip checks the hash again. A file published
-  without a SHA-256 keeps its upstream address: pip fetches it itself, and nothing is cached.
+- A file is fetched once into the store (``store``), checked against the SHA-256 the index
+  published, and only then served, to every task from there; pip checks the hash again. While it is being
+  fetched, pip is kept waiting with interim ``100 Continue`` answers. A file published without a SHA-256
+  keeps its upstream address: pip fetches it itself, and nothing is cached.
 - Installs that link: where agent code runs as a user of its own and the task directory is on the store's
   file system, pip inside the task asks ``/TOKEN/link/SHA256`` for hard links to a wheel's unpacked files,
   read-only, instead of writing copies (``data/pip_links.py``).
@@ -19,35 +22,42 @@ Every task gets an address of its own, with a random token in its path:
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import functools
 import json
 import logging
-import os
 import re
 import secrets
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from super_bench.errors import SandboxError
-from super_bench.sandbox.packages.index_pages import ACCEPT, JSON_TYPE, IndexFile, normalize, parse_page, render_page
+from super_bench.errors import PackageRequestRefused, SandboxError
+from super_bench.sandbox.packages.index_pages import JSON_TYPE, IndexFile, parse_page, render_page
+from super_bench.sandbox.packages.sources import (
+    Index,
+    Limits,
+    missing_project,
+    open_source,
+    project_name,
+    read_bounded,
+    request_for,
+)
 from super_bench.sandbox.packages.store import PackageStore
 
 log = logging.getLogger(__name__)
 
 PYPI = "https://pypi.org/simple"
 PAGE_SECONDS = 60.0
+KEEP_WAITING_SECONDS = 2.0  # between interim answers to a pip that waits for a file being fetched
 _CREDENTIALS = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
 
 
@@ -61,36 +71,27 @@ class LinkTarget:
 
 
 @dataclass(frozen=True)
+class _Listed:
+    """A file a task's page listed: the index that listed it, how to ask for it, its size, or why not."""
+
+    index: Index
+    request: urllib.request.Request
+    size: int | None
+    refused: str | None = None
+
+
+@dataclass(frozen=True)
 class _Task:
     indexes: tuple[str, ...] | Callable[[], tuple[str, ...]]
     links: LinkTarget | None
+    uploaded_before: datetime | None = None
+    files: dict[str, _Listed] = field(default_factory=dict)  # sha256 (or refused/N) -> the file
 
     @functools.cached_property
     def upstreams(self) -> tuple[str, ...]:
         # Read when the task first installs: finding the harness's configured indexes takes a pip process,
         # which a task that installs nothing should not wait for.
         return self.indexes() if callable(self.indexes) else self.indexes
-
-
-def _host(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or ''}:{parts.port or ''}"
-
-
-def _request(url: str, upstreams: tuple[str, ...] = ()) -> urllib.request.Request:
-    """A request for ``url``. Credentials (``user:password@``) in it, or in the upstream index on the same
-    host, go into a header, as pip sends them."""
-    headers = {"Accept": ACCEPT, "User-Agent": "super-bench package cache"}
-    parts = urlsplit(url)
-    with_credentials = [u for u in (url, *upstreams) if urlsplit(u).username is not None and _host(u) == _host(url)]
-    if with_credentials:
-        own = urlsplit(with_credentials[0])
-        credentials = f"{own.username}:{own.password or ''}".encode()
-        headers["Authorization"] = "Basic " + base64.b64encode(credentials).decode()
-        url = urlunsplit(parts._replace(netloc=(parts.hostname or "") + (f":{parts.port}" if parts.port else "")))
-    if parts.scheme == "file" and os.path.isdir(urllib.request.url2pathname(parts.path)):
-        url = url.rstrip("/") + "/index.html"  # a directory of pages, as pip reads one
-    return urllib.request.Request(url, headers=headers)
 
 
 class PackageProxy:
@@ -101,7 +102,6 @@ class PackageProxy:
         self._lock = threading.Lock()
         self._tasks: dict[str, _Task] = {}
         self._pages: dict[tuple[str, str], tuple[float, list[IndexFile] | None]] = {}
-        self._files: dict[str, tuple[urllib.request.Request, int | None]] = {}  # sha256 -> its upstream, its size
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="super-bench-package-cache", daemon=True).start()
@@ -110,45 +110,49 @@ class PackageProxy:
     def address(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def register(self, upstreams: tuple[str, ...] | Callable[[], tuple[str, ...]], links: LinkTarget | None) -> str:
-        """A task's token; ``upstreams``: its indexes, or what finds them when the task first asks."""
+    def register(
+        self,
+        upstreams: tuple[str, ...] | Callable[[], tuple[str, ...]],
+        links: LinkTarget | None,
+        uploaded_before: datetime | None = None,
+    ) -> str:
+        """A task's token; ``upstreams``: its indexes, or what finds them when the task first asks;
+        ``uploaded_before``: the moment (``--packages-as-of``) its files must have been uploaded before."""
         token = secrets.token_hex(16)
         with self._lock:
-            self._tasks[token] = _Task(upstreams, links)
+            self._tasks[token] = _Task(upstreams, links, uploaded_before)
         return token
 
     def unregister(self, token: str) -> None:
+        """The task is gone: its address answers no more, and downloads only it waited for stop."""
         with self._lock:
             self._tasks.pop(token, None)
+        self.store.release(token)
 
     def task(self, token: str) -> _Task | None:
         with self._lock:
             return self._tasks.get(token)
 
     # -- pages ----------------------------------------------------------------------------------------
-    def _upstream_files(self, upstream: str, project: str) -> list[IndexFile] | None:
+    def _upstream_files(self, index: Index, project: str) -> list[IndexFile] | None:
         """The files one upstream index lists for ``project`` (None: it has no such project)."""
-        key = (upstream, project)
+        key = (index.url, project)
         with self._lock:
             cached = self._pages.get(key)
         if cached is not None and time.monotonic() - cached[0] < PAGE_SECONDS:
             return cached[1]
-        request = _request(f"{upstream.rstrip('/')}/{project}/", (upstream,))
+        request = request_for(index.page_url(project), (index.url,))
+        limits = self.store.limits
         try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                page_url = response.geturl()
+            response = open_source(request, index, limits.stall_seconds, page=True)
+            with response:
+                body = read_bounded(response, limits.page_bytes, f"the page {request.full_url}")
                 files: list[IndexFile] | None = parse_page(
-                    response.read(), response.headers.get("Content-Type", ""), page_url
+                    body, response.headers.get("Content-Type", ""), response.geturl()
                 )
-        except urllib.error.HTTPError as e:
-            if e.code != 404:
+        except OSError as e:
+            if not missing_project(e):
                 raise
-            files = None
-        except urllib.error.URLError as e:
-            if not isinstance(e.reason, FileNotFoundError):  # a local index (file://) without the project
-                raise
-            files = None
-        except FileNotFoundError:
             files = None
         with self._lock:
             self._pages[key] = (time.monotonic(), files)
@@ -161,41 +165,58 @@ class PackageProxy:
         task = self.task(token)
         if task is None:
             return None
-        merged: dict[str, IndexFile] = {}
+        merged: dict[str, tuple[Index, IndexFile]] = {}
         found, failures = False, []
         for upstream in task.upstreams:
+            index = Index(upstream)
             try:
-                files = self._upstream_files(upstream, project)
-            except (OSError, ValueError) as e:
+                files = self._upstream_files(index, project)
+            except (OSError, ValueError, SandboxError) as e:
                 failures.append(f"{upstream}: {e}")
                 continue
             if files is None:
                 continue
             found = True
             for f in files:
-                merged.setdefault(f.filename, f)
+                merged.setdefault(f.filename, (index, f))
         if failures:
-            raise SandboxError("a package index did not answer: " + "; ".join(failures))
+            raise PackageRequestRefused(502, "a package index did not answer: " + "; ".join(failures))
         if not found:
             return None
         served = []
-        for f in merged.values():
-            sha = f.sha256
-            if sha is None:
-                served.append(f)
+        for index, f in merged.values():
+            if not f.uploaded_before(task.uploaded_before):
                 continue
-            with self._lock:
-                self._files[sha] = (_request(f.url, task.upstreams), f.size)
-            served.append(dataclasses.replace(f, url=f"/{token}/files/{sha}/{f.filename}"))
+            refused = index.refusal(f.url)
+            if refused is not None:
+                # Kept on the page, so that pip says why it cannot have the file rather than pick another.
+                key = f"refused-{len(task.files)}"
+                task.files[key] = _Listed(index, request_for(f.url), f.size, refused)
+                served.append(dataclasses.replace(f, url=f"/{token}/files/{key}/{f.filename}"))
+            elif f.sha256 is None:
+                served.append(f)
+            else:
+                task.files[f.sha256] = _Listed(index, request_for(f.url, task.upstreams), f.size)
+                served.append(dataclasses.replace(f, url=f"/{token}/files/{f.sha256}/{f.filename}"))
         return render_page(project, served)
 
-    def upstream_file(self, sha256: str) -> tuple[urllib.request.Request, int | None] | None:
-        with self._lock:
-            return self._files.get(sha256)
+    def listed(self, token: str, key: str) -> _Listed:
+        """A file the task's pages listed, or ``PackageRequestRefused``."""
+        task = self.task(token)
+        listed = task.files.get(key) if task is not None else None
+        if listed is None:
+            raise PackageRequestRefused(404, "not a file of a page this proxy served")
+        if listed.refused is not None:
+            raise PackageRequestRefused(403, f"refused: {listed.refused}")
+        return listed
 
 
 def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
+    stall = proxy.store.limits.stall_seconds
+
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # interim answers (100 Continue) are HTTP/1.1's
+
         def log_message(self, *args: Any) -> None:
             pass
 
@@ -213,39 +234,40 @@ def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
             parts = self._parts()
             try:
                 if len(parts) == 3 and parts[1] == "simple":
-                    page = proxy.page(parts[0], normalize(parts[2]))
+                    page = proxy.page(parts[0], project_name(parts[2]))
                     if page is None:
                         self._send(404, b"not found")
                     else:
                         self._send(200, page, JSON_TYPE)
-                elif len(parts) == 4 and parts[1] == "files" and proxy.task(parts[0]) is not None:
-                    self._file(parts[2])
+                elif len(parts) == 4 and parts[1] == "files":
+                    self._file(parts[0], parts[2])
                 else:
                     self._send(404, b"not found")
-            except SandboxError as e:
+            except PackageRequestRefused as e:
                 log.warning("package cache: %s", e)
-                self._send(502, str(e).encode())
+                self._send(e.status, f"{e}\n".encode())
             except (ConnectionError, TimeoutError):
                 pass  # pip went away
 
-        def _file(self, sha256: str) -> None:
-            known = proxy.upstream_file(sha256)
-            if known is None and not proxy.store.path(sha256).is_file():
-                self._send(404, b"not a file of a page this proxy served")
-                return
-            request, size = known or (urllib.request.Request("file:///"), None)
-            chunks = proxy.store.read(sha256, request)
-            if proxy.store.path(sha256).is_file() and size is None:
-                size = proxy.store.path(sha256).stat().st_size
+        def _file(self, token: str, key: str) -> None:
+            listed = proxy.listed(token, key)
+            source = functools.partial(open_source, listed.request, listed.index, stall)
+            download = proxy.store.fetch(key, source, listed.size, token)
+            while download is not None and not download.wait(KEEP_WAITING_SECONDS):
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # pip reads on, and waits for the answer
+                self.wfile.flush()
+            if download is not None and download.error is not None:
+                raise download.error
+            path = proxy.store.path(key)
+            chunks = proxy.store.stored(key)
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
-            if size is not None:
-                self.send_header("Content-Length", str(size))
+            self.send_header("Content-Length", str(path.stat().st_size))
             self.end_headers()
             try:
                 for chunk in chunks:
                     self.wfile.write(chunk)
-            except SandboxError as e:  # the answer ends short, or its hash is wrong: pip refuses the file
+            except SandboxError as e:  # the stored file changed on disk: the answer ends short, pip refuses it
                 log.warning("package cache: %s", e)
                 self.close_connection = True
 
@@ -274,13 +296,13 @@ _proxies: dict[Path, PackageProxy] = {}
 _proxies_lock = threading.Lock()
 
 
-def proxy_for(directory: Path) -> PackageProxy:
-    """This process's proxy over the store in ``directory`` (started on first use)."""
+def proxy_for(directory: Path, limits: Limits | None = None) -> PackageProxy:
+    """This process's proxy over the store in ``directory`` (started on first use, with ``limits``)."""
     directory = directory.resolve()
     with _proxies_lock:
         if directory not in _proxies:
             try:
-                _proxies[directory] = PackageProxy(PackageStore(directory))
+                _proxies[directory] = PackageProxy(PackageStore(directory, limits))
             except OSError as e:
                 raise SandboxError(f"cannot start the package cache in {directory}: {e}") from e
         return _proxies[directory]

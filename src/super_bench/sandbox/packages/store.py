@@ -2,9 +2,10 @@
 
 ``files/<sha[:2]>/<sha>`` holds a file fetched once from the index and kept only if its content has the
 hash the index published; ``unpacked/<sha>/`` holds a wheel's files, unpacked once, read-only, for tasks
-whose installs link to them. A file is written under a temporary name and renamed into place, so that
-processes sharing a store (runs at once, Ray workers of one node) never see half of one; while a file is
-being fetched, every request for it reads it as it grows, from the one download.
+whose installs link to them. A file is fetched under a temporary name, checked, and renamed into place, so
+that processes sharing a store (runs at once, Ray workers of one node) never see half of one, and no task
+is given a byte of it before its hash is known to be right. Tasks asking for one file at once share one
+download, which stops, bounded in size and time, when the last of them is gone.
 """
 
 from __future__ import annotations
@@ -16,53 +17,41 @@ import shutil
 import tempfile
 import threading
 import time
-import urllib.request
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
 
-from super_bench.errors import SandboxError
+from super_bench.errors import PackageRequestRefused, SandboxError
+from super_bench.sandbox.packages.sources import Limits, Response, read_bounded
 
 CHUNK = 1 << 20
 _DONE = ".complete"
 
 
 class Download:
-    """One file being fetched into the store, which readers follow as it grows."""
+    """One file being fetched into the store for the tasks in ``wanted``."""
 
-    def __init__(self, temporary: Path) -> None:
+    def __init__(self, temporary: Path, wanted: str) -> None:
         self.temporary = temporary
-        self.written = 0
+        self.wanted = {wanted}
+        self.cancelled = False
         self.finished = False
-        self.error: str | None = None
+        self.error: PackageRequestRefused | None = None
         self.changed = threading.Condition()
 
-    def follow(self) -> Iterator[bytes]:
-        """The file's bytes as they arrive (opened now); raises ``SandboxError`` if the download fails."""
-        return self._chunks(open(self.temporary, "rb"))  # closed by the generator
-
-    def _chunks(self, f: BinaryIO) -> Iterator[bytes]:
-        with f:
-            while True:
-                data = f.read(CHUNK)
-                if data:
-                    yield data
-                    continue
-                with self.changed:
-                    while self.written == f.tell() and not self.finished:
-                        self.changed.wait(5)
-                    if self.written == f.tell() and self.finished:
-                        if self.error is not None:
-                            raise SandboxError(self.error)
-                        return
+    def wait(self, seconds: float) -> bool:
+        """Whether the download has finished, waiting up to ``seconds`` for it."""
+        with self.changed:
+            return self.changed.wait_for(lambda: self.finished, seconds)
 
 
 class PackageStore:
     """Package files by content (see the module's docstring), in ``directory``."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, limits: Limits | None = None) -> None:
         self.directory = directory
+        self.limits = limits or Limits()
         self._lock = threading.Lock()
         self._downloads: dict[str, Download] = {}
         self._unpacking: dict[str, threading.Lock] = {}
@@ -73,46 +62,64 @@ class PackageStore:
     def path(self, sha256: str) -> Path:
         return self.directory / "files" / sha256[:2] / sha256
 
-    def read(self, sha256: str, request: urllib.request.Request) -> Iterator[bytes]:
-        """The file's bytes: from the store, or as they arrive from upstream (fetched once, whoever asks)."""
+    def fetch(self, sha256: str, source: Callable[[], Response], size: int | None, wanted: str) -> Download | None:
+        """Fetch the file into the store for the task ``wanted`` (None: it is there already). ``source`` opens
+        it upstream; ``size``: the size its index published, if any, which it must not pass."""
         with self._lock:
             if self.path(sha256).is_file():
-                return self.stored(sha256)
+                return None
             download = self._downloads.get(sha256)
-            if download is None:
-                fd, name = tempfile.mkstemp(prefix=f"{sha256[:16]}-", dir=self.directory / "tmp")
-                os.close(fd)
-                download = self._downloads[sha256] = Download(Path(name))
-                thread = threading.Thread(target=self._download, args=(sha256, request, download), daemon=True)
-                thread.start()
-            return download.follow()  # opened under the lock: the download cannot be renamed away first
+            if download is not None:
+                download.wanted.add(wanted)
+                return download
+            fd, name = tempfile.mkstemp(prefix=f"{sha256[:16]}-", dir=self.directory / "tmp")
+            os.close(fd)
+            download = self._downloads[sha256] = Download(Path(name), wanted)
+        threading.Thread(target=self._download, args=(sha256, source, size, download), daemon=True).start()
+        return download
 
-    def _download(self, sha256: str, request: urllib.request.Request, download: Download) -> None:
+    def release(self, wanted: str) -> None:
+        """The task ``wanted`` is gone: downloads no other task waits for stop."""
+        with self._lock:
+            for sha256, download in list(self._downloads.items()):
+                download.wanted.discard(wanted)
+                if not download.wanted:
+                    download.cancelled = True
+                    del self._downloads[sha256]
+
+    def _download(self, sha256: str, source: Callable[[], Response], size: int | None, download: Download) -> None:
         digest = hashlib.sha256()
-        url = request.full_url
+        limit = self.limits.file_bytes if size is None else min(size, self.limits.file_bytes)
+        deadline = time.monotonic() + self.limits.file_seconds
+
+        def take(block: bytes) -> None:
+            if download.cancelled:
+                raise PackageRequestRefused(410, "no task waits for the file any more: its download stopped")
+            if time.monotonic() > deadline:
+                raise PackageRequestRefused(504, f"the file took longer than {self.limits.file_seconds:.0f} s")
+            digest.update(block)
+            out.write(block)
+
         try:
-            with urllib.request.urlopen(request, timeout=120) as response, open(download.temporary, "wb") as out:
-                while data := response.read(CHUNK):
-                    digest.update(data)
-                    out.write(data)
-                    out.flush()
-                    with download.changed:
-                        download.written += len(data)
-                        download.changed.notify_all()
+            if size is not None and size > self.limits.file_bytes:
+                raise PackageRequestRefused(502, f"the file's {size} bytes pass the cache's limit of {limit}")
+            with closing(source()) as response, open(download.temporary, "wb") as out:
+                read_bounded(response, limit, "the file", take)
             if digest.hexdigest() != sha256:
-                raise SandboxError(f"{url} does not have the SHA-256 its index published ({sha256}): not kept")
+                raise PackageRequestRefused(502, f"the file does not have the SHA-256 its index published ({sha256})")
             target = self.path(sha256)
             target.parent.mkdir(exist_ok=True)
             os.chmod(download.temporary, 0o644)
-            with self._lock:  # readers that opened the temporary file read on from it
-                os.replace(download.temporary, target)
-                self._downloads.pop(sha256, None)
-        except (OSError, SandboxError, ValueError) as e:
-            download.error = str(e) if isinstance(e, SandboxError) else f"cannot fetch {url}: {e}"
-            with self._lock:
-                self._downloads.pop(sha256, None)
-            download.temporary.unlink(missing_ok=True)
+            os.replace(download.temporary, target)
+        except PackageRequestRefused as e:
+            download.error = e
+        except (OSError, ValueError) as e:  # urllib's errors are OSErrors
+            download.error = PackageRequestRefused(502, f"cannot fetch the file: {e}")
         finally:
+            download.temporary.unlink(missing_ok=True)
+            with self._lock:
+                if self._downloads.get(sha256) is download:
+                    del self._downloads[sha256]
             with download.changed:
                 download.finished = True
                 download.changed.notify_all()

@@ -16,6 +16,7 @@ from pathlib import Path
 from super_bench.sandbox.base import SandboxConfig
 from super_bench.sandbox.lifetime.build_cache import cache_dir
 from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
+from super_bench.sandbox.mirrors.serving import upload_cutoff
 from super_bench.sandbox.packages.proxy import LinkTarget, configured_indexes, proxy_for
 
 HOOK = Path(__file__).resolve().parents[1] / "data" / "pip_links.py"
@@ -62,7 +63,7 @@ class PackageSession:
             self._fd = os.open(python_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             links = LinkTarget(self._fd, owner, inside)
         self.links = links is not None
-        self.token = self.proxy.register(upstreams(config), links)
+        self.token = self.proxy.register(upstreams(config), links, upload_cutoff(config))
 
     def environ(self, env: dict[str, str]) -> None:
         """Point agent code's pip at the cache, as its one index, in ``env`` (the task's variables)."""

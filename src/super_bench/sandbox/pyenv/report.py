@@ -8,6 +8,7 @@ from importlib import metadata
 from pydantic import BaseModel, Field, computed_field
 
 from super_bench.sandbox.base import SandboxConfig
+from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP
 from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, PAPER_PYTHON, built_record, task_base
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*([^\s;#]+))?")
@@ -36,6 +37,8 @@ class TaskEnvironmentInfo(BaseModel):
     python: str = Field(description="Version of the task's interpreter")
     interpreter: str
     paper_python: str = PAPER_PYTHON
+    pip: str | None = Field(default=None, description="The pip version task environments have")
+    paper_pip: str = PAPER_PIP
     missing: list[str] = Field(default_factory=list, description="Packages of the paper's environment not in it")
     other_versions: dict[str, str] = Field(
         default_factory=dict, description="Packages in it at another version than the paper's environment had"
@@ -87,11 +90,15 @@ def describe_task_environment(config: SandboxConfig) -> TaskEnvironmentInfo:
     }
     record = built_record() if base.kind == "built" else None
     notes = list(record.notes) if record else []
+    pip = installed.get("pip")
+    if pip is not None and pip != PAPER_PIP:
+        notes.append(f"pip {pip}, not {PAPER_PIP} as in the paper's environment")
     return TaskEnvironmentInfo(
         kind=base.kind,
         python=base.full_version,
         interpreter=base.interpreter,
         missing=missing,
         other_versions=other,
+        pip=pip,
         notes=notes,
     )

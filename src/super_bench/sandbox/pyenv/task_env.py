@@ -3,8 +3,8 @@
 Each task gets a virtual environment of its own whose ``site-packages`` comes first on
 ``sys.path``, followed by the base's package directories. The base is one of:
 
-- ``default``: the harness's interpreter with only its standard library, plus a copy of pip,
-  setuptools and numpy (made once from the harness's own, so it works offline);
+- ``default``: the harness's interpreter with only its standard library, plus the paper's pip (24.0) and a
+  copy of setuptools and numpy (made once from the harness's own, so it works offline);
 - ``built``: SUPER's environment, which ``super-bench sandbox build`` makes (see ``super_base``);
 - ``custom``: an interpreter given with ``--task-python``, with its packages.
 
@@ -32,6 +32,7 @@ from typing import Literal
 from super_bench.errors import SandboxError
 from super_bench.sandbox.kernel.kernel_env import copy_distributions, distribution_closure, kernel_env
 from super_bench.sandbox.lifetime.build_cache import build_once
+from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP, paper_pip_wheel, unpack_wheel
 
 BaseKind = Literal["default", "built", "custom"]
 
@@ -152,16 +153,27 @@ def default_base() -> BasePython:
 
 
 def _default_packages(version: str) -> Path:
-    """A directory with copies of the harness's own pip, setuptools and numpy (made once)."""
+    """A directory with the paper's pip (24.0, where it can be had; else the harness's own) and copies of the
+    harness's own setuptools, wheel and numpy (made once)."""
+    wheel = paper_pip_wheel()
+    wanted = [name for name in DEFAULT_PACKAGES if not (name == "pip" and wheel is not None)]
     dists = []
-    for name in DEFAULT_PACKAGES:
+    for name in wanted:
         try:
             dists += distribution_closure([name])
         except SandboxError:
             continue  # setuptools and wheel are welcome, not needed
     unique = list({d.metadata["Name"]: d for d in dists}.values())
     names = sorted(f"{d.metadata['Name']}=={d.version}" for d in unique)
-    return build_once("task-packages", [version, names], lambda directory: copy_distributions(unique, directory))
+    if wheel is not None:
+        names.append(f"pip=={PAPER_PIP}")
+
+    def fill(directory: Path) -> None:
+        copy_distributions(unique, directory)
+        if wheel is not None:
+            unpack_wheel(wheel, directory)
+
+    return build_once("task-packages", [version, names], fill)
 
 
 def _real_dirs(paths: list[str]) -> tuple[str, ...]:
@@ -194,8 +206,13 @@ def create_task_env(
     site_packages = target / "lib" / f"python{base.version}" / "site-packages"
     # A .pth line that starts with "import" is executed; addsitedir (unlike a bare path line)
     # also processes the base's own .pth files, which editable installs and namespace packages need.
-    lines = [f"import site; site.addsitedir({d!r})" for d in (base.site_dirs if site_dirs is None else site_dirs)]
-    (site_packages / "_super_bench_base.pth").write_text("\n".join(lines) + "\n")
+    # Each is added even where already on sys.path (an empty set of known paths), so that it lands at the end:
+    # pip's isolated build environment reprocesses this environment's site-packages and drops what that
+    # appends to sys.path, so the base (torch, numpy) stays out of isolated builds, as a plain virtual
+    # environment's system site does. (Names of the line's own: site runs it with its function's locals.)
+    shown = list(base.site_dirs if site_dirs is None else site_dirs)
+    line = f"import site; (lambda add: [add(p, set()) for p in {shown!r}])(site.addsitedir)"
+    (site_packages / "_super_bench_base.pth").write_text(line + "\n")
     # pip lives in the base; these commands run it with the task's interpreter, wherever that is seen.
     for name in ("pip", "pip3", f"pip{base.version}"):
         shim = bin_dir / name
