@@ -227,6 +227,11 @@ class Sandbox(ABC):
     def check(cls, config: SandboxConfig) -> None:
         """Raise ``SandboxError``, saying what to install or start, if this backend cannot run here."""
 
+    @classmethod
+    def agent_is_another_user(cls) -> bool:
+        """Whether agent code runs as a user of its own, who reads only what all users may read."""
+        return False
+
     @property
     @abstractmethod
     def workdir(self) -> str:

@@ -122,8 +122,12 @@ class BwrapSandbox(LocalSandbox):
         problem = bwrap_problem()
         if problem is not None:
             raise SandboxError(problem)
-        if os.geteuid() == 0:  # agent code then runs as a user of its own, who must be able to read the mirrors
+        if cls.agent_is_another_user():  # who must be able to read the mirrors (each one's files: mirror_check)
             check_readable_by_all(config)
+
+    @classmethod
+    def agent_is_another_user(cls) -> bool:
+        return os.geteuid() == 0  # run as root, bwrap drops agent code to a user id of its own (_drop_root)
 
     def inside(self, host: Path) -> str:
         return _LAYOUT[host.name] if host.parent == self.root and host.name in _LAYOUT else str(host)
