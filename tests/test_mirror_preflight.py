@@ -23,8 +23,8 @@ from super_bench.environment import EnvConfig
 from super_bench.errors import SandboxError
 from super_bench.report.notebooks import notebook_trajectory
 from super_bench.sandbox import SandboxConfig, check_backend
-from super_bench.sandbox.mirror_check import mirror_problems
-from super_bench.sandbox.mirrors import git_config_file
+from super_bench.sandbox.mirrors.preflight import mirror_problems
+from super_bench.sandbox.mirrors.serving import git_config_file
 from super_bench.tasks.model import Task
 
 URL = "https://git.invalid/lab/proj"

@@ -61,7 +61,7 @@ def _auto_backend() -> str:
 def check_backend(config: SandboxConfig, commits: Mapping[str, Collection[str]] | None = None) -> type[Sandbox]:
     """The configured backend's class, after checking that it can run here and that agent code can clone every
     git mirror (``commits``: repository URL -> the commits tasks pin there); else one clear ``SandboxError``."""
-    from super_bench.sandbox.mirror_check import check_mirrors
+    from super_bench.sandbox.mirrors.preflight import check_mirrors
 
     cls = SANDBOXES.get(resolve_backend(config.backend))
     cls.check(config)

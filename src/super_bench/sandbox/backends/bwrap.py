@@ -122,7 +122,7 @@ class BwrapSandbox(LocalSandbox):
         problem = bwrap_problem()
         if problem is not None:
             raise SandboxError(problem)
-        if cls.agent_is_another_user():  # who must be able to read the mirrors (each one's files: mirror_check)
+        if cls.agent_is_another_user():  # who must be able to read the mirrors (each one's files: mirrors.preflight)
             check_readable_by_all(config)
 
     @classmethod

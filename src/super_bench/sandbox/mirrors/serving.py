@@ -9,7 +9,7 @@ loads are served from, the same in every sandbox.
   local clone, and its ownership check, which refuses another user's repository, is relaxed only
   by protected configuration such as the system file. A repository is served through the pack protocol
   (a ``file://`` URL), never copied file by file as a clone of a local path is: stray files in it (a
-  partial clone's ``.promisor``, readable by its owner alone) cannot break a clone. ``mirror_check``
+  partial clone's ``.promisor``, readable by its owner alone) cannot break a clone. ``preflight``
   checks the mirrors before a run.
 - pip: ``--pip-index`` as the only package source, ``--packages-as-of`` as pip's upload-time
   filter, an offline bundle's wheelhouse as the only source when there is no index.

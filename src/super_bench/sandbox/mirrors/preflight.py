@@ -20,11 +20,14 @@ import stat
 import subprocess
 from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.base import SandboxConfig
-from super_bench.sandbox.gitrepos import base_url, repository_kind
-from super_bench.sandbox.mirrors import git_mirrors
+from super_bench.sandbox.mirrors.git_repos import base_url, repository_kind
+from super_bench.sandbox.mirrors.serving import git_mirrors
+
+if TYPE_CHECKING:
+    from super_bench.sandbox.base import SandboxConfig
 
 # What git reads of a repository to serve it through the pack protocol (upload-pack, pack-objects).
 _SERVED = ("HEAD", "config", "packed-refs", "shallow", "refs", "objects")
