@@ -27,6 +27,7 @@ from super_bench.sandbox.base import (
     PopenKernelProcess,
     Sandbox,
     SandboxConfig,
+    passed_environ,
     rlimit_prefix,
     scrubbed_environ,
 )
@@ -217,6 +218,7 @@ class LocalSandbox(Sandbox):
             DEBIAN_FRONTEND="noninteractive",
         )
         env[MARKER] = self.id
+        env.update(passed_environ(self.config))
         env.update(mirror_environ(self.config, shown_at=self.shown_at))
         if self._packages is not None:
             self._packages.environ(env)
