@@ -106,6 +106,6 @@ def check_command() -> None:
     from super_bench.sandbox.limits import disk
 
     console.print(f"--disk-limit is enforced by: {disk.describe(disk.disk_mechanism())}")
-    from super_bench.sandbox.pyenv.report import describe_task_environment
+    from super_bench.sandbox import describe_backend
 
-    console.print(f"Task environment: {describe_task_environment(config).summary}")
+    console.print(f"Task environment: {describe_backend(config).environment}")
