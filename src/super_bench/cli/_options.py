@@ -341,6 +341,20 @@ _SANDBOX_OPTIONS = (
         "load from it, offline.",
     ),
     click.option(
+        "--pass-env",
+        multiple=True,
+        metavar="NAME",
+        help="Give agent code this variable of your environment as it is, credentials included (repeatable): "
+        "otherwise credentials, your pip configuration and your other settings are kept from tasks.",
+    ),
+    click.option(
+        "--host-pip-config",
+        is_flag=True,
+        help="Let pip in tasks read your pip configuration (PIP_* variables; pip.conf files, except under docker) "
+        "where it goes to the index itself (--package-cache off, no --pip-index). Off: it knows only what "
+        "super-bench sets.",
+    ),
+    click.option(
         "--offline-bundle",
         type=click.Path(exists=True, file_okay=False, path_type=Path),
         help="Run from what `super-bench mirror` bundled: repositories from their git bundles, pip from its wheels.",
@@ -365,6 +379,8 @@ _SAME_NAMED = (
     "packages_as_of",
     "hf_cache",
     "offline_bundle",
+    "pass_env",
+    "host_pip_config",
 )
 SANDBOX_SETTINGS = {
     "sandbox": "backend",

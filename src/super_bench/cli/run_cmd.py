@@ -160,7 +160,7 @@ def run_command(
     from super_bench.models import ModelOptions
     from super_bench.runner.config import RayOptions, RunConfig
     from super_bench.runner.progress import RunProgress
-    from super_bench.runner.run import run
+    from super_bench.runner.run import pinned_commits, run
     from super_bench.sandbox import check_backend
 
     config = RunConfig(
@@ -196,7 +196,8 @@ def run_command(
     tasks = config.load()
     if not tasks:
         raise click.UsageError("no tasks selected")
-    check_backend(config.env.sandbox)  # before the progress bar, so that a missing sandbox is one clear line
+    # Before the progress bar, so that a missing sandbox or a mirror agent code cannot clone is one clear message.
+    check_backend(config.env.sandbox, pinned_commits(tasks))
     # A scheduler's SIGTERM stops the run as Ctrl-C does: running tasks are stopped and cleaned up.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with RunProgress() as progress:

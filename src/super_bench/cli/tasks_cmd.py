@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from super_bench.cli._options import Default, set_option, source_option
+from super_bench.cli._options import Default, git_mirror_option, harness_mirrors, set_option, source_option
 
 
 @click.group("tasks")
@@ -55,6 +55,7 @@ def show_command(task_id: str, source: str, task_set: str | None) -> None:
     help="Check only repositories that need no network (local paths and the demo suite's).",
 )
 @click.option("--no-repos", is_flag=True, help="Do not clone repositories to check commits and entrypoints.")
+@git_mirror_option
 @click.option(
     "--regex-timeout",
     type=click.FloatRange(min=0, min_open=True),
@@ -62,18 +63,24 @@ def show_command(task_id: str, source: str, task_set: str | None) -> None:
     show_default=True,
     help="Seconds a landmark may take on adversarial input before it counts as catastrophic.",
 )
-def validate_command(path: Path, offline: bool, no_repos: bool, regex_timeout: float) -> None:
+def validate_command(
+    path: Path, offline: bool, no_repos: bool, git_mirrors: dict[str, Path], regex_timeout: float
+) -> None:
     """Check a task file or directory; lists every problem, exit status 1 if any.
 
     Besides each row's fields: landmarks that match an empty output or can hang the scorer, masked
     ids without a known category, tasks with nothing to grade, and, in each task's repository, the
-    commit and the entrypoint.
+    commit and the entrypoint. With --git-mirror, repositories are read from their mirrors, and each mirror
+    is checked as a run checks it before its first task (readable by agent code, no objects missing).
     """
     from super_bench.tasks.checks import check_tasks
     from super_bench.tasks.loaders import locate_rows, path_rows
 
     located, problems = locate_rows(path_rows(path, None))
-    report = check_tasks(located, regex_timeout=regex_timeout, repositories=not no_repos, offline=offline)
+    mirrors = harness_mirrors(git_mirrors)
+    report = check_tasks(
+        located, regex_timeout=regex_timeout, repositories=not no_repos, offline=offline, mirrors=mirrors
+    )
     problems = sorted(problems + report.problems, key=_row_order)
     for note in report.notes:
         click.echo(f"note: {note}", err=True)

@@ -46,10 +46,10 @@ def run(
     # Fail on a bad agent or executor name (or a missing extra), or a sandbox that cannot run here,
     # now rather than once per task.
     agent = create_agent(config.agent, options)
-    check_backend(config.env.sandbox)
-    _announce_task_environment(config.env.sandbox)
     make_executor = EXECUTORS.get(config.executor)
     tasks = config.load() if tasks is None else tasks
+    check_backend(config.env.sandbox, pinned_commits(tasks))  # the mirrors too, before any task starts
+    _announce_task_environment(config.env.sandbox)
     _check_solutions(config, agent, tasks)
     run_dir = RunDir(config.out or config.default_out())
     run_dir.create()
@@ -60,6 +60,15 @@ def run(
         with RunProgress(header=header) as shown:
             return _run(config, tasks, run_dir, make_executor, shown)
     return _run(config, tasks, run_dir, make_executor, reporter)
+
+
+def pinned_commits(tasks: list[Task]) -> dict[str, set[str]]:
+    """Each task repository's commits that tasks pin (checked in its git mirror before a run)."""
+    commits: dict[str, set[str]] = {}
+    for task in tasks:
+        if task.github_repo and task.git_commit:
+            commits.setdefault(task.github_repo, set()).add(task.git_commit)
+    return commits
 
 
 def _check_solutions(config: RunConfig, agent: object, tasks: list[Task]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Collection, Mapping
 
 from super_bench._registry import Registry
 from super_bench.sandbox.base import CommandResult, KernelProcess, Sandbox, SandboxConfig, SandboxDescription, Usage
@@ -57,10 +58,14 @@ def _auto_backend() -> str:
     return "local"
 
 
-def check_backend(config: SandboxConfig) -> type[Sandbox]:
-    """The configured backend's class, after checking that it can run here (else one clear ``SandboxError``)."""
+def check_backend(config: SandboxConfig, commits: Mapping[str, Collection[str]] | None = None) -> type[Sandbox]:
+    """The configured backend's class, after checking that it can run here and that agent code can clone every
+    git mirror (``commits``: repository URL -> the commits tasks pin there); else one clear ``SandboxError``."""
+    from super_bench.sandbox.mirrors.preflight import check_mirrors
+
     cls = SANDBOXES.get(resolve_backend(config.backend))
     cls.check(config)
+    check_mirrors(config, commits, other_user=cls.agent_is_another_user())
     return cls
 
 

@@ -67,11 +67,12 @@ _USER_CONFIG = {
     "KAGGLE_CONFIG_DIR",
     "KUBECONFIG",
     "GNUPGHOME",
+    "NETRC",
     "PIP_CONFIG_FILE",
     "NPM_CONFIG_USERCONFIG",
     "CONTAINER_HOST",
 }
-_USER_CONFIG_PREFIXES = ("CONDA_", "GIT_CONFIG", "DOCKER_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_")
+_USER_CONFIG_PREFIXES = ("CONDA_", "GIT_CONFIG", "DOCKER_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_", "PIP_", "UV_")
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", re.IGNORECASE)
 
 
@@ -124,6 +125,14 @@ class SandboxConfig(BaseModel):
     image: str | None = Field(None, description="Image of the docker backend (default: the one sandbox build makes)")
     engine: str | None = Field(None, description="Container engine of the docker backend: docker or podman")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for agent code")
+    pass_env: tuple[str, ...] = Field(
+        (), description="Host environment variables agent code gets as they are (credentials too), by name"
+    )
+    host_pip_config: bool = Field(
+        False,
+        description="pip in tasks reads the host's pip configuration (its PIP_* variables and pip.conf files); "
+        "by default it knows only what the harness sets",
+    )
     # Mirrors and time travel (sandbox/mirrors.py; docs/environment.md).
     git_mirrors: GitMirrorMap = Field(
         default_factory=dict,
@@ -271,6 +280,11 @@ class Sandbox(ABC):
         """Raise ``SandboxError``, saying what to install or start, if this backend cannot run here."""
 
     @classmethod
+    def agent_is_another_user(cls) -> bool:
+        """Whether agent code runs as a user of its own, who reads only what all users may read."""
+        return False
+
+    @classmethod
     def describe(cls, config: SandboxConfig, *, packages: bool = False) -> SandboxDescription:
         """What runs of ``config`` record and say of this backend; ``packages``: list the environment's
         packages too (for run.json). Never raises: what cannot be found out is said in the record."""
@@ -412,6 +426,20 @@ def scrubbed_environ(environ: dict[str, str] | os._Environ[str] | None = None) -
         and k not in _USER_CONFIG
         and not k.startswith(_USER_CONFIG_PREFIXES)
     }
+
+
+def passed_environ(config: SandboxConfig, environ: dict[str, str] | os._Environ[str] | None = None) -> dict[str, str]:
+    """What agent code gets of the host's environment on purpose, on top of ``scrubbed_environ``: the variables
+    ``pass_env`` names; and either the host's pip configuration (``host_pip_config``: its ``PIP_*`` variables,
+    credentials left out) or ``PIP_CONFIG_FILE`` set to the null device, which keeps pip from reading any
+    ``pip.conf`` (the system's, the user's, ``XDG_CONFIG_DIRS``')."""
+    source = os.environ if environ is None else environ
+    if config.host_pip_config:
+        passed = {k: v for k, v in source.items() if k.startswith("PIP_") and not _SECRET_VALUE.search(v)}
+    else:
+        passed = {"PIP_CONFIG_FILE": os.devnull}
+    passed.update({name: source[name] for name in config.pass_env if name in source})
+    return passed
 
 
 def rlimit_prefix(config: SandboxConfig, *, processes: bool, address_space: bool = False) -> list[str]:

@@ -6,7 +6,9 @@
 - Every task has something to grade: an answer, landmarks or an entrypoint.
 - The repository can be cloned, the commit is in it, and the entrypoint is a file of that commit.
   Repositories that need the network are skipped when ``offline`` is set (the demo suite's are
-  read from the bundled copies).
+  read from the bundled copies, mirrored ones from their mirrors).
+- Each git mirror given could serve agent code's clones (``sandbox.mirrors.preflight``), as a run checks
+  before its first task; here for the default sandbox.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from super_bench.errors import TaskSourceError
+from super_bench.sandbox import SANDBOXES, resolve_backend
+from super_bench.sandbox.base import SandboxConfig
+from super_bench.sandbox.mirrors.git_repos import base_url
+from super_bench.sandbox.mirrors.preflight import mirror_problems
+from super_bench.sandbox.mirrors.serving import git_mirrors
 from super_bench.tasks.model import MASKED_CATEGORIES, Task, compile_landmark
 from super_bench.tasks.regex_check import DEFAULT_TIMEOUT, slow_patterns
 from super_bench.tasks.repos import RepoCache, available_offline, find_files, list_files, resolve_commit
@@ -41,14 +48,16 @@ def check_tasks(
     regex_timeout: float = DEFAULT_TIMEOUT,
     repositories: bool = True,
     offline: bool = False,
+    mirrors: SandboxConfig | None = None,
 ) -> CheckReport:
-    """Every problem of these tasks that row validation cannot see."""
+    """Every problem of these tasks that row validation cannot see; ``mirrors``: git mirrors that serve their
+    repositories (checked themselves too)."""
     report = CheckReport()
     for origin, task in located:
         _check_content(origin, task, report)
     _check_landmark_time(located, regex_timeout, report)
     if repositories:
-        _check_repositories(located, offline, report)
+        _check_repositories(located, offline, mirrors or SandboxConfig(), report)
     return report
 
 
@@ -78,17 +87,21 @@ def _check_landmark_time(located: Sequence[Located], timeout: float, report: Che
                 report.add(origin, task, "landmarks", f"landmark {i} ({pattern!r}) {slow[pattern]}")
 
 
-def _check_repositories(located: Sequence[Located], offline: bool, report: CheckReport) -> None:
+def _check_repositories(located: Sequence[Located], offline: bool, mirrors: SandboxConfig, report: CheckReport) -> None:
+    if mirrors.git_mirrors or mirrors.offline_bundle is not None:
+        other_user = SANDBOXES.get(resolve_backend("auto")).agent_is_another_user()
+        report.problems += mirror_problems(mirrors, other_user=other_user)
+    mirrored = set(git_mirrors(mirrors))
     by_repo: dict[str, list[Located]] = defaultdict(list)
     for origin, task in located:
         if task.github_repo:
             by_repo[task.github_repo].append((origin, task))
         elif task.entrypoint:
             report.notes.append(f"{origin} (task {task.task_id!r}): no github_repo, so the entrypoint was not checked")
-    skipped = [url for url in by_repo if offline and not available_offline(url)]
+    skipped = [url for url in by_repo if offline and not available_offline(url) and base_url(url) not in mirrored]
     if skipped:
         report.notes.append(f"offline: {len(skipped)} repositor{'y' if len(skipped) == 1 else 'ies'} not checked")
-    with RepoCache() as cache:
+    with RepoCache(mirrors) as cache:
         for url, tasks in by_repo.items():
             if url in skipped:
                 continue

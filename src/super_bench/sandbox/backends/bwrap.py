@@ -162,8 +162,12 @@ class BwrapSandbox(HostSandbox):
         problem = bwrap_problem()
         if problem is not None:
             raise SandboxError(problem)
-        if os.geteuid() == 0:  # agent code then runs as a user of its own, who must be able to read the mirrors
+        if cls.agent_is_another_user():  # who must be able to read the mirrors (each one's files: mirrors.preflight)
             check_readable_by_all(config)
+
+    @classmethod
+    def agent_is_another_user(cls) -> bool:
+        return os.geteuid() == 0  # run as root, bwrap drops agent code to a user id of its own (_drop_root)
 
     def inside(self, host: Path) -> str:
         return _LAYOUT[host.name] if host.parent == self.root and host.name in _LAYOUT else str(host)
@@ -224,6 +228,9 @@ class BwrapSandbox(HostSandbox):
             mounts.setdefault(path, ("--ro-bind", path))
         if os.path.isdir("/sys/fs/cgroup"):
             mounts["/sys/fs/cgroup"] = ("--tmpfs",)  # the host's names every task's cgroup, with its memory
+        if not config.host_pip_config:
+            for path in _host_pip_config():  # the system's pip.conf files read as empty, their folders as empty
+                mounts.setdefault(path, ("--tmpfs",) if os.path.isdir(path) else ("--ro-bind", _empty_file()))
         for path in sorted(self._hidden_paths()):
             # Covered where an allowed directory would show it, not under the task's own.
             if path not in mounts and _op(_nearest(path, mounts), mounts) == "--ro-bind":
@@ -318,6 +325,26 @@ class BwrapSandbox(HostSandbox):
         env = {"PATH": SYSTEM_PATH, "LC_ALL": "C", MARKER: self.id}
         argv = self._wrap(command, as_agent=False)
         return subprocess.run(argv, input=data, capture_output=True, env=env, timeout=120, cwd="/")
+
+
+def _host_pip_config() -> list[str]:
+    """The host's system-wide pip configuration that the read-only system would show: ``/etc/pip.conf`` and the
+    ``pip`` folder of each ``XDG_CONFIG_DIRS`` entry (``/etc/xdg/pip``, with whatever its files name, such as
+    constraints). The user's own (``~/.config/pip``, ``~/.pip``) lies in a home, never shown."""
+    folders = [d for d in os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(os.pathsep) if d] or ["/etc/xdg"]
+    paths = ["/etc/pip.conf", *(os.path.join(d, "pip") for d in folders)]
+    shown = [p for p in _SYSTEM if not os.path.islink(p)]
+    found = {os.path.realpath(p) for p in paths if os.path.exists(p)}
+    return sorted(p for p in found if any(p.startswith(s + "/") for s in shown))
+
+
+def _empty_file() -> str:
+    """An empty file of the harness's, readable by all, to show in place of a host file (a device such as
+    /dev/null cannot be: bwrap's binds of it are not readable by agent code's own user)."""
+    path = git_config_dir() / "empty"
+    if not path.is_file():
+        path.touch(0o644)
+    return str(path)
 
 
 def _gpu_devices() -> list[str]:

@@ -35,6 +35,7 @@ from super_bench.sandbox.base import (
     await_kernel,
     file_io,
     make_task_dir,
+    passed_environ,
 )
 from super_bench.sandbox.kernel.kernel_env import BOOT_SCRIPT
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
@@ -203,6 +204,7 @@ class DockerSandbox(Sandbox):
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "DEBIAN_FRONTEND": "noninteractive",
             MARKER: self.id,
+            **passed_environ(config),
             **mirror_environ(config),
             **config.env,
         }

@@ -37,6 +37,7 @@ from super_bench.sandbox.base import (
     Usage,
     await_kernel,
     make_task_dir,
+    passed_environ,
     rlimit_prefix,
     scrubbed_environ,
 )
@@ -241,6 +242,7 @@ class HostSandbox(Sandbox):
             DEBIAN_FRONTEND="noninteractive",
         )
         env[MARKER] = self.id
+        env.update(passed_environ(self.config))
         env.update(mirror_environ(self.config, shown_at=self.shown_at))
         if self._packages is not None:
             self._packages.environ(env)

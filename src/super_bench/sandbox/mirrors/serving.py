@@ -7,7 +7,10 @@ loads are served from, the same in every sandbox.
   generated git system configuration (``GIT_CONFIG_SYSTEM``), which includes the host's own:
   git drops command-line configuration (``GIT_CONFIG_COUNT``) when it runs ``upload-pack`` for a
   local clone, and its ownership check, which refuses another user's repository, is relaxed only
-  by protected configuration such as the system file.
+  by protected configuration such as the system file. A repository is served through the pack protocol
+  (a ``file://`` URL), never copied file by file as a clone of a local path is: stray files in it (a
+  partial clone's ``.promisor``, readable by its owner alone) cannot break a clone. ``preflight``
+  checks the mirrors before a run.
 - pip: ``--pip-index`` as the only package source, ``--packages-as-of`` as pip's upload-time
   filter, an offline bundle's wheelhouse as the only source when there is no index.
 - Hugging Face: a hub cache shared read-only, used offline.
@@ -22,6 +25,7 @@ import shutil
 import string
 import tempfile
 import threading
+import urllib.parse
 from collections.abc import Callable
 from datetime import datetime, time, timedelta, timezone
 from pathlib import Path
@@ -58,15 +62,18 @@ def git_mirrors(config: SandboxConfig, *, demo_suite: bool = True) -> dict[str, 
     return {url: os.path.realpath(path) for url, path in mirrors.items()}
 
 
-def git_config_text(mirrors: dict[str, str]) -> str:
-    """A git configuration that sends each mirrored URL to its mirror and nothing else there."""
+def git_config_text(mirrors: dict[str, str], bundles: set[str] | None = None) -> str:
+    """A git configuration that sends each mirrored URL to its mirror and nothing else there; ``bundles``: the
+    mirrors that are bundle files (by default those that are files here: a sandbox may show them elsewhere)."""
+    if bundles is None:
+        bundles = {path for path in mirrors.values() if os.path.isfile(path)}
     rules: dict[str, str] = {}  # URL prefix -> what it becomes
     for base in mirrors:
         for suffix in ("", ".git"):
             rules.update({base + suffix + c: base + suffix + c for c in _NAME_CHARS})
     for base, path in mirrors.items():
         for suffix in ("", "/", ".git", ".git/"):
-            rules[base + suffix] = path
+            rules[base + suffix] = path if path in bundles else _file_url(path)
     by_target: dict[str, list[str]] = {}
     for prefix, target in sorted(rules.items()):
         by_target.setdefault(target, []).append(prefix)
@@ -77,7 +84,7 @@ def git_config_text(mirrors: dict[str, str]) -> str:
     ]
     # Other users' mirrors: git refuses to read a repository its user does not own unless told to.
     # A clone is checked as its work tree, or as its .git when git serves it (upload-pack).
-    repositories = sorted({q for p in mirrors.values() if not os.path.isfile(p) for q in (p, f"{p}/.git")})
+    repositories = sorted({q for p in mirrors.values() if p not in bundles for q in (p, f"{p}/.git")})
     if repositories:
         lines.append("[safe]")
         lines += [f"\tdirectory = {_quote(path)}" for path in repositories]
@@ -85,6 +92,11 @@ def git_config_text(mirrors: dict[str, str]) -> str:
         lines.append(f"[url {_quote(target)}]")
         lines += [f"\tinsteadOf = {_quote(p)}" for p in prefixes]
     return "\n".join(lines) + "\n"
+
+
+def _file_url(path: str) -> str:
+    """A repository's ``file://`` URL (git decodes %XX in it, so a path's own "%" is escaped)."""
+    return "file://" + urllib.parse.quote(path, safe="/")
 
 
 def _quote(value: str) -> str:
@@ -97,7 +109,9 @@ def git_config_file(config: SandboxConfig, shown_at: Callable[[str], str] = str)
     """The generated git configuration for ``config``, written once under a name that is its digest, in a
     private directory of this process (``git_config_dir``; not in the home: the sandboxes show it).
     ``shown_at``: where agent code sees a mirror's path, in a sandbox that shows it elsewhere."""
-    text = git_config_text({url: shown_at(path) for url, path in git_mirrors(config).items()})
+    mirrors = git_mirrors(config)
+    bundles = {shown_at(path) for path in mirrors.values() if os.path.isfile(path)}
+    text = git_config_text({url: shown_at(path) for url, path in mirrors.items()}, bundles)
     path = git_config_dir() / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.gitconfig"
     if path.is_file():
         return path
