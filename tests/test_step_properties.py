@@ -20,7 +20,7 @@ from tests.conftest import make_task
 from tests.sandboxes import backend_settings
 
 from super_bench import EnvConfig, Environment, RunConfig, SandboxConfig, run
-from super_bench.sandbox import disk
+from super_bench.sandbox.limits import disk
 from super_bench.trajectory import Trajectory, step_line
 
 # Text an agent (or a model, or a kernel's output) can hold: lone surrogates, ESC sequences, NULs, markup.
