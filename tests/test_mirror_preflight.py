@@ -224,3 +224,30 @@ def test_gpt4o_recorded_clone_of_a_real_repository_works_from_a_mirror_holding_a
     for now, then in zip(replayed[1:], before_install[1:]):
         # The files read after the clone are those the recording shows (the mirror is of the same commit).
         assert now["observation"].strip()[-200:] == then.observation.strip()[-200:], now["observation"][-500:]
+
+
+@AS_ROOT
+def test_verify_of_the_recorded_run_stops_before_its_first_replay_naming_a_file_agent_code_cannot_read(
+    tmp_path: Path,
+) -> None:
+    """The documented check (docs/real-repositories.md), with a mirror of the real repository whose pack is
+    readable by its owner alone: nothing is replayed, and the message names the file and the fix."""
+    for needed in (BUNDLE, NOTEBOOK):
+        if not needed.is_file():
+            pytest.skip(
+                f"{needed} is not here (set SUPER_BENCH_REFERENCE_REPOS and SUPER_BENCH_REFERENCE_TRAJECTORIES)"
+            )
+    backend_settings("bwrap")
+    mirror = tmp_path / "mirrors" / "UnsupervisedHierarchicalSymbolicRegression.git"
+    git("clone", "-q", "--mirror", str(BUNDLE), str(mirror))
+    give_away(mirror)
+    (pack,) = (mirror / "objects" / "pack").glob("*.pack")
+    pack.chmod(0o600)
+    runs = tmp_path / "runs" / "gpt4o"
+    done = cli("import-trajectories", str(NOTEBOOK.parents[1]), "--out", str(runs))
+    assert done.returncode == 0, done.stderr
+    done = cli("verify", str(runs), "--task-ids", TASK, "--sandbox", "bwrap", "--git-mirror", f"{REAL_URL}={mirror}")
+    assert done.returncode != 0
+    message = " ".join(done.stderr.split())
+    assert f"cannot read objects/pack/{pack.name}" in message and f"chmod -R a+rX {mirror}" in message, done.stderr
+    assert not (runs / "verify").exists() and not (runs / "verify.jsonl").exists()
