@@ -223,7 +223,7 @@ def test_an_id_of_another_set_says_which_set_holds_it() -> None:
     with pytest.raises(TaskError) as caught:
         load_tasks("demo", "expert", task_ids=["tinyreg_goal"])
     assert "'tinyreg_goal' (a masked task: add --set masked)" in str(caught.value)
-    assert "`super-bench tasks list` shows the 9 expert tasks" in str(caught.value)
+    assert "`super-bench tasks list --set expert` shows the 9 expert tasks" in str(caught.value)
     with pytest.raises(TaskError) as caught:
         load_tasks("demo", "masked", task_ids=["tinyreg"])
     assert "(an expert task: add --set expert)" in str(caught.value)

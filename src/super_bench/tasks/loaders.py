@@ -60,12 +60,17 @@ def load_tasks(
     if task_set is not None:
         tasks = [t for t in tasks if t.task_set == task_set]
     if task_ids is not None:
-        listing = f"`super-bench tasks list{'' if task_set in (None, 'expert') else ' --set ' + task_set}`"
+        listing = _listing(task_set)
         where = f"{task_set} tasks" if task_set else "tasks"
         tasks = select_ids(
             tasks, list(task_ids), listing=listing, where=where, elsewhere=lambda: _other_sets(source_str, task_set)
         )
     return tasks[:limit] if limit is not None else tasks
+
+
+def _listing(task_set: str | None) -> str:
+    """The command that lists the tasks a lookup searched."""
+    return f"`super-bench tasks list --set {task_set}`" if task_set else "`super-bench tasks list`"
 
 
 def _other_sets(source: str, task_set: str | None) -> dict[str, str]:
@@ -122,7 +127,7 @@ def find_task(task_id: str, source: str | Path = "demo", task_set: str | None = 
         listing, where = f"`super-bench tasks list --set {'|'.join(TASK_SETS)}`", "tasks of all sets"
     else:
         candidates = load_tasks(source, task_set)
-        listing, where = f"`super-bench tasks list{' --set ' + task_set if task_set else ''}`", f"{task_set} tasks"
+        listing, where = _listing(task_set), f"{task_set} tasks" if task_set else "tasks"
     (task,) = select_ids(candidates, [task_id], listing=listing, where=where)
     return task
 
