@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -262,16 +263,45 @@ class BwrapSandbox(LocalSandbox):
         return file_io(self._inside(["cat", "--", path]), path)
 
     def write_file(self, path: str, data: bytes) -> None:
-        # A file agent code may not write in place (a package file linked to the cache) is replaced by a copy.
+        file_io(self._inside(["sh", "-c", _WRITE, "sh", path], data), path)
+
+    def edit_file(self, path: str, change: Callable[[bytes], bytes]) -> None:
+        # One process, not one to read and one to write: the file's length and a copy of it as it was read,
+        # then a word from the harness (write, or not) and the new text.
         script = (
-            'mkdir -p -- "$(dirname -- "$1")" && { [ ! -e "$1" ] || [ -w "$1" ] || '
-            '{ cp -- "$1" "$1.super-bench-edit" && chmod u+w -- "$1.super-bench-edit" && '
-            'mv -f -- "$1.super-bench-edit" "$1"; }; } && cat > "$1"'
+            't=$(mktemp) && cat -- "$1" > "$t" && wc -c < "$t" && cat -- "$t" && rm -f -- "$t" || exit 1; '
+            f'read -r go && [ "$go" = write ] || exit 0; {_WRITE}'
         )
-        file_io(self._inside(["sh", "-c", script, "sh", path], data), path)
+        proc = subprocess.Popen(
+            self._wrap(["sh", "-c", script, "sh", path]),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self._env,
+            cwd="/",
+        )
+        assert proc.stdout is not None
+        verdict, data = b"skip\n", b""
+        try:
+            size = proc.stdout.readline()
+            if size.strip().isdigit():
+                edited = change(proc.stdout.read(int(size)))
+                verdict, data = b"write\n", edited
+        finally:
+            out, err = proc.communicate(verdict + data, timeout=120)
+        file_io(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), path)
 
     def _inside(self, command: list[str], data: bytes = b"") -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(self._wrap(command), input=data, capture_output=True, env=self._env, timeout=120, cwd="/")
+
+
+# Writes "$1" as agent code would; a file it may not write in place (a package file linked to the cache) is
+# replaced by a copy.
+_WRITE = (
+    'mkdir -p -- "$(dirname -- "$1")" && { [ ! -e "$1" ] || [ -w "$1" ] || '
+    '{ cp -- "$1" "$1.super-bench-edit" && chmod u+w -- "$1.super-bench-edit" && '
+    'mv -f -- "$1.super-bench-edit" "$1"; }; } && cat > "$1"'
+)
 
 
 def _gpu_devices() -> list[str]:

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -34,10 +35,23 @@ def _key(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def distribution_closure(roots: list[str]) -> list[metadata.Distribution]:
+@dataclass(frozen=True)
+class Installed:
+    """An installed distribution, with the name and version its metadata gives."""
+
+    name: str
+    version: str
+    dist: metadata.Distribution
+
+    @property
+    def pin(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+def distribution_closure(roots: list[str]) -> list[Installed]:
     """The installed distributions ``roots`` need, themselves included (extras and markers as pip would
     see them here, with no extra)."""
-    found: dict[str, metadata.Distribution] = {}
+    found: dict[str, Installed] = {}
     todo = list(roots)
     while todo:
         name = todo.pop()
@@ -47,20 +61,27 @@ def distribution_closure(roots: list[str]) -> list[metadata.Distribution]:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError as e:
             raise SandboxError(f"the harness's own {name} is not installed, so the kernel cannot be built: {e}") from e
-        found[_key(name)] = dist
-        for line in dist.requires or []:
+        # Parsed once: each access of ``dist.metadata`` (``.version`` and ``.requires`` too) parses the file
+        # again, and the parses were most of the time a run spent finding its kernel environment.
+        meta = dist.metadata
+        found[_key(name)] = Installed(meta["Name"], meta["Version"], dist)
+        requires = meta.get_all("Requires-Dist")
+        if requires is None and dist.read_text("requires.txt") is not None:
+            requires = dist.requires  # an egg-info installation
+        for line in requires or []:
             requirement = Requirement(line)
             if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
                 todo.append(requirement.name)
-    return sorted(found.values(), key=lambda d: _key(d.metadata["Name"]))
+    return sorted(found.values(), key=lambda d: _key(d.name))
 
 
-def copy_distributions(dists: list[metadata.Distribution], target: Path) -> None:
+def copy_distributions(dists: list[Installed], target: Path) -> None:
     """Copy the files of installed distributions (those of their records that lie in site-packages)."""
-    for dist in dists:
+    for installed in dists:
+        dist = installed.dist
         files = dist.files
         if files is None:
-            raise SandboxError(f"{dist.metadata['Name']} was installed without a record of its files; reinstall it")
+            raise SandboxError(f"{installed.name} was installed without a record of its files; reinstall it")
         for file in files:
             if file.parts and file.parts[0] == "..":
                 continue  # console scripts and data outside site-packages
@@ -86,7 +107,7 @@ def kernel_env(python: str, version: str) -> Path:
     boot = BOOT_SCRIPT.read_bytes()
     if _same_version(version):
         dists = distribution_closure([_KERNEL_REQUIREMENT])
-        manifest = [f"{d.metadata['Name']}=={d.version}" for d in dists]
+        manifest = [d.pin for d in dists]
     else:
         dists, manifest = [], [f"pip:{_KERNEL_REQUIREMENT}"]
 
