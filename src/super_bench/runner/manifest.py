@@ -269,19 +269,33 @@ def _disk_enforcement(config: RunConfig) -> str | None:
 
 
 def _package_cache(config: RunConfig) -> dict[str, Any] | None:
-    """The package cache's mode, directory and upstream indexes, where tasks install through it."""
-    from super_bench.sandbox.packages import cache_applies, package_cache_dir, upstreams
+    """The package cache's mode, directory and upstream indexes, where tasks install through it. The indexes
+    from pip's configuration are found when a task first installs (asking pip costs a process): until then,
+    and in a run where no task installed anything, they are null (``record_upstreams``)."""
+    from super_bench.sandbox.packages import cache_applies, known_upstreams, package_cache_dir
 
     sandbox = config.env.sandbox
     if resolve_backend(sandbox.backend) == "docker" or not cache_applies(sandbox):
         return None
-    directory = str(package_cache_dir(sandbox))
-    indexes = upstreams(sandbox)
+    indexes = known_upstreams(sandbox)
     return {
         "mode": sandbox.package_cache,
-        "directory": directory,
-        "upstreams": indexes() if callable(indexes) else indexes,
+        "directory": str(package_cache_dir(sandbox)),
+        "upstreams": None if indexes is None else list(indexes),
     }
+
+
+def record_upstreams(manifest: RunManifest, config: RunConfig, run_dir: RunDir) -> None:
+    """At the end of a run, the package cache's upstream indexes, where a task's install has found them."""
+    from super_bench.sandbox.packages import known_upstreams
+
+    cache = manifest.sandbox.get("package_cache")
+    if not isinstance(cache, dict) or cache.get("upstreams") is not None:
+        return
+    indexes = known_upstreams(config.env.sandbox)
+    if indexes is not None:
+        cache["upstreams"] = list(indexes)
+        run_dir.write_manifest(manifest)
 
 
 def _memory_enforcement(config: RunConfig) -> str | None:
