@@ -18,10 +18,10 @@ from tests.sandboxes import backend_settings, token, wait_for
 from tests.test_lifetime import _parent, pids_with, start_run
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
-from super_bench.sandbox import disk
-from super_bench.sandbox.disk import disk_usage, filesystem_problem
-from super_bench.sandbox.scratch import scratch_dir
-from super_bench.sandbox.supervisor import watchdog_command
+from super_bench.sandbox.lifetime.scratch import scratch_dir
+from super_bench.sandbox.lifetime.supervisor import watchdog_command
+from super_bench.sandbox.limits import disk
+from super_bench.sandbox.limits.disk import disk_usage, filesystem_problem
 
 LIMIT = 64 << 20
 FILL = 200  # MiB each attack tries to write

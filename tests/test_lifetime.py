@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from tests.sandboxes import backend_settings, pids_with, token, wait_for
 
-from super_bench.sandbox import reaper
-from super_bench.sandbox.scratch import runtime_tag, scratch_dir
-from super_bench.sandbox.supervisor import watchdog_command
+from super_bench.sandbox.lifetime import reaper
+from super_bench.sandbox.lifetime.scratch import runtime_tag, scratch_dir
+from super_bench.sandbox.lifetime.supervisor import watchdog_command
 
 
 def start_run(tmp_path: Path, backend: str, actions: list[dict[str, str]], *extra: str) -> subprocess.Popen[str]:

@@ -145,8 +145,8 @@ def _mirrors(sandbox: SandboxConfig) -> dict[str, Any]:
     """Where the tasks' repositories and packages came from, when not from the network as of today:
     each git mirror with the commit its HEAD was at, the package index and date, the HF cache."""
     from super_bench.errors import TaskSourceError
-    from super_bench.sandbox.gitrepos import repository_kind
-    from super_bench.sandbox.mirrors import git_mirrors, upload_cutoff
+    from super_bench.sandbox.mirrors.git_repos import repository_kind
+    from super_bench.sandbox.mirrors.serving import git_mirrors, upload_cutoff
     from super_bench.tasks.repos import git
 
     info: dict[str, Any] = {}
@@ -160,7 +160,7 @@ def _mirrors(sandbox: SandboxConfig) -> dict[str, Any]:
     if mirrors:
         info["git_mirrors"] = mirrors
     if sandbox.offline_bundle is not None:
-        from super_bench.sandbox.offline import OfflineBundle
+        from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 
         bundle = OfflineBundle.open(sandbox.offline_bundle)
         info["offline_bundle"] = {"path": str(sandbox.offline_bundle), **bundle.model_dump(mode="json")}
@@ -238,13 +238,13 @@ def add_task_environment(manifest: RunManifest, config: RunConfig, run_dir: RunD
 def _task_environment(config: RunConfig) -> dict[str, Any]:
     sandbox = config.env.sandbox
     if resolve_backend(sandbox.backend) == "docker":
-        from super_bench.sandbox.docker import DEFAULT_IMAGE
+        from super_bench.sandbox.backends.docker import DEFAULT_IMAGE
 
         image = sandbox.image or DEFAULT_IMAGE
         return {"kind": "docker", "image": image, "summary": f"the image {image} (SUPER's package list, Python 3.10)"}
-    from super_bench.sandbox.pyenv import packages_of
-    from super_bench.sandbox.superenv import task_base
-    from super_bench.sandbox.taskinfo import describe_task_environment
+    from super_bench.sandbox.pyenv.report import describe_task_environment
+    from super_bench.sandbox.pyenv.super_base import task_base
+    from super_bench.sandbox.pyenv.task_env import packages_of
 
     try:
         info = describe_task_environment(sandbox).model_dump()
@@ -257,7 +257,7 @@ def _task_environment(config: RunConfig) -> dict[str, Any]:
 
 
 def _disk_enforcement(config: RunConfig) -> str | None:
-    from super_bench.sandbox.disk import disk_mechanism
+    from super_bench.sandbox.limits.disk import disk_mechanism
 
     sandbox = config.env.sandbox
     if sandbox.disk_limit is None:
@@ -272,7 +272,7 @@ def _package_cache(config: RunConfig) -> dict[str, Any] | None:
     """The package cache's mode, directory and upstream indexes, where tasks install through it. The indexes
     from pip's configuration are found when a task first installs (asking pip costs a process): until then,
     and in a run where no task installed anything, they are null (``record_upstreams``)."""
-    from super_bench.sandbox.packages import cache_applies, known_upstreams, package_cache_dir
+    from super_bench.sandbox.packages.task_access import cache_applies, known_upstreams, package_cache_dir
 
     sandbox = config.env.sandbox
     if resolve_backend(sandbox.backend) == "docker" or not cache_applies(sandbox):
@@ -287,7 +287,7 @@ def _package_cache(config: RunConfig) -> dict[str, Any] | None:
 
 def record_upstreams(manifest: RunManifest, config: RunConfig, run_dir: RunDir) -> None:
     """At the end of a run, the package cache's upstream indexes, where a task's install has found them."""
-    from super_bench.sandbox.packages import known_upstreams
+    from super_bench.sandbox.packages.task_access import known_upstreams
 
     cache = manifest.sandbox.get("package_cache")
     if not isinstance(cache, dict) or cache.get("upstreams") is not None:
@@ -299,7 +299,7 @@ def record_upstreams(manifest: RunManifest, config: RunConfig, run_dir: RunDir) 
 
 
 def _memory_enforcement(config: RunConfig) -> str | None:
-    from super_bench.sandbox.memory import memory_mechanism
+    from super_bench.sandbox.limits.memory import memory_mechanism
 
     sandbox = config.env.sandbox
     if sandbox.memory_limit is None:

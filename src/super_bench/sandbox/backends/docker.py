@@ -24,7 +24,7 @@ from pathlib import Path
 
 from super_bench._version import __version__
 from super_bench.errors import KernelError, SandboxError
-from super_bench.sandbox import supervisor
+from super_bench.sandbox.backends.local import MARKER, make_task_dir
 from super_bench.sandbox.base import (
     CommandResult,
     KernelLaunch,
@@ -34,16 +34,16 @@ from super_bench.sandbox.base import (
     SandboxConfig,
     file_io,
 )
-from super_bench.sandbox.kernelenv import BOOT_SCRIPT
-from super_bench.sandbox.local import MARKER, make_task_dir
-from super_bench.sandbox.mirrors import check_task_pip, git_config_dir, mirror_environ, mirror_paths
-from super_bench.sandbox.reaper import remove_container, remove_tree
-from super_bench.sandbox.runtime import KernelRuntime
-from super_bench.sandbox.scratch import runtime_tag
-from super_bench.sandbox.superenv import COLAB_REQUIREMENTS
+from super_bench.sandbox.kernel.kernel_env import BOOT_SCRIPT
+from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
+from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.reaper import remove_container, remove_tree
+from super_bench.sandbox.lifetime.scratch import runtime_tag
+from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
+from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS
 
 DEFAULT_IMAGE = f"super-bench-task:{__version__}"
-DOCKERFILE = Path(__file__).resolve().parent / "data" / "Dockerfile"
+DOCKERFILE = Path(__file__).resolve().parents[1] / "data" / "Dockerfile"
 # Where the image keeps the kernel's own packages and its boot script (see kernel_boot.py).
 IMAGE_KERNEL_BOOT = "/opt/super-bench/kernel/kernel_boot.py"
 # Where the kernels' sockets directory appears in the container.

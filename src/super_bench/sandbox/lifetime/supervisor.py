@@ -94,7 +94,7 @@ def watchdog_command() -> list[str]:
     """The watchdog's command line: a Python without ``site`` that loads the two standard-library-only
     modules it needs from their files, so that it starts in milliseconds (importing them as
     ``super_bench.sandbox....`` would run the packages' ``__init__`` and import much of the harness)."""
-    from super_bench.sandbox import reaper, watchdog
+    from super_bench.sandbox.lifetime import reaper, watchdog
 
     load = (
         "import importlib.util as u, sys\n"
