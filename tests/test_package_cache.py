@@ -164,9 +164,8 @@ def test_a_task_without_a_network_is_not_sent_to_the_cache(env_factory: Any, tmp
 
 @pytest.mark.slow
 def test_a_run_asks_pip_for_its_indexes_only_once_a_task_installs(tmp_path: Path) -> None:
-    from super_bench.sandbox.packages.proxy import configured_indexes
-
     from super_bench import RunConfig, run
+    from super_bench.sandbox.packages.proxy import configured_indexes
 
     configured_indexes.cache_clear()
     actions = tmp_path / "actions.json"
