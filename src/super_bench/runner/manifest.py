@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from super_bench.errors import RunDirError, SuperBenchError
+from super_bench.errors import RunDirError
 from super_bench.runner.records import RUN_SCHEMA_VERSION, Executor, RunManifest, TaskSource
-from super_bench.sandbox import resolve_backend
+from super_bench.sandbox import describe_backend, resolve_backend
 from super_bench.tasks.loaders import TASK_FILE_SUFFIXES
 
 if TYPE_CHECKING:
@@ -226,63 +226,14 @@ def _source_digest(path: Path) -> str | None:
 
 
 def add_task_environment(manifest: RunManifest, config: RunConfig, run_dir: RunDir) -> None:
-    """Record the task environment (and how it differs from the paper's), its packages and the memory
-    limit's mechanism in the manifest."""
-    manifest.task_environment = _task_environment(config)
-    manifest.sandbox["memory_enforcement"] = _memory_enforcement(config)
-    manifest.sandbox["disk_enforcement"] = _disk_enforcement(config)
-    manifest.sandbox["package_cache"] = _package_cache(config)
+    """Record the task environment (and how it differs from the paper's), its packages and how the limits
+    and the package cache work, as the sandbox describes them, in the manifest."""
+    description = describe_backend(config.env.sandbox, packages=True)
+    manifest.task_environment = description.task_environment
+    manifest.sandbox["memory_enforcement"] = description.memory_enforcement
+    manifest.sandbox["disk_enforcement"] = description.disk_enforcement
+    manifest.sandbox["package_cache"] = description.package_cache
     run_dir.write_manifest(manifest)
-
-
-def _task_environment(config: RunConfig) -> dict[str, Any]:
-    sandbox = config.env.sandbox
-    if resolve_backend(sandbox.backend) == "docker":
-        from super_bench.sandbox.backends.docker import DEFAULT_IMAGE
-
-        image = sandbox.image or DEFAULT_IMAGE
-        return {"kind": "docker", "image": image, "summary": f"the image {image} (SUPER's package list, Python 3.10)"}
-    from super_bench.sandbox.pyenv.report import describe_task_environment
-    from super_bench.sandbox.pyenv.super_base import task_base
-    from super_bench.sandbox.pyenv.task_env import packages_of
-
-    try:
-        info = describe_task_environment(sandbox).model_dump()
-        base = task_base(sandbox.task_python)
-        info["packages"] = packages_of(base.site_dirs)
-        info["kernel_packages"] = packages_of([str(base.kernel_dir / "packages")])
-    except SuperBenchError as e:
-        return {"error": str(e)}
-    return info
-
-
-def _disk_enforcement(config: RunConfig) -> str | None:
-    from super_bench.sandbox.limits.disk import disk_mechanism
-
-    sandbox = config.env.sandbox
-    if sandbox.disk_limit is None:
-        return None
-    try:
-        return disk_mechanism(sandbox.disk_enforcement)
-    except SuperBenchError as e:
-        return f"unavailable: {e}"
-
-
-def _package_cache(config: RunConfig) -> dict[str, Any] | None:
-    """The package cache's mode, directory and upstream indexes, where tasks install through it. The indexes
-    from pip's configuration are found when a task first installs (asking pip costs a process): until then,
-    and in a run where no task installed anything, they are null (``record_upstreams``)."""
-    from super_bench.sandbox.packages.task_access import cache_applies, known_upstreams, package_cache_dir
-
-    sandbox = config.env.sandbox
-    if resolve_backend(sandbox.backend) == "docker" or not cache_applies(sandbox):
-        return None
-    indexes = known_upstreams(sandbox)
-    return {
-        "mode": sandbox.package_cache,
-        "directory": str(package_cache_dir(sandbox)),
-        "upstreams": None if indexes is None else list(indexes),
-    }
 
 
 def record_upstreams(manifest: RunManifest, config: RunConfig, run_dir: RunDir) -> None:
@@ -296,17 +247,3 @@ def record_upstreams(manifest: RunManifest, config: RunConfig, run_dir: RunDir) 
     if indexes is not None:
         cache["upstreams"] = list(indexes)
         run_dir.write_manifest(manifest)
-
-
-def _memory_enforcement(config: RunConfig) -> str | None:
-    from super_bench.sandbox.limits.memory import memory_mechanism
-
-    sandbox = config.env.sandbox
-    if sandbox.memory_limit is None:
-        return None
-    if resolve_backend(sandbox.backend) == "docker":
-        return "docker --memory (the container's cgroup)"
-    try:
-        return memory_mechanism(sandbox.memory_enforcement)
-    except SuperBenchError as e:
-        return f"unavailable: {e}"

@@ -23,8 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from super_bench._version import __version__
-from super_bench.errors import KernelError, SandboxError
-from super_bench.sandbox.backends.local import MARKER, make_task_dir
+from super_bench.errors import SandboxError
 from super_bench.sandbox.base import (
     CommandResult,
     KernelLaunch,
@@ -32,12 +31,15 @@ from super_bench.sandbox.base import (
     PopenKernelProcess,
     Sandbox,
     SandboxConfig,
+    SandboxDescription,
+    await_kernel,
     file_io,
+    make_task_dir,
 )
 from super_bench.sandbox.kernel.kernel_env import BOOT_SCRIPT
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
-from super_bench.sandbox.lifetime.reaper import remove_container, remove_tree
+from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
 from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS
@@ -134,6 +136,17 @@ class DockerSandbox(Sandbox):
                 f"the image {image} is not built here: run `super-bench sandbox build --backend docker`"
                 + ("" if image == DEFAULT_IMAGE else " or pull it")
             )
+
+    @classmethod
+    def describe(cls, config: SandboxConfig, *, packages: bool = False) -> SandboxDescription:
+        image = config.image or DEFAULT_IMAGE
+        summary = f"the image {image} (SUPER's package list, Python 3.10)"
+        return SandboxDescription(
+            backend=cls.name,
+            environment=summary,
+            task_environment={"kind": "docker", "image": image, "summary": summary},
+            memory_enforcement=None if config.memory_limit is None else "docker --memory (the container's cgroup)",
+        )
 
     @property
     def workdir(self) -> str:
@@ -249,12 +262,7 @@ class DockerSandbox(Sandbox):
         stop = [self._engine, "exec", self.container, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
         process = _ContainerKernel(popen, stop, lambda: runtime.forget(files))
         self._kernels.append(process)
-        try:
-            connection = runtime.connect_info(files, lambda: process.poll() is None, timeout)
-        except KernelError:
-            process.kill()
-            raise
-        return KernelLaunch(process, connection)
+        return await_kernel(runtime, files, process, timeout)
 
     def kernel_log_tail(self, chars: int = 2000) -> str:
         return self._runtime.log_tail(chars) if self._runtime is not None else ""
