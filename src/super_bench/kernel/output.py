@@ -107,8 +107,8 @@ class OutputBuffer:
     Beyond ``max_chars`` the middle is dropped (head and tail kept), so a runaway cell cannot
     exhaust the harness's memory; ``dropped`` says how much was lost. Nothing is joined until the
     text is asked for: past the ceiling, the head's chunks stay as they came and the tail's oldest
-    chunks are let go as newer ones arrive, so the buffer holds about ``max_chars`` and one chunk
-    (joining everything to cut it, as it once did, held three to four times that).
+    chunks are let go as newer ones arrive, so the buffer holds at most 1.5 times ``max_chars`` (about
+    ``max_chars`` and one chunk once cut), where joining everything to cut it held three to four times that.
     """
 
     def __init__(self, max_chars: int) -> None:
