@@ -293,3 +293,17 @@ def test_harness_files_cannot_be_turned_against_the_host(start: Any, tmp_path: P
     with pytest.raises(TimeoutError):
         listener.accept()  # the harness never connected to the host's socket
     listener.close()
+
+
+@pytest.mark.slow
+def test_an_edit_of_a_fifo_gives_up_instead_of_hanging(env_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from super_bench.sandbox.backends import bwrap
+
+    monkeypatch.setattr(bwrap, "FILE_TIMEOUT", 2.0)
+    env: Environment = env_factory(sandbox=backend_settings("bwrap"))
+    env.reset(make_task())
+    run(env, "import os\nos.mkfifo('pipe.py')")
+    started = time.monotonic()
+    step = env.step(Action(type="edit", content="pipe.py\n<<<BEFORE_EDIT>>>\na\n<<<AFTER_EDIT>>>\nb"))
+    assert step.outcome == "invalid" and time.monotonic() - started < 30
+    assert run(env, "print('still here')").observation == "still here\n"

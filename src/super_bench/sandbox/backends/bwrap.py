@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
@@ -281,6 +282,9 @@ class BwrapSandbox(HostSandbox):
             cwd="/",
         )
         assert proc.stdout is not None
+        # Agent code decides what the path is (a FIFO never ends): the process has the time a read and a write had.
+        deadline = threading.Timer(FILE_TIMEOUT, proc.kill)
+        deadline.start()
         verdict, data = b"skip\n", b""
         try:
             size = proc.stdout.readline()
@@ -288,13 +292,18 @@ class BwrapSandbox(HostSandbox):
                 edited = change(proc.stdout.read(int(size)))
                 verdict, data = b"write\n", edited
         finally:
-            out, err = proc.communicate(verdict + data, timeout=120)
+            out, err = proc.communicate(verdict + data)
+            deadline.cancel()
         file_io(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), path)
 
     def _inside(self, command: list[str], data: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(self._wrap(command), input=data, capture_output=True, env=self._env, timeout=120, cwd="/")
+        return subprocess.run(
+            self._wrap(command), input=data, capture_output=True, env=self._env, timeout=FILE_TIMEOUT, cwd="/"
+        )
 
 
+# Seconds a file operation inside the sandbox may take.
+FILE_TIMEOUT = 120.0
 # Writes "$1" as agent code would; a file it may not write in place (a package file linked to the cache) is
 # replaced by a copy.
 _WRITE = (
