@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,7 +25,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.lifetime.build_cache import build_once
+from super_bench.sandbox.lifetime.build_cache import build_once, cache_dir, is_built
 
 BOOT_SCRIPT = Path(__file__).resolve().parents[1] / "data" / "kernel_boot.py"
 _KERNEL_REQUIREMENT = "ipykernel"
@@ -105,6 +107,9 @@ def kernel_env(python: str, version: str) -> Path:
     from the harness's own (another Python version).
     """
     boot = BOOT_SCRIPT.read_bytes()
+    found = _found_before(version, boot)
+    if found is not None and found.kernel is not None:
+        return found.kernel
     if _same_version(version):
         dists = distribution_closure([_KERNEL_REQUIREMENT])
         manifest = [d.pin for d in dists]
@@ -120,7 +125,52 @@ def kernel_env(python: str, version: str) -> Path:
             _pip_install_target(python, version, packages)
         (directory / "kernel_boot.py").write_bytes(boot)
 
-    return build_once("kernels", [_LAYOUT, version, manifest, hashlib.sha256(boot).hexdigest()], fill)
+    built = build_once("kernels", [_LAYOUT, version, manifest, hashlib.sha256(boot).hexdigest()], fill)
+    if found is not None:
+        found.remember(built)
+    return built
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """Which kernel environment the harness's installed distributions led to last time: finding it again
+    otherwise parses the metadata of each of the kernel's distributions (tens of milliseconds per run)."""
+
+    note: Path
+
+    @property
+    def kernel(self) -> Path | None:
+        try:
+            name = self.note.read_text().strip()
+        except (OSError, ValueError):
+            return None
+        # Only a finished build beside the note itself (named by a digest), whatever the note says.
+        kernel = self.note.parent / name
+        return kernel if re.fullmatch(r"[0-9a-f]{16}", name) and is_built(kernel) else None
+
+    def remember(self, kernel: Path) -> None:
+        try:
+            partial = self.note.with_name(f".{self.note.name}-{os.getpid()}")
+            partial.write_text(kernel.name + "\n")
+            os.replace(partial, self.note)
+        except OSError:
+            pass  # found the long way next time too
+
+
+def _found_before(version: str, boot: bytes) -> _Lookup | None:
+    """Where the lookup of this Python version's kernel environment is remembered: keyed by the names of the
+    installed distributions' metadata directories (their names and versions, read without parsing any
+    metadata) and the boot script. None for another Python version (its packages come from pip)."""
+    if not _same_version(version):
+        return None
+    names: list[str] = []
+    for entry in sys.path:
+        try:
+            names += [n for n in os.listdir(entry or ".") if n.endswith((".dist-info", ".egg-info"))]
+        except OSError:
+            continue
+    key = json.dumps([_LAYOUT, version, sorted(names), hashlib.sha256(boot).hexdigest()])
+    return _Lookup(cache_dir() / "kernels" / f"found-{hashlib.sha256(key.encode()).hexdigest()[:16]}")
 
 
 def _pip_install_target(python: str, version: str, target: Path) -> None:

@@ -40,6 +40,11 @@ def build_once(kind: str, key: object, fill: Callable[[Path], None]) -> Path:
     return target
 
 
+def is_built(path: Path) -> bool:
+    """Whether ``path`` is a finished build of ``build_once``."""
+    return (path / _COMPLETE).is_file()
+
+
 def readable_by_all(root: Path) -> None:
     """Give a tree the modes that let any user read it and only its owner change it."""
     for dirpath, _, filenames in os.walk(root):
@@ -49,4 +54,4 @@ def readable_by_all(root: Path) -> None:
             os.chmod(path, 0o755 if os.stat(path).st_mode & 0o100 else 0o644)
 
 
-__all__ = ["build_once", "cache_dir", "readable_by_all"]
+__all__ = ["build_once", "cache_dir", "is_built", "readable_by_all"]
