@@ -9,7 +9,12 @@ private ``/tmp``, its own PID and IPC namespaces, unix-socket transport), starte
 ``jupyter_client`` from a kernel spec.
 Python's own start-up is measured too, since both sides pay it.
 
-    python benchmarks/bench_cold_start.py [--backends local bwrap docker] [--repeats 5]
+Where the benchmark may make cgroups (root), each side runs in a cgroup of its own, and the CPU time of all
+its processes (the harness, the sandbox, the kernel, the watchdog) is set beside the wall time: the CPU
+ratio, and the wall ratio idle and with two busy loops spinning on the machine's cores (``--busy``), as
+where users run benchmarks beside other work. The two sides alternate, and each figure is a median.
+
+    python benchmarks/bench_cold_start.py [--backends local bwrap docker] [--repeats 5] [--busy 2]
 """
 
 from __future__ import annotations
@@ -23,9 +28,23 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from common import Row, available_backends, median, ratio_row, seconds, super_bench, table, timed
+from common import (
+    Row,
+    available_backends,
+    busy_loops,
+    cpu_counting,
+    median,
+    ratio_row,
+    seconds,
+    super_bench,
+    table,
+    timed,
+    timed_cpu,
+)
 
 TARGETS = {"local": 1.5, "bwrap": 2.0, "docker": 2.0}
+# Measured in cgroups: all processes' CPU time, and the wall time idle and beside busy loops.
+CPU_TARGET, IDLE_TARGET, BUSY_TARGET = 1.5, 1.1, 1.3
 
 # What start_new_kernel does, with the kernel spec and transport as arguments.
 RAW = """
@@ -65,24 +84,75 @@ def bwrap_kernel_spec(root: Path) -> dict[str, str]:
     return {**os.environ, "JUPYTER_PATH": str(root)}
 
 
+def _commands(backend: str, root: Path) -> tuple[list[str], list[str], dict[str, str] | None]:
+    """The one-cell run's command (its --out still to add), the raw kernel's, and the raw kernel's environment."""
+    actions = root / "one-cell.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": "print(6 * 7)"}]))
+    command = [*super_bench(), "run", "--query", "Print 6 * 7.", "--agent", f"replay:{actions}", "--sandbox", backend]
+    # Unix sockets, as the sandboxes use (jupyter_client's default is TCP).
+    raw_command = [sys.executable, "-c", RAW, "python3", str(root / "ipc" / "kernel")]
+    raw_env = None
+    if backend == "bwrap":
+        raw_env = bwrap_kernel_spec(root)
+        raw_command[3] = "bwrap-raw"
+    else:
+        (root / "ipc").mkdir()
+    return command, raw_command, raw_env
+
+
+def measure_cpu(backend: str, repeats: int, busy: int) -> list[Row]:
+    """CPU and wall time of the one-cell run and of the raw kernel, in cgroups, idle and beside busy loops."""
+    found: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="bench-cold-cpu-") as tmp:
+        root = Path(tmp)
+        command, raw_command, raw_env = _commands(backend, root)
+        for loops in sorted({0, busy}):
+            ours: list[tuple[float, float]] = []
+            raw: list[tuple[float, float]] = []
+            with busy_loops(loops):
+                for i in range(repeats):
+                    wall, cpu, _ = timed_cpu([*command, "--out", str(root / f"run-{loops}-{i}")])
+                    ours.append((wall, cpu))
+                    wall, cpu, stdout = timed_cpu(raw_command, env=raw_env)
+                    if "42" not in stdout:
+                        raise RuntimeError(f"the raw kernel printed {stdout!r}")
+                    raw.append((wall, cpu))
+            walls = median([w for w, _ in ours]), median([w for w, _ in raw])
+            cpus = median([c for _, c in ours]), median([c for _, c in raw])
+            where = "idle" if loops == 0 else f"{loops} busy loops"
+            found.append(
+                ratio_row(
+                    "cold start, wall",
+                    f"{backend}, {where}",
+                    walls[0],
+                    walls[1],
+                    IDLE_TARGET if loops == 0 else BUSY_TARGET,
+                    ours_text=f"{seconds(walls[0])} (median of {repeats}, alternating)",
+                    reference_text=f"{seconds(walls[1])} (raw kernel + one cell)",
+                )
+            )
+            found.append(
+                ratio_row(
+                    "cold start, CPU",
+                    f"{backend}, {where}",
+                    cpus[0],
+                    cpus[1],
+                    CPU_TARGET,
+                    ours_text=f"{seconds(cpus[0])} of CPU, all processes (cgroup)",
+                    reference_text=f"{seconds(cpus[1])} of CPU (raw kernel + one cell)",
+                )
+            )
+    return found
+
+
 def measure(backend: str, repeats: int) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
         root = Path(tmp)
-        actions = root / "one-cell.json"
-        actions.write_text(json.dumps([{"type": "execute", "content": "print(6 * 7)"}]))
-        # Unix sockets, as the sandboxes use (jupyter_client's default is TCP).
-        raw_command = [sys.executable, "-c", RAW, "python3", str(root / "ipc" / "kernel")]
-        raw_env = None
-        if backend == "bwrap":
-            raw_env = bwrap_kernel_spec(root)
-            raw_command[3] = "bwrap-raw"
-        else:
-            (root / "ipc").mkdir()
+        command, raw_command, raw_env = _commands(backend, root)
         ours, raw, python = [], [], []
         for i in range(repeats):
             out = root / f"run{i}"
-            command = [*super_bench(), "run", "--query", "Print 6 * 7.", "--agent", f"replay:{actions}"]
-            wall, _ = timed([*command, "--sandbox", backend, "--out", str(out)])
+            wall, _ = timed([*command, "--out", str(out)])
             if "42" not in (out / "tasks" / "query" / "trajectory.json").read_text():
                 raise RuntimeError(f"{out}: the cell's output is missing")
             ours.append(wall)
@@ -105,13 +175,17 @@ def measure(backend: str, repeats: int) -> list[Row]:
     return [row]
 
 
-def rows(backends: Sequence[str], repeats: int) -> list[Row]:
+def rows(backends: Sequence[str], repeats: int, busy: int = 2) -> list[Row]:
     found: list[Row] = []
     for backend, problem in available_backends(backends).items():
         if problem is not None:
             found.append(Row("cold start", backend, f"not measured: {problem}"))
             continue
         found += measure(backend, repeats)
+        if cpu_counting():
+            found += measure_cpu(backend, repeats, busy)
+        else:
+            found.append(Row("cold start, CPU", backend, "not measured: no cgroup can be made here (needs root)"))
     return found
 
 
@@ -119,8 +193,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", nargs="+", default=["local", "bwrap", "docker"])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--busy", type=int, default=2, help="Busy loops beside the second round of CPU figures.")
+    parser.add_argument("--cpu-only", action="store_true", help="Only the figures measured in cgroups.")
     args = parser.parse_args()
-    print(table(rows(args.backends, args.repeats)))
+    if args.cpu_only:
+        print(table([row for b in args.backends for row in measure_cpu(b, args.repeats, args.busy)]))
+    else:
+        print(table(rows(args.backends, args.repeats, args.busy)))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,9 @@ from super_bench.runner.rundir import RunDir
 from super_bench.tasks.model import Task
 
 ONE, TWO = "1 worker (thread)", "2 workers (threads)"
-TARGET = 1.6  # 2 workers over 1
+TARGET = 1.6  # 2 workers over 1, the whole suite
+# The Expert set alone: its tasks are the longest, so that the runner's own gaps between them matter least.
+EXPERT_TARGET = 1.8
 Measure = Callable[[Path, str], tuple[float, float, list[TaskResult]]]
 
 
@@ -115,6 +117,7 @@ def rows(sets: list[str], repeats: int = 1, processes: bool = True, with_ray: bo
     tasks = [t for task_set in sets for t in load_tasks("demo", task_set)]
     times = measure(tasks, variants(tasks, processes, with_ray), repeats)
     base = statistics.median(times[ONE][0])
+    limit = EXPERT_TARGET if sets == ["expert"] else TARGET
     where = f"{len(tasks)} demo tasks, gold agent"
     found = [Row("scaling", f"{where}, {ONE}", f"{base:.1f} s, harness CPU {statistics.median(times[ONE][1]):.1f} s")]
     for name, (walls, cpus) in times.items():
@@ -122,7 +125,7 @@ def rows(sets: list[str], repeats: int = 1, processes: bool = True, with_ray: bo
             continue
         wall = statistics.median(walls)
         cpu = "" if name != TWO else f", harness CPU {statistics.median(cpus):.1f} s"
-        target, met = (f">= {TARGET:g}x faster", base / wall >= TARGET) if name == TWO else ("", None)
+        target, met = (f">= {limit:g}x faster", base / wall >= limit) if name == TWO else ("", None)
         found.append(
             Row(
                 "scaling",

@@ -11,6 +11,10 @@ fitted by least squares against the step's index (so that no single slow spell o
 decides), is the same at the run's end as at its beginning: the median over the repeats of the
 fitted end over the fitted beginning. The slopes between the run lengths are shown beside it.
 
+A shell step: in one environment, ``!true`` and ``x = 1`` in turn, each step timed from its start to its end;
+the median ``!true`` step may cost at most 30 ms more than the median ``x = 1`` step (``--shell-only`` for
+this measure alone).
+
     python benchmarks/bench_steps.py [--backends local bwrap docker] [--steps 10 100 400] [--repeats 3]
 """
 
@@ -32,6 +36,8 @@ CELL = "x = 1"
 TARGETS = {"local": 1.3, "bwrap": 1.5, "docker": 1.5}
 # The end of the longest run may take at most this much longer per step than its beginning.
 FLAT = 1.1
+# Seconds a `!true` step may cost beyond an `x = 1` step.
+SHELL_EXTRA = 0.030
 
 
 def raw_round_trip(backend: str, root: Path, n: int = 400) -> float:
@@ -133,13 +139,46 @@ def measure(backend: str, counts: Sequence[int], repeats: int) -> list[Row]:
     ]
 
 
-def rows(backends: Sequence[str], counts: Sequence[int], repeats: int) -> list[Row]:
+def shell_step(backend: str, pairs: int = 40) -> Row:
+    """The median ``!true`` step over the median ``x = 1`` step, taken in turn in one environment."""
+    from super_bench import Action, EnvConfig, Environment, SandboxConfig, Task
+
+    with tempfile.TemporaryDirectory(prefix="bench-shell-") as tmp:
+        env = Environment(EnvConfig(sandbox=SandboxConfig(backend=backend, root=Path(tmp)), max_steps=None))
+        try:
+            env.reset(Task(task_id="shell", query="Run trivial cells."))
+            times: dict[str, list[float]] = {CELL: [], "!true": []}
+            for i in range(pairs + 3):
+                for cell in (CELL, "!true"):
+                    step = env.step(Action.execute(cell))
+                    if step.outcome != "ok":
+                        raise RuntimeError(f"{cell}: {step.outcome}: {step.observation}")
+                    if i >= 3:  # the first steps also warm the kernel up
+                        times[cell].append((step.end_time - step.start_time).total_seconds())
+        finally:
+            env.close()
+    shell, trivial = median(times["!true"]), median(times[CELL])
+    return Row(
+        "shell step",
+        backend,
+        f"`!true`: {shell * 1000:.1f} ms per step, {(shell - trivial) * 1000:.1f} ms more than `{CELL}` "
+        f"(medians of {pairs}, in turn)",
+        f"`{CELL}`: {trivial * 1000:.1f} ms per step",
+        shell / trivial,
+        f"<= +{SHELL_EXTRA * 1000:.0f} ms",
+        shell - trivial <= SHELL_EXTRA,
+    )
+
+
+def rows(backends: Sequence[str], counts: Sequence[int], repeats: int, shell_only: bool = False) -> list[Row]:
     found: list[Row] = []
     for backend, problem in available_backends(backends).items():
         if problem is not None:
             found.append(Row("step cost", backend, f"not measured: {problem}"))
             continue
-        found += measure(backend, counts, repeats)
+        if not shell_only:
+            found += measure(backend, counts, repeats)
+        found.append(shell_step(backend))
     return found
 
 
@@ -148,8 +187,9 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", default=["local", "bwrap", "docker"])
     parser.add_argument("--steps", nargs="+", type=int, default=[10, 100, 400])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--shell-only", action="store_true", help="Only the shell step's cost.")
     args = parser.parse_args()
-    print(table(rows(args.backends, args.steps, args.repeats)))
+    print(table(rows(args.backends, args.steps, args.repeats, args.shell_only)))
 
 
 if __name__ == "__main__":

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import secrets
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,3 +119,71 @@ def ratio_row(
     """A row whose target is ``ours / reference <= limit``."""
     ratio = ours / reference
     return Row(benchmark, case, ours_text, reference_text, ratio, f"<= {limit:g}x", ratio <= limit)
+
+
+# Where a command's CPU time is counted, every process it starts included (kernels, sandboxes, the watchdog,
+# whatever outlives it): a cgroup v1 ``cpuacct`` hierarchy (apart from the memory hierarchy, so the harness's
+# memory limits work as ever), else a cgroup v2 one.
+_CPUACCT = (Path("/sys/fs/cgroup/cpuacct"), "cpuacct.usage", 1e-9)
+_UNIFIED = (Path("/sys/fs/cgroup"), "cpu.stat", 1e-6)
+
+
+def _cpu_cgroup() -> tuple[Path, str, float] | None:
+    for base, name, unit in (_CPUACCT, _UNIFIED):
+        probe = base / f"bench-probe-{secrets.token_hex(3)}"
+        try:
+            probe.mkdir()
+        except OSError:
+            continue
+        with contextlib.suppress(OSError):
+            probe.rmdir()
+        if (base / name).exists() or name == "cpu.stat":
+            return base, name, unit
+    return None
+
+
+def cpu_counting() -> bool:
+    """Whether this machine lets the benchmarks count a command's CPU time in a cgroup of its own."""
+    return _cpu_cgroup() is not None
+
+
+def timed_cpu(command: Sequence[str], *, env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Run a command to its end in a cgroup of its own; its wall time, the CPU seconds of every process it
+    started (counted until the last of them has ended), and its stdout."""
+    found = _cpu_cgroup()
+    if found is None:
+        raise RuntimeError("no cgroup to count CPU time in (root and a cgroup file system are needed)")
+    base, name, unit = found
+    group = base / f"bench-{secrets.token_hex(4)}"
+    group.mkdir()
+    try:
+        start = time.perf_counter()
+        # A shell joins the cgroup, then becomes the command.
+        join = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")]
+        proc = subprocess.Popen([*join, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout, stderr = proc.communicate()
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed ({proc.returncode}):\n{stderr[-3000:]}")
+        deadline = time.monotonic() + 10
+        while (group / "cgroup.procs").read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.01)  # a watchdog ends a moment after the harness: its time counts
+        text = (group / name).read_text()
+        used = int(text.split()[0]) if name != "cpu.stat" else int(text.split("usage_usec")[1].split()[0])
+        return wall, used * unit, stdout
+    finally:
+        with contextlib.suppress(OSError):
+            group.rmdir()
+
+
+@contextlib.contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """``count`` processes that spin on a core each, as other work on the machine would."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(0.2)
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()

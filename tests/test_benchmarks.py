@@ -114,3 +114,25 @@ def test_the_scale_benchmark_downloads_once_with_the_cache_and_every_time_withou
         "cache on: task 2 against task 1",
         "cache on: task 2's disk against task 1's",
     ]
+
+
+def test_a_commands_cpu_counts_every_process_it_started(benchmarks: ModuleType) -> None:
+    import common
+
+    if not common.cpu_counting():
+        pytest.skip("no cgroup can be made here (the CPU figures need root)")
+    # The command's child spins 0.4 s of CPU after the command itself has ended: its time counts.
+    spin = "import time; end = time.process_time() + 0.4\nwhile time.process_time() < end: pass"
+    command = [sys.executable, "-c", f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {spin!r}])"]
+    _, cpu, _ = common.timed_cpu(command)
+    assert cpu >= 0.4
+    with common.busy_loops(1):
+        _, cpu, stdout = common.timed_cpu([sys.executable, "-c", "print('counted apart')"])
+    assert stdout == "counted apart\n" and cpu < 0.4  # the busy loop's time is not the command's
+
+
+@pytest.mark.slow
+def test_the_shell_step_benchmark_times_both_cells_in_one_environment(benchmarks: ModuleType) -> None:
+    row = benchmarks.bench_steps.shell_step("local", pairs=3)
+    assert (row.benchmark, row.case, row.target) == ("shell step", "local", "<= +30 ms")
+    assert "`!true`" in row.ours and row.met is not None

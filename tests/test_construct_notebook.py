@@ -18,9 +18,12 @@ from tests.conftest import REFERENCE_TRAJECTORIES
 from tests.helpers import cli
 
 from super_bench import demo, load_tasks, run
+from super_bench.construct.gold import min_runtime_problems
 from super_bench.construct.landmarks import generalise, milestone, suggest_landmarks
 from super_bench.construct.notebook import notebook_task
 from super_bench.errors import TaskError
+from super_bench.runner.results import TaskResult
+from super_bench.tasks.model import Task
 from super_bench.tasks.regex_check import slow_patterns
 
 TINYREG = "https://github.com/super-bench-demo/tinyreg"
@@ -236,3 +239,29 @@ def test_doctor_reports_task_rot_with_the_diff(tmp_path: Path) -> None:
     records = {r["task_id"]: r for r in map(json.loads, again.stdout.splitlines())}
     assert {k: r["status"] for k, r in records.items()} == {"tinyreg": "reproduces", "rotten": "rot", "broken": "rot"}
     assert records["broken"]["problems"][0] == 'answer: gold {"test_mse": 7.4031}, nothing was submitted'
+
+
+@pytest.mark.parametrize(
+    ("durations", "min_runtime", "problem"),
+    [
+        ([0.5], 0.2, None),
+        ([0.3], 0.2, "ran 0.30 s, less than 2x the task's min_runtime of 0.2 s"),
+        ([0.3, 0.45], 0.2, None),  # the longest successful run counts
+        ([], 0.2, None),  # no successful run: reported as such, not here
+    ],
+)
+def test_doctor_wants_the_entrypoint_to_clear_min_runtime_with_room(
+    durations: list[float], min_runtime: float, problem: str | None
+) -> None:
+    task = Task(task_id="a", query="q", entrypoint="train.py", min_runtime=min_runtime)
+    runs = [
+        {"step_index": i, "duration": d, "success": True, "reason": "ran successfully"} for i, d in enumerate(durations)
+    ]
+    runs.append({"step_index": 9, "duration": 5.0, "success": False, "reason": "the output has a Python traceback"})
+    result = TaskResult(task_id="a", task_set="auto", status="completed", details={"entrypoint_runs": runs})
+    problems = min_runtime_problems(task, result)
+    assert problems == (
+        []
+        if problem is None
+        else [f"the entrypoint train.py {problem}: a faster machine may fail it (lower min_runtime)"]
+    )

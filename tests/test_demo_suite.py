@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from super_bench import load_tasks
+from super_bench.construct.gold import min_runtime_problems
+from super_bench.runner.results import TaskResult
 from super_bench.tasks.model import MASKED_CATEGORIES
 
 
@@ -52,6 +54,8 @@ def test_gold_agent_solves_every_demo_task_offline(tmp_path: Path, offline: list
             assert (metrics["output_match"], metrics["landmarks"]) == (1.0, 1.0), row
         if task.entrypoint:
             assert metrics["entrypoint"] == 1.0, row
+            # ... and with room to spare over its min_runtime, which `super-bench doctor` checks too.
+            assert min_runtime_problems(task, TaskResult.model_validate(row)) == [], row
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["n_tasks"] == len(tasks)
     assert summary["metrics"]["entrypoint" if task_set == "auto" else "output_match"] == 1.0

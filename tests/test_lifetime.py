@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from tests.sandboxes import backend_settings, pids_with, token, wait_for
 
+from super_bench.sandbox.lifetime import reaper
 from super_bench.sandbox.lifetime.scratch import runtime_tag, scratch_dir
+from super_bench.sandbox.lifetime.supervisor import watchdog_command
 
 
 def start_run(tmp_path: Path, backend: str, actions: list[dict[str, str]], *extra: str) -> subprocess.Popen[str]:
@@ -76,7 +78,7 @@ def test_a_resumed_run_clears_what_a_killed_run_left(tmp_path: Path) -> None:
     try:
         assert wait_for(lambda: pids_with(mark), timeout=120), "the task did not start"
     finally:
-        watchdogs = [pid for pid in pids_with("super_bench.sandbox.lifetime.watchdog") if _parent(pid) == proc.pid]
+        watchdogs = [pid for pid in pids_with(watchdog_command()[-1]) if _parent(pid) == proc.pid]
         for pid in [*watchdogs, proc.pid]:
             os.kill(pid, signal.SIGKILL)
         proc.communicate()
@@ -95,3 +97,18 @@ def test_a_resumed_run_clears_what_a_killed_run_left(tmp_path: Path) -> None:
 
 def _parent(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_the_watchdog_imports_nothing_of_the_harness_but_the_reaper(tmp_path: Path) -> None:
+    *command, code = watchdog_command()
+    marked = tmp_path / "left-behind"
+    marked.mkdir()
+    registration = json.dumps({"op": "add", "kind": "dir", "value": str(marked)}) + "\n"
+    # Once it has done its work (its input closed), it says what it had imported.
+    listing = code + "print(' '.join(sorted(sys.modules)))\n"
+    proc = subprocess.run([*command, listing], input=registration, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    imported = set(proc.stdout.split())
+    assert {name for name in imported if "super_bench" in name} == {reaper.__name__}
+    assert not imported & {"pydantic", "rich", "jupyter_client", "site", "super_bench"}
+    assert not marked.exists()  # it still does its work: the harness went away, what it registered went too

@@ -1,3 +1,6 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from super_bench.kernel.output import OutputBuffer, cap_text, clean_output, strip_ansi
 
 
@@ -76,3 +79,50 @@ def test_output_buffer_drops_the_middle_beyond_its_ceiling() -> None:
     assert buffer.dropped > 90_000
     assert "dropped by super-bench" in text
     assert len(text) < 1200
+
+
+def _kept(full: str, limit: int) -> str:
+    """What a buffer with the ceiling ``limit`` keeps of ``full``: all of it, or its head and tail."""
+    if len(full) <= limit:
+        return full
+    head, tail = limit // 4, limit - limit // 4
+    dropped = len(full) - head - tail
+    return (
+        f"{full[:head]}\n[... {dropped:,} characters of output dropped by super-bench ...]\n{full[len(full) - tail :]}"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(chunks=st.lists(st.text(max_size=60), max_size=60), limit=st.integers(1, 400), peeks=st.integers(0, 3))
+def test_output_buffer_keeps_the_head_and_tail_of_whatever_comes(chunks: list[str], limit: int, peeks: int) -> None:
+    buffer = OutputBuffer(max_chars=limit)
+    for i, chunk in enumerate(chunks):
+        buffer.append(chunk)
+        # Never much more than the ceiling is held, however much comes.
+        assert sum(map(len, [*buffer._head, *buffer._chunks])) <= 1.5 * limit + 60
+        if peeks and i % (5 * peeks) == 0:  # asking for the text on the way changes nothing
+            assert buffer.text() == _kept("".join(chunks[: i + 1]), limit)
+    full = "".join(chunks)
+    assert buffer.text() == _kept(full, limit)
+    assert buffer.dropped == max(0, len(full) - limit)
+    assert buffer.take() == _kept(full, limit) and buffer.take() == "" and buffer.dropped == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(chunks=st.lists(st.text(min_size=1, max_size=40), max_size=40), limits=st.lists(st.integers(1, 300), min_size=2))
+def test_a_ceiling_lowered_or_raised_mid_cell_keeps_a_head_and_a_tail_within_it(
+    chunks: list[str], limits: list[int]
+) -> None:
+    buffer = OutputBuffer(max_chars=limits[0])
+    for i, chunk in enumerate(chunks):
+        buffer.max_chars = limits[i % len(limits)]
+        buffer.append(chunk)
+    full = "".join(chunks)
+    text = buffer.text()
+    if not buffer.dropped:
+        assert text == full
+        return
+    head, _, tail = text.partition(f"\n[... {buffer.dropped:,} characters of output dropped by super-bench ...]\n")
+    assert full.startswith(head) and full.endswith(tail)
+    assert len(head) + len(tail) + buffer.dropped == len(full)
+    assert len(head) + len(tail) <= buffer.max_chars

@@ -160,3 +160,19 @@ def test_a_task_without_a_network_is_not_sent_to_the_cache(env_factory: Any, tmp
     sandbox = {**backend_settings("bwrap"), "network": False, "pip_index": "http://127.0.0.1:9/simple"}
     (step,) = run_cells(env_factory, sandbox, ["!echo $PIP_INDEX_URL"])
     assert step.raw_output.strip() == "http://127.0.0.1:9/simple"  # as given: the proxy is out of its reach
+
+
+@pytest.mark.slow
+def test_a_run_asks_pip_for_its_indexes_only_once_a_task_installs(tmp_path: Path) -> None:
+    from super_bench import RunConfig, run
+    from super_bench.sandbox.packages.proxy import configured_indexes
+
+    configured_indexes.cache_clear()
+    actions = tmp_path / "actions.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": "x = 1"}]))
+    config = RunConfig(agent=f"replay:{actions}", out=tmp_path / "run")
+    outcome = run(config, tasks=[make_task(query="nothing to install")])
+    assert outcome.results[0].status == "completed"
+    assert configured_indexes.cache_info().currsize == 0  # `pip config list` never ran
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert manifest["sandbox"]["package_cache"]["upstreams"] is None

@@ -25,6 +25,7 @@ from super_bench.sandbox.limits.memory import cgroup_parent
 HELPERS = [
     *("bwrap", "setpriv", "prlimit", "timeout", "env", "sh", "dash", "bash", "cat", "cp", "mv", "mkdir", "dirname"),
     *("chmod", "mount", "umount", "mkfs.ext4", "mke2fs", "true", "nsenter", "unshare", "runuser", "su", "sudo"),
+    *("mktemp", "wc", "rm"),  # the one-process edit's script
 ]
 
 # Plants a program named like each helper in every directory agent code can write on its PATH (for local,

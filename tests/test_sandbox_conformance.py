@@ -74,6 +74,27 @@ def test_files_in_and_out(start: Any) -> None:
 
 
 @pytest.mark.slow
+def test_edits_read_and_write_as_agent_code_would(start: Any) -> None:
+    env = start()
+    run(
+        env,
+        "open('m.py', 'w').write('a = 1\\nb = 2\\n')\n!mkdir -p sub && printf 'x\\n' > sub/n.txt && chmod a-w sub/n.txt",
+    )
+    step = env.step(Action(type="edit", content="m.py\n<<<BEFORE_EDIT>>>\nb = 2\n<<<AFTER_EDIT>>>\nb = 3"))
+    assert step.outcome == "ok", step.observation
+    assert env.sandbox.read_file("m.py") == b"a = 1\nb = 3\n"
+    refused = env.step(Action(type="edit", content="m.py\n<<<BEFORE_EDIT>>>\nc = 4\n<<<AFTER_EDIT>>>\nc = 5"))
+    assert refused.outcome == "invalid"
+    assert env.sandbox.read_file("m.py") == b"a = 1\nb = 3\n"
+    missing = env.step(Action(type="edit", content="nope.py\n<<<BEFORE_EDIT>>>\na\n<<<AFTER_EDIT>>>\nb"))
+    assert (missing.outcome, "does not exist" in missing.observation) == ("invalid", True)
+    # A file agent code may not write in place is replaced, as agent code could (it owns the directory).
+    step = env.step(Action(type="edit", content="sub/n.txt\n<<<BEFORE_EDIT>>>\nx\n<<<AFTER_EDIT>>>\ny"))
+    assert step.outcome == "ok", step.observation
+    assert env.sandbox.read_file("sub/n.txt") == b"y\n"
+
+
+@pytest.mark.slow
 def test_installs_land_in_the_task_layer(start: Any, tmp_path: Path) -> None:
     env = start()
     wheel = tiny_wheel(tmp_path)
@@ -272,3 +293,17 @@ def test_harness_files_cannot_be_turned_against_the_host(start: Any, tmp_path: P
     with pytest.raises(TimeoutError):
         listener.accept()  # the harness never connected to the host's socket
     listener.close()
+
+
+@pytest.mark.slow
+def test_an_edit_of_a_fifo_gives_up_instead_of_hanging(env_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from super_bench.sandbox.backends import bwrap
+
+    monkeypatch.setattr(bwrap, "FILE_TIMEOUT", 2.0)
+    env: Environment = env_factory(sandbox=backend_settings("bwrap"))
+    env.reset(make_task())
+    run(env, "import os\nos.mkfifo('pipe.py')")
+    started = time.monotonic()
+    step = env.step(Action(type="edit", content="pipe.py\n<<<BEFORE_EDIT>>>\na\n<<<AFTER_EDIT>>>\nb"))
+    assert step.outcome == "invalid" and time.monotonic() - started < 30
+    assert run(env, "print('still here')").observation == "still here\n"

@@ -220,3 +220,25 @@ def test_sandbox_check_says_how_memory_is_limited_and_which_environment_tasks_ge
     out = " ".join(cli("sandbox", "check").stdout.split())
     assert f"--memory-limit is enforced by: {' '.join(describe(memory_mechanism()).split())}" in out
     assert "Task environment: the minimal default" in out and "super-bench sandbox build" in out
+
+
+def test_the_kernel_environment_is_found_again_without_reading_any_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from super_bench.sandbox.kernel import kernel_env as module
+
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    first = module.kernel_env.__wrapped__(sys.executable, version)
+    note = module._found_before(version, module.BOOT_SCRIPT.read_bytes())
+    assert note is not None and note.kernel == first
+
+    def unread(roots: list[str]) -> list[Any]:
+        raise AssertionError("the distributions' metadata was read again")
+
+    monkeypatch.setattr(module, "distribution_closure", unread)
+    assert module.kernel_env.__wrapped__(sys.executable, version) == first
+    # A note that names anything but a finished build beside it is passed over.
+    for elsewhere in ("..", "/tmp", first.name + "-unfinished"):
+        note.note.write_text(elsewhere + "\n")
+        assert note.kernel is None
+    note.remember(first)

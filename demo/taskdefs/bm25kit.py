@@ -55,7 +55,7 @@ BM25 = expert(
     [r"Indexed 240 passages", r"Retrieved top-100 passages for 60 queries", r"Queries evaluated: 60"],
     [*SETUP, CONVERT, RETRIEVE, CUTOFFS, EVALUATE, REPORT],
     entrypoint="retrieve.py",
-    min_runtime=0.1,
+    min_runtime=0.05,
 )
 
 EXPERT = [BM25]
@@ -91,6 +91,6 @@ AUTO = [
                 "--queries data/msmarco_mini/queries.dev.tsv --run_out runs/bm25.dev.tsv"
             ),
         ],
-        min_runtime=0.1,
+        min_runtime=0.05,
     ),
 ]

@@ -45,7 +45,7 @@ KNESER = expert(
     ],
     [*SETUP, CONFIG, TRAIN, EVALUATE, REPORT],
     entrypoint="train_lm.py",
-    min_runtime=0.2,
+    min_runtime=0.04,
 )
 
 EXPERT = [KNESER]
@@ -74,7 +74,7 @@ AUTO = [
         "Train the trigram Kneser-Ney language model of kneser on WikiText-mini with train_lm.py and configs/kn3.ini.",
         "train_lm.py",
         [*SETUP, execute("!python train_lm.py --config configs/kn3.ini")],
-        min_runtime=0.2,
+        min_runtime=0.04,
     ),
     auto(
         "kneser-eval-auto",
@@ -87,6 +87,6 @@ AUTO = [
             execute("!python train_lm.py --config configs/kn2.ini"),
             execute("!python evaluate.py --model checkpoints/kn2.pkl --data data/wikitext_mini/test.txt"),
         ],
-        min_runtime=0.1,
+        min_runtime=0.02,
     ),
 ]

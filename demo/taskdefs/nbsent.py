@@ -39,7 +39,7 @@ NBSENT = expert(
     ],
     [*SETUP, INSTALL, CONFIG, RUN, REPORT],
     entrypoint="train.py",
-    min_runtime=0.2,
+    min_runtime=0.04,
 )
 
 EXPERT = [NBSENT]
@@ -78,6 +78,6 @@ AUTO = [
         "sentiment data with train.py.",
         "train.py",
         [*SETUP, INSTALL, execute("!python train.py --config configs/nb_unigram.json")],
-        min_runtime=0.2,
+        min_runtime=0.04,
     ),
 ]

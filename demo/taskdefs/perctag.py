@@ -43,7 +43,7 @@ PERCTAG = expert(
     ],
     [*SETUP, LIMIT, FIX_WEIGHTS, FIX_COUNTS, RUN, REPORT],
     entrypoint="train.py",
-    min_runtime=0.2,
+    min_runtime=0.1,
 )
 
 EXPERT = [PERCTAG]
@@ -73,6 +73,6 @@ AUTO = [
         "Train the averaged-perceptron NER tagger of perctag on the CoNLL-mini data with train.py, for 3 epochs.",
         "train.py",
         [*SETUP, FIX_WEIGHTS, FIX_COUNTS, execute("!python train.py --epochs 3")],
-        min_runtime=0.3,
+        min_runtime=0.13,
     ),
 ]

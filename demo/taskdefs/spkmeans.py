@@ -39,7 +39,7 @@ SPKMEANS = expert(
     ],
     [*SETUP, CONFIG, TO_CPU, RUN, REPORT],
     entrypoint="cluster.py",
-    min_runtime=0.2,
+    min_runtime=0.05,
 )
 
 EXPERT = [SPKMEANS]
@@ -77,6 +77,6 @@ AUTO = [
         "default configuration.",
         "cluster.py",
         [*SETUP, TO_CPU, execute("!python cluster.py --device cpu")],
-        min_runtime=0.2,
+        min_runtime=0.05,
     ),
 ]

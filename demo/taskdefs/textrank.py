@@ -42,7 +42,7 @@ TEXTRANK = expert(
     ],
     [*SETUP, INSTALL, LIMIT, SUMMARIZE, EVALUATE, REPORT],
     entrypoint="summarize.py",
-    min_runtime=0.1,
+    min_runtime=0.02,
 )
 
 EXPERT = [TEXTRANK]
@@ -79,6 +79,6 @@ AUTO = [
             ),
             execute("!python evaluate.py --summaries outputs/lead3.jsonl --references data/cnndm_mini/test.jsonl"),
         ],
-        min_runtime=0.1,
+        min_runtime=0.02,
     ),
 ]

@@ -72,7 +72,7 @@ AUTO = [
         "github_repo": URL.format(REPO),
         "git_commit": COMMITS[REPO],
         "entrypoint": "train.py",
-        "min_runtime": 0.2,
+        "min_runtime": 0.04,
         "solution": [*setup_cells(REPO), execute("!python train.py --config configs/base.json")],
     },
 ]

@@ -1,5 +1,5 @@
 """``python -m super_bench``: the same as the ``super-bench`` command."""
 
-from super_bench.cli import main
+from super_bench.cli import entry
 
-main()
+entry()

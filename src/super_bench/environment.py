@@ -571,14 +571,23 @@ class Environment:
             request = parse_edit(str(action.content or ""))
             cwd = self.cwd
             path = posixpath.join(cwd, request.path)
+            message = ""
+
+            def change(data: bytes) -> bytes:
+                nonlocal message
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise EditFailed(f"No edit made: cannot read {request.path}: {e}") from e
+                edited, message = apply_edit(text, request)
+                return edited.encode("utf-8")
+
             try:
-                text = self.sandbox.read_file(path).decode("utf-8")
+                self.sandbox.edit_file(path, change)
             except FileNotFoundError as e:
                 raise EditFailed(f"No edit made: the file {request.path} does not exist (looked in {cwd}).") from e
-            except (OSError, UnicodeDecodeError) as e:
-                raise EditFailed(f"No edit made: cannot read {request.path}: {e}") from e
-            edited, message = apply_edit(text, request)
-            self.sandbox.write_file(path, edited.encode("utf-8"))
+            except OSError as e:
+                raise EditFailed(f"No edit made: cannot edit {request.path}: {e}") from e
         except EditFailed as e:
             return _Outcome(notes + str(e), None, "invalid")
         except OSError as e:

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import to_json
@@ -240,6 +240,8 @@ def atomic_write(path: Path, content: str | bytes) -> None:
         raise
 
 
-def step_line(step: Step) -> str:
-    """One step as a JSON line, for the append-only log written while an episode runs."""
-    return step.model_dump_json() + "\n"
+def write_step_line(file: BinaryIO, step: Step) -> None:
+    """One step as a JSON line, for the append-only log written while an episode runs: its JSON written as
+    pydantic makes it (bytes), with no copy of it as text or with its newline (a step may hold 100 MB)."""
+    file.write(step.__pydantic_serializer__.to_json(step))
+    file.write(b"\n")

@@ -73,3 +73,16 @@ def main(verbose: int) -> None:
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def entry() -> None:
+    """The ``super-bench`` command (and ``python -m super_bench``): ``main`` with the process set up around it
+    (see ``_process``). Tests call ``main`` itself, in their own process."""
+    from super_bench.cli._process import exit_now, keep_byte_code
+
+    keep_byte_code()  # before the command's own modules are imported
+    try:
+        main()
+    except SystemExit as e:  # click ends every command this way
+        exit_now(e.code)
+    exit_now(0)

@@ -22,6 +22,9 @@ from super_bench.trajectory import Step, Trajectory
 
 OUTPUT_TAIL = 1500  # characters of a failing cell's output in a report
 _FAILED = ("error", "kernel_died", "interrupted", "timeout", "invalid")  # "invalid": an edit that could not be made
+# A gold run's entrypoint must run at least this many times the task's min_runtime: a threshold the gold
+# run only just clears fails on a faster machine, or once the harness's own overhead shrinks.
+MIN_RUNTIME_MARGIN = 2.0
 
 
 @dataclass
@@ -87,6 +90,8 @@ def compare(task: Task, result: TaskResult, trajectory: Trajectory | None) -> Go
         runs = result.details.get("entrypoint_runs") or []
         why = "; ".join(f"step {r['step_index']}: {r['reason']}" for r in runs) or "no cell ran it"
         check.problems.append(f"the entrypoint {task.entrypoint} did not run successfully ({why})")
+    elif task.entrypoint:
+        check.problems.extend(min_runtime_problems(task, result))
     if trajectory is not None:
         failed = [s for s in trajectory.steps if _failed(s)]
         check.failed_pre_executed = [s.index for s in failed if s.pre_executed]
@@ -95,6 +100,19 @@ def compare(task: Task, result: TaskResult, trajectory: Trajectory | None) -> Go
     if check.problems and check.status == "reproduces":
         check.status = "rot"
     return check
+
+
+def min_runtime_problems(task: Task, result: TaskResult) -> list[str]:
+    """A problem where the entrypoint's successful runs cleared the task's ``min_runtime`` by too little."""
+    runs = result.details.get("entrypoint_runs") or []
+    longest = max((float(r["duration"]) for r in runs if r.get("success")), default=None)
+    needed = MIN_RUNTIME_MARGIN * task.effective_min_runtime
+    if longest is None or longest >= needed:
+        return []
+    return [
+        f"the entrypoint {task.entrypoint} ran {longest:.2f} s, less than {MIN_RUNTIME_MARGIN:g}x the task's "
+        f"min_runtime of {task.effective_min_runtime:g} s: a faster machine may fail it (lower min_runtime)"
+    ]
 
 
 def answer_diff(gold: Any, submitted: Any) -> list[str]:

@@ -138,7 +138,9 @@ class NotebookKernel:
         self._process = launch.process
         client = BlockingKernelClient()
         client.load_connection_info(launch.connection)  # type: ignore[arg-type]  # a TypedDict of the same keys
-        client.start_channels()
+        # No heartbeat channel: the kernel's process is watched directly (a thread with an event loop of its own
+        # that pinged the kernel every few seconds, for nothing).
+        client.start_channels(hb=False)
         self._client = client
         self._wait_ready()
         self.cwd = self.sandbox.workdir

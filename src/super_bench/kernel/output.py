@@ -105,46 +105,88 @@ class OutputBuffer:
     """The output of one cell, in arrival order, kept under a memory ceiling.
 
     Beyond ``max_chars`` the middle is dropped (head and tail kept), so a runaway cell cannot
-    exhaust the harness's memory; ``dropped`` says how much was lost.
+    exhaust the harness's memory; ``dropped`` says how much was lost. Nothing is joined until the
+    text is asked for: past the ceiling, the head's chunks stay as they came and the tail's oldest
+    chunks are let go as newer ones arrive, so the buffer holds at most 1.5 times ``max_chars`` (about
+    ``max_chars`` and one chunk once cut), where joining everything to cut it held three to four times that.
     """
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
-        self._chunks: list[str] = []
-        self._size = 0
+        self._head: list[str] = []  # the first chunks, once the ceiling has been passed
+        self._head_size = 0
+        self._chunks: deque[str] = deque()  # everything after the head
+        self._size = 0  # characters in _chunks
+        self._cut = False  # the ceiling was passed: the head is kept apart, the middle dropped
         self.dropped = 0
 
     def __len__(self) -> int:
-        return self._size
+        return self._head_size + self._size + self.dropped
 
     def append(self, text: str) -> None:
         if not text:
             return
         self._chunks.append(text)
         self._size += len(text)
-        # Compact rarely (only once the buffer is well over its ceiling) so appends stay O(1) amortised.
-        if self._size > self.max_chars * 1.5:
-            self._compact()
+        if self._cut:
+            self._trim(exact=False)
+        elif self._size > self.max_chars * 1.5:  # rarely: small outputs never pay for any of this
+            self._split()
 
-    def _compact(self) -> None:
-        joined = "".join(self._chunks)
-        head = self.max_chars // 4
-        tail = self.max_chars - head
-        self.dropped += len(joined) - head - tail
-        self._chunks = [joined[:head], joined[len(joined) - tail :]]
-        self._size = head + tail
+    def _split(self) -> None:
+        """Set the head apart (the first quarter of the ceiling), then drop what the tail does not need."""
+        want = self.max_chars // 4
+        while self._head_size < want and self._chunks:
+            chunk = self._chunks.popleft()
+            self._size -= len(chunk)
+            room = want - self._head_size
+            if len(chunk) > room:
+                self._chunks.appendleft(chunk[room:])
+                self._size += len(chunk) - room
+                chunk = chunk[:room]
+            self._head.append(chunk)
+            self._head_size += len(chunk)
+        self._cut = True
+        self._trim(exact=False)
+
+    def _trim(self, *, exact: bool) -> None:
+        """Drop the oldest chunks the tail can do without (``exact``: down to the character)."""
+        want = self.max_chars // 4
+        while self._head_size > want:  # the ceiling was lowered: the head's end goes with the middle
+            excess = self._head_size - want
+            last = self._head.pop()
+            keep = last[: max(0, len(last) - excess)]
+            self.dropped += len(last) - len(keep)
+            self._head_size -= len(last) - len(keep)
+            if keep:
+                self._head.append(keep)
+        room = max(0, self.max_chars - self._head_size)
+        while self._chunks and self._size - len(self._chunks[0]) >= room:
+            gone = len(self._chunks.popleft())
+            self._size -= gone
+            self.dropped += gone
+        if exact and self._size > room:
+            excess = self._size - room
+            self._chunks[0] = self._chunks[0][excess:]
+            self._size -= excess
+            self.dropped += excess
 
     def text(self) -> str:
         """The kept output; a marker stands where the middle was dropped."""
-        if self._size > self.max_chars:
-            self._compact()
+        if not self._cut and self._size > self.max_chars:
+            self._split()
+        if self._cut:
+            self._trim(exact=True)
         if not self.dropped:
-            return "".join(self._chunks)
-        head, tail = self._chunks
-        return f"{head}\n[... {self.dropped:,} characters of output dropped by super-bench ...]\n{tail}"
+            return "".join([*self._head, *self._chunks])
+        return (
+            f"{''.join(self._head)}\n[... {self.dropped:,} characters of output dropped by super-bench ...]\n"
+            f"{''.join(self._chunks)}"
+        )
 
     def take(self) -> str:
         """Return the text and empty the buffer (the ceiling and drop count start afresh)."""
         text = self.text()
-        self._chunks, self._size, self.dropped = [], 0, 0
+        self._head, self._head_size, self._chunks, self._size = [], 0, deque(), 0
+        self._cut, self.dropped = False, 0
         return text

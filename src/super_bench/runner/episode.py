@@ -16,7 +16,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from super_bench._names import TaskStatus
 from super_bench.actions import Action
@@ -28,7 +28,7 @@ from super_bench.runner.admission import ADMISSION, Need, Slot
 from super_bench.runner.results import TaskResult
 from super_bench.scoring import Metrics, ScoreDetails, ScoreMode, note_provenance, score_trajectory
 from super_bench.tasks.model import Task
-from super_bench.trajectory import Step, Trajectory, step_line
+from super_bench.trajectory import Step, Trajectory, write_step_line
 
 log = logging.getLogger(__name__)
 
@@ -89,12 +89,12 @@ class _StepLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file: TextIO | None = None
+        self._file: BinaryIO | None = None
 
     def __call__(self, step: Step) -> None:
         if self._file is None:
-            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
-        self._file.write(step_line(step))
+            self._file = open(self.path, "ab")  # noqa: SIM115 (closed in close())
+        write_step_line(self._file, step)
         self._file.flush()
 
     def close(self) -> None:

@@ -234,3 +234,16 @@ def add_task_environment(manifest: RunManifest, config: RunConfig, run_dir: RunD
     manifest.sandbox["disk_enforcement"] = description.disk_enforcement
     manifest.sandbox["package_cache"] = description.package_cache
     run_dir.write_manifest(manifest)
+
+
+def record_upstreams(manifest: RunManifest, config: RunConfig, run_dir: RunDir) -> None:
+    """At the end of a run, the package cache's upstream indexes, where a task's install has found them."""
+    from super_bench.sandbox.packages.task_access import known_upstreams
+
+    cache = manifest.sandbox.get("package_cache")
+    if not isinstance(cache, dict) or cache.get("upstreams") is not None:
+        return
+    indexes = known_upstreams(config.env.sandbox)
+    if indexes is not None:
+        cache["upstreams"] = list(indexes)
+        run_dir.write_manifest(manifest)

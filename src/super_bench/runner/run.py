@@ -14,7 +14,13 @@ from super_bench.errors import ConfigError, RunDirError
 from super_bench.runner.config import Reporter, RunConfig
 from super_bench.runner.dispatch import dispatch
 from super_bench.runner.executors import EXECUTORS, EpisodeSpec, ExecutorFactory, WorkItem
-from super_bench.runner.manifest import add_task_environment, build_manifest, check_same_run, identity
+from super_bench.runner.manifest import (
+    add_task_environment,
+    build_manifest,
+    check_same_run,
+    identity,
+    record_upstreams,
+)
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir, RunOutcome
 from super_bench.sandbox import SandboxConfig, check_backend, describe_backend
@@ -128,6 +134,7 @@ def _run(
             _remove_if_empty(scratch)
         background.shutdown()
         packages.result()
+        record_upstreams(manifest, config, run_dir)
         order = {task.task_id: i for i, task in enumerate(tasks)}
         results.sort(key=lambda r: (order[r.task_id], r.epoch))
         summary = summarize(results, config.mode)

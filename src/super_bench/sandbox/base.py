@@ -344,6 +344,11 @@ class Sandbox(ABC):
     def write_file(self, path: str, data: bytes) -> None:
         """Write a file, creating parent directories; relative paths as in ``read_file``."""
 
+    def edit_file(self, path: str, change: Callable[[bytes], bytes]) -> None:
+        """Read a file, and write back what ``change`` makes of it; nothing is written if ``change`` raises.
+        Backends where each file operation starts a process do both in one."""
+        self.write_file(path, change(self.read_file(path)))
+
     # -- the wall-time limit ----------------------------------------------------------------------
     def _start_wall_clock(self) -> None:
         """Start the task's clock; at its limit a timer of the harness calls ``_wall_time_passed``. Enforced

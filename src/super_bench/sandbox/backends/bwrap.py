@@ -44,6 +44,8 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -311,20 +313,56 @@ class BwrapSandbox(HostSandbox):
         return file_io(self._inside([program("cat"), "--", path]), path)
 
     def write_file(self, path: str, data: bytes) -> None:
-        # A file agent code may not write in place (a package file linked to the cache) is replaced by a copy.
+        file_io(self._inside([program("sh"), "-c", _WRITE, "sh", path], data), path)
+
+    def edit_file(self, path: str, change: Callable[[bytes], bytes]) -> None:
+        # One process, not one to read and one to write: the file's length and a copy of it as it was read,
+        # then a word from the harness (write, or not) and the new text.
         script = (
-            'mkdir -p -- "$(dirname -- "$1")" && { [ ! -e "$1" ] || [ -w "$1" ] || '
-            '{ cp -- "$1" "$1.super-bench-edit" && chmod u+w -- "$1.super-bench-edit" && '
-            'mv -f -- "$1.super-bench-edit" "$1"; }; } && cat > "$1"'
+            't=$(mktemp) && cat -- "$1" > "$t" && wc -c < "$t" && cat -- "$t" && rm -f -- "$t" || exit 1; '
+            f'read -r go && [ "$go" = write ] || exit 0; {_WRITE}'
         )
-        file_io(self._inside([program("sh"), "-c", script, "sh", path], data), path)
+        proc = subprocess.Popen(
+            self._harness_argv([program("sh"), "-c", script, "sh", path]),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self._harness_env(),
+            cwd="/",
+        )
+        assert proc.stdout is not None
+        # Agent code decides what the path is (a FIFO never ends): the process has the time a read and a write had.
+        deadline = threading.Timer(FILE_TIMEOUT, proc.kill)
+        deadline.start()
+        verdict, data = b"skip\n", b""
+        try:
+            size = proc.stdout.readline()
+            if size.strip().isdigit():
+                edited = change(proc.stdout.read(int(size)))
+                verdict, data = b"write\n", edited
+        finally:
+            out, err = proc.communicate(verdict + data)
+            deadline.cancel()
+        file_io(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), path)
+
+    def _harness_argv(self, command: list[str]) -> list[str]:
+        """A command of the harness's (a file read or written for an edit) as agent code's user, in its view."""
+        return self._wrap(command, as_agent=False)
+
+    def _harness_env(self) -> dict[str, str]:
+        """The fixed environment of the harness's own commands inside: only the system's programs on its PATH
+        (the script's ``cat``, ``wc``, ``mktemp`` among them), nothing of the task's variables."""
+        return {"PATH": SYSTEM_PATH, "LC_ALL": "C", MARKER: self.id}
 
     def _inside(self, command: list[str], data: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-        """A command of the harness's (a file read or written for an edit) run as agent code's user, in its view,
-        with the system's programs only: a fixed environment, in which its PATH is the system's."""
-        env = {"PATH": SYSTEM_PATH, "LC_ALL": "C", MARKER: self.id}
-        argv = self._wrap(command, as_agent=False)
-        return subprocess.run(argv, input=data, capture_output=True, env=env, timeout=120, cwd="/")
+        return subprocess.run(
+            self._harness_argv(command),
+            input=data,
+            capture_output=True,
+            env=self._harness_env(),
+            timeout=FILE_TIMEOUT,
+            cwd="/",
+        )
 
 
 def _host_pip_config() -> list[str]:
@@ -345,6 +383,17 @@ def _empty_file() -> str:
     if not path.is_file():
         path.touch(0o644)
     return str(path)
+
+
+# Seconds a file operation inside the sandbox may take.
+FILE_TIMEOUT = 120.0
+# Writes "$1" as agent code would; a file it may not write in place (a package file linked to the cache) is
+# replaced by a copy.
+_WRITE = (
+    'mkdir -p -- "$(dirname -- "$1")" && { [ ! -e "$1" ] || [ -w "$1" ] || '
+    '{ cp -- "$1" "$1.super-bench-edit" && chmod u+w -- "$1.super-bench-edit" && '
+    'mv -f -- "$1.super-bench-edit" "$1"; }; } && cat > "$1"'
+)
 
 
 def _gpu_devices() -> list[str]:

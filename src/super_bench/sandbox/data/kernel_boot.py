@@ -15,6 +15,9 @@ installed, but for the packages cells talk to the running notebook through (``NO
 ipykernel, comm, matplotlib-inline), which are always the kernel's, so that ``display()`` and
 figures work. Where the task has no copy of a package, the kernel's is shared.
 
+Shell escapes (``!command``) run as IPython runs them, in a pseudo-terminal through pexpect, but
+without the tenth of a second pexpect sleeps when it closes a child's terminal (``run_shell``).
+
 This file is standalone on purpose: it runs in the task's interpreter, where the harness's own
 packages are not installed.
 """
@@ -25,6 +28,7 @@ import builtins
 import os
 import sys
 import threading
+import time
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -143,6 +147,78 @@ def _file(module: Any) -> str:
     return origin if isinstance(origin, str) else ""
 
 
+# Seconds a command may take to end after the ^C an interrupt sends it, before it is killed (as IPython's).
+_INTERRUPT_GRACE = 0.2
+# Output is passed on as it comes, and sent on at least this often (seconds) while it keeps coming.
+_FLUSH_EVERY = 0.05
+
+
+def run_shell(command: str) -> int:
+    """Run ``!command`` as IPython does (``$SHELL -c``, or sh, in a pseudo-terminal that nothing types
+    into; output as it comes; ^C to the command on an interrupt) and return its status as IPython
+    gives it: the exit status, or minus the signal that ended it (a shell's 128 + n included).
+
+    IPython's own version (``IPython.utils._process_posix.system``) leaves the child's ``pexpect``
+    object to the garbage collector, whose close waits a fixed 0.1 s "for the kernel to update the
+    child's status" even when the child has long been reaped; every shell step paid it. Here the child
+    is reaped first, then its terminal closed without the wait."""
+    import pexpect
+    from IPython.utils.encoding import DEFAULT_ENCODING  # what IPython decodes a command's output with
+
+    shell = pexpect.which(os.environ.get("SHELL", "sh"))
+    if shell is None:
+        raise OSError(f"{os.environ.get('SHELL', 'sh')!r}: shell not found")
+    child = pexpect.spawn(shell, args=["-c", command], encoding=DEFAULT_ENCODING, codec_errors="replace")
+    try:
+        try:
+            _relay(child, None)
+            child.wait()
+        except KeyboardInterrupt:
+            child.sendline(chr(3))  # the terminal's ^C: SIGINT to the command's foreground processes
+            try:
+                _relay(child, time.monotonic() + _INTERRUPT_GRACE)
+            except KeyboardInterrupt:
+                pass  # a second interrupt: stop waiting for the command's last words
+            finally:
+                child.terminate(force=True)  # no wait where it is gone already
+        child.ptyproc.delayafterclose = 0  # reaped: nothing left to wait for
+    finally:
+        child.close(force=True)
+    if child.exitstatus is None:
+        return -child.signalstatus if child.signalstatus is not None else 0
+    return -(child.exitstatus - 128) if child.exitstatus > 128 else int(child.exitstatus)
+
+
+def _relay(child: Any, deadline: float | None) -> None:
+    """Write the command's output to the cell's stdout as it comes, until the terminal closes (or the
+    deadline passes)."""
+    import pexpect
+
+    flushed = time.monotonic()
+    while deadline is None or time.monotonic() < deadline:
+        wait = _FLUSH_EVERY if deadline is None else max(0.0, min(_FLUSH_EVERY, deadline - time.monotonic()))
+        try:
+            sys.stdout.write(child.read_nonblocking(1 << 16, timeout=wait))
+        except pexpect.TIMEOUT:
+            pass
+        except pexpect.EOF:
+            break
+        if time.monotonic() - flushed >= _FLUSH_EVERY:
+            sys.stdout.flush()
+            flushed = time.monotonic()
+    sys.stdout.flush()
+
+
+def _route_shell_escapes() -> None:
+    """Make the shell's ``system`` (what ``!command`` calls) run commands through ``run_shell``."""
+    import ipykernel.zmqshell
+    import IPython.core.interactiveshell
+
+    for module in (IPython.core.interactiveshell, ipykernel.zmqshell):
+        if hasattr(module, "system"):
+            module.system = run_shell  # type: ignore[attr-defined]
+
+
 def main() -> None:
     sys.path[0] = PACKAGES  # this directory itself holds nothing to import
     from ipykernel.kernelapp import IPKernelApp
@@ -151,6 +227,7 @@ def main() -> None:
         def init_extensions(self) -> None:
             # The shell exists; extensions and start-up code are the first that may be the task's.
             split_from_task()
+            _route_shell_escapes()
             super().init_extensions()  # type: ignore[no-untyped-call]
 
     KernelApp.launch_instance()

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 from packaging.requirements import Requirement
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.lifetime.build_cache import build_once
+from super_bench.sandbox.lifetime.build_cache import build_once, cache_dir, is_built
 
 BOOT_SCRIPT = Path(__file__).resolve().parents[1] / "data" / "kernel_boot.py"
 _KERNEL_REQUIREMENT = "ipykernel"
@@ -34,10 +37,23 @@ def _key(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def distribution_closure(roots: list[str]) -> list[metadata.Distribution]:
+@dataclass(frozen=True)
+class Installed:
+    """An installed distribution, with the name and version its metadata gives."""
+
+    name: str
+    version: str
+    dist: metadata.Distribution
+
+    @property
+    def pin(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+def distribution_closure(roots: list[str]) -> list[Installed]:
     """The installed distributions ``roots`` need, themselves included (extras and markers as pip would
     see them here, with no extra)."""
-    found: dict[str, metadata.Distribution] = {}
+    found: dict[str, Installed] = {}
     todo = list(roots)
     while todo:
         name = todo.pop()
@@ -47,20 +63,27 @@ def distribution_closure(roots: list[str]) -> list[metadata.Distribution]:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError as e:
             raise SandboxError(f"the harness's own {name} is not installed, so the kernel cannot be built: {e}") from e
-        found[_key(name)] = dist
-        for line in dist.requires or []:
+        # Parsed once: each access of ``dist.metadata`` (``.version`` and ``.requires`` too) parses the file
+        # again, and the parses were most of the time a run spent finding its kernel environment.
+        meta = dist.metadata
+        found[_key(name)] = Installed(meta["Name"], meta["Version"], dist)
+        requires = meta.get_all("Requires-Dist")
+        if requires is None and dist.read_text("requires.txt") is not None:
+            requires = dist.requires  # an egg-info installation
+        for line in requires or []:
             requirement = Requirement(line)
             if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
                 todo.append(requirement.name)
-    return sorted(found.values(), key=lambda d: _key(d.metadata["Name"]))
+    return sorted(found.values(), key=lambda d: _key(d.name))
 
 
-def copy_distributions(dists: list[metadata.Distribution], target: Path) -> None:
+def copy_distributions(dists: list[Installed], target: Path) -> None:
     """Copy the files of installed distributions (those of their records that lie in site-packages)."""
-    for dist in dists:
+    for installed in dists:
+        dist = installed.dist
         files = dist.files
         if files is None:
-            raise SandboxError(f"{dist.metadata['Name']} was installed without a record of its files; reinstall it")
+            raise SandboxError(f"{installed.name} was installed without a record of its files; reinstall it")
         for file in files:
             if file.parts and file.parts[0] == "..":
                 continue  # console scripts and data outside site-packages
@@ -84,9 +107,12 @@ def kernel_env(python: str, version: str) -> Path:
     from the harness's own (another Python version).
     """
     boot = BOOT_SCRIPT.read_bytes()
+    found = _found_before(version, boot)
+    if found is not None and found.kernel is not None:
+        return found.kernel
     if _same_version(version):
         dists = distribution_closure([_KERNEL_REQUIREMENT])
-        manifest = [f"{d.metadata['Name']}=={d.version}" for d in dists]
+        manifest = [d.pin for d in dists]
     else:
         dists, manifest = [], [f"pip:{_KERNEL_REQUIREMENT}"]
 
@@ -99,7 +125,52 @@ def kernel_env(python: str, version: str) -> Path:
             _pip_install_target(python, version, packages)
         (directory / "kernel_boot.py").write_bytes(boot)
 
-    return build_once("kernels", [_LAYOUT, version, manifest, hashlib.sha256(boot).hexdigest()], fill)
+    built = build_once("kernels", [_LAYOUT, version, manifest, hashlib.sha256(boot).hexdigest()], fill)
+    if found is not None:
+        found.remember(built)
+    return built
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """Which kernel environment the harness's installed distributions led to last time: finding it again
+    otherwise parses the metadata of each of the kernel's distributions (tens of milliseconds per run)."""
+
+    note: Path
+
+    @property
+    def kernel(self) -> Path | None:
+        try:
+            name = self.note.read_text().strip()
+        except (OSError, ValueError):
+            return None
+        # Only a finished build beside the note itself (named by a digest), whatever the note says.
+        kernel = self.note.parent / name
+        return kernel if re.fullmatch(r"[0-9a-f]{16}", name) and is_built(kernel) else None
+
+    def remember(self, kernel: Path) -> None:
+        try:
+            partial = self.note.with_name(f".{self.note.name}-{os.getpid()}")
+            partial.write_text(kernel.name + "\n")
+            os.replace(partial, self.note)
+        except OSError:
+            pass  # found the long way next time too
+
+
+def _found_before(version: str, boot: bytes) -> _Lookup | None:
+    """Where the lookup of this Python version's kernel environment is remembered: keyed by the names of the
+    installed distributions' metadata directories (their names and versions, read without parsing any
+    metadata) and the boot script. None for another Python version (its packages come from pip)."""
+    if not _same_version(version):
+        return None
+    names: list[str] = []
+    for entry in sys.path:
+        try:
+            names += [n for n in os.listdir(entry or ".") if n.endswith((".dist-info", ".egg-info"))]
+        except OSError:
+            continue
+    key = json.dumps([_LAYOUT, version, sorted(names), hashlib.sha256(boot).hexdigest()])
+    return _Lookup(cache_dir() / "kernels" / f"found-{hashlib.sha256(key.encode()).hexdigest()[:16]}")
 
 
 def _pip_install_target(python: str, version: str, target: Path) -> None:

@@ -11,15 +11,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from super_bench._paths import cache_dir
+
 _COMPLETE = ".complete"
-
-
-def cache_dir() -> Path:
-    """``$SUPER_BENCH_ENV_CACHE``, else ``super-bench`` in the user's cache directory (``$XDG_CACHE_HOME`` or
-    ~/.cache)."""
-    if os.environ.get("SUPER_BENCH_ENV_CACHE"):
-        return Path(os.environ["SUPER_BENCH_ENV_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "super-bench"
 
 
 def build_once(kind: str, key: object, fill: Callable[[Path], None]) -> Path:
@@ -46,6 +40,11 @@ def build_once(kind: str, key: object, fill: Callable[[Path], None]) -> Path:
     return target
 
 
+def is_built(path: Path) -> bool:
+    """Whether ``path`` is a finished build of ``build_once``."""
+    return (path / _COMPLETE).is_file()
+
+
 def readable_by_all(root: Path) -> None:
     """Give a tree the modes that let any user read it and only its owner change it."""
     for dirpath, _, filenames in os.walk(root):
@@ -53,3 +52,6 @@ def readable_by_all(root: Path) -> None:
         for name in filenames:
             path = os.path.join(dirpath, name)
             os.chmod(path, 0o755 if os.stat(path).st_mode & 0o100 else 0o644)
+
+
+__all__ = ["build_once", "cache_dir", "is_built", "readable_by_all"]

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any, Literal
 
 Kind = Literal["pgid", "marker", "cgroup", "container", "mount", "dir"]
@@ -78,14 +77,9 @@ class _Watchdog:
 
     @staticmethod
     def _start() -> subprocess.Popen[bytes]:
-        package_root = str(Path(__file__).resolve().parents[3])
-        code = (
-            f"import sys; sys.path.insert(0, {package_root!r}); "
-            "import super_bench.sandbox.lifetime.watchdog as w; w.main()"
-        )
         # Its own session: a Ctrl-C or a signal to the harness's process group must not reach it first.
         return subprocess.Popen(
-            [sys.executable, "-c", code],
+            watchdog_command(),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -94,6 +88,25 @@ class _Watchdog:
 
 
 _watchdog = _Watchdog()
+
+
+def watchdog_command() -> list[str]:
+    """The watchdog's command line: a Python without ``site`` that loads the two standard-library-only
+    modules it needs from their files, so that it starts in milliseconds (importing them as
+    ``super_bench.sandbox....`` would run the packages' ``__init__`` and import much of the harness)."""
+    from super_bench.sandbox.lifetime import reaper, watchdog
+
+    load = (
+        "import importlib.util as u, sys\n"
+        "def load(name, path):\n"
+        "    spec = u.spec_from_file_location(name, path)\n"
+        "    module = sys.modules[name] = u.module_from_spec(spec)\n"
+        "    spec.loader.exec_module(module)\n"
+        "    return module\n"
+        f"load({reaper.__name__!r}, {reaper.__file__!r})\n"
+        f"load('watchdog', {watchdog.__file__!r}).main()\n"
+    )
+    return [sys.executable, "-I", "-S", "-c", load]
 
 
 def register(kind: Kind, value: Any) -> None:

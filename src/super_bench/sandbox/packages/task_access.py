@@ -33,6 +33,14 @@ def upstreams(config: SandboxConfig) -> tuple[str, ...] | Callable[[], tuple[str
     return (config.pip_index,) if config.pip_index is not None else configured_indexes
 
 
+def known_upstreams(config: SandboxConfig) -> tuple[str, ...] | None:
+    """The upstream indexes, if known without asking pip (a subprocess): ``--pip-index``, or those a task's
+    first install has found already; else None."""
+    if config.pip_index is not None:
+        return (config.pip_index,)
+    return configured_indexes() if configured_indexes.cache_info().currsize else None
+
+
 def cache_applies(config: SandboxConfig) -> bool:
     """Whether tasks of ``config`` install through the package cache (see the module's docstring)."""
     if config.package_cache == "off" or not config.network:

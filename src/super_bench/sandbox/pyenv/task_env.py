@@ -163,8 +163,8 @@ def _default_packages(version: str) -> Path:
             dists += distribution_closure([name])
         except SandboxError:
             continue  # setuptools and wheel are welcome, not needed
-    unique = list({d.metadata["Name"]: d for d in dists}.values())
-    names = sorted(f"{d.metadata['Name']}=={d.version}" for d in unique)
+    unique = list({d.name: d for d in dists}.values())
+    names = sorted(d.pin for d in unique)
     if wheel is not None:
         names.append(f"pip=={PAPER_PIP}")
 
