@@ -238,10 +238,7 @@ def add_task_environment(manifest: RunManifest, config: RunConfig, run_dir: RunD
 def _task_environment(config: RunConfig) -> dict[str, Any]:
     sandbox = config.env.sandbox
     if resolve_backend(sandbox.backend) == "docker":
-        from super_bench.sandbox.docker import DEFAULT_IMAGE
-
-        image = sandbox.image or DEFAULT_IMAGE
-        return {"kind": "docker", "image": image, "summary": f"the image {image} (SUPER's package list, Python 3.10)"}
+        return _docker_environment(sandbox)
     from super_bench.sandbox.pyenv import packages_of
     from super_bench.sandbox.superenv import task_base
     from super_bench.sandbox.taskinfo import describe_task_environment
@@ -254,6 +251,25 @@ def _task_environment(config: RunConfig) -> dict[str, Any]:
     except SuperBenchError as e:
         return {"error": str(e)}
     return info
+
+
+def _docker_environment(sandbox: SandboxConfig) -> dict[str, Any]:
+    """The image tasks run in (what ``sandbox build`` wrote into it) and the engine with its settings."""
+    from super_bench.sandbox.docker import DockerSandbox
+    from super_bench.sandbox.image import image_info
+
+    try:
+        engine, image = DockerSandbox.engine_for(sandbox)
+    except SuperBenchError as e:
+        return {"kind": "docker", "error": str(e)}
+    info = image_info(engine, image)
+    found: dict[str, Any] = {"kind": "docker", "image": image, "engine": engine.model_dump()}
+    if info is None:
+        found["summary"] = f"the image {image} (not built by super-bench sandbox build: unknown packages)"
+    else:
+        found |= {"summary": info.summary, "python": info.python, "layer": info.layer, "base": info.base}
+        found["differences"] = info.differences
+    return found
 
 
 def _disk_enforcement(config: RunConfig) -> str | None:

@@ -12,17 +12,13 @@ and wall time (the container's main process is ``sleep`` for that long).
 
 from __future__ import annotations
 
-import functools
 import os
 import shlex
-import shutil
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from super_bench._version import __version__
 from super_bench.errors import KernelError, SandboxError
 from super_bench.sandbox import supervisor
 from super_bench.sandbox.base import (
@@ -34,18 +30,14 @@ from super_bench.sandbox.base import (
     SandboxConfig,
     file_io,
 )
-from super_bench.sandbox.kernelenv import BOOT_SCRIPT
+from super_bench.sandbox.engine import Engine, find_engine, image_exists
+from super_bench.sandbox.image import CA_BUNDLE_INSIDE, IMAGE_KERNEL_BOOT, default_image
 from super_bench.sandbox.local import MARKER, make_task_dir
 from super_bench.sandbox.mirrors import check_task_pip, git_config_dir, mirror_environ, mirror_paths
 from super_bench.sandbox.reaper import remove_container, remove_tree
 from super_bench.sandbox.runtime import KernelRuntime
 from super_bench.sandbox.scratch import runtime_tag
-from super_bench.sandbox.superenv import COLAB_REQUIREMENTS
 
-DEFAULT_IMAGE = f"super-bench-task:{__version__}"
-DOCKERFILE = Path(__file__).resolve().parent / "data" / "Dockerfile"
-# Where the image keeps the kernel's own packages and its boot script (see kernel_boot.py).
-IMAGE_KERNEL_BOOT = "/opt/super-bench/kernel/kernel_boot.py"
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
 
@@ -63,50 +55,6 @@ if sys.argv[2] != "-":
     os.umask(int(sys.argv[2], 8))
 os.execvp(sys.argv[3], sys.argv[3:])
 """
-_INSTALL = "install Docker (https://docs.docker.com/engine/install/) or Podman (apt-get install podman)"
-
-
-@functools.cache
-def find_engine(preferred: str | None = None) -> str:
-    """The container engine's command (``docker`` first, then ``podman``), checked to be answering.
-
-    Raises ``SandboxError`` with one line that says what to install or start.
-    """
-    problems = []
-    for name in [preferred] if preferred else ["docker", "podman"]:
-        exe = shutil.which(name)
-        if exe is None:
-            problems.append(f"{name} is not installed")
-            continue
-        try:
-            proc = subprocess.run([exe, "info"], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError) as e:
-            problems.append(f"{name} does not answer ({e})")
-            continue
-        if proc.returncode == 0:
-            return exe
-        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
-        detail = lines[-1] if lines else f"exit status {proc.returncode}"
-        problems.append(
-            f"the {name} engine is not running ({detail})" if name == "docker" else f"{name} fails ({detail})"
-        )
-    if any("not running" in p for p in problems):
-        hint = "start Docker (sudo systemctl start docker, or open Docker Desktop), or use Podman"
-    else:
-        hint = _INSTALL
-    raise SandboxError(f"no container engine for the docker sandbox: {'; '.join(problems)}: {hint}")
-
-
-def build_image(engine: str | None = None, tag: str = DEFAULT_IMAGE, requirements: Path = COLAB_REQUIREMENTS) -> str:
-    """Build the task image from the Dockerfile shipped in the package; the engine's output is shown."""
-    exe = find_engine(engine)
-    with tempfile.TemporaryDirectory(prefix="super-bench-image-") as context:
-        shutil.copy(DOCKERFILE, Path(context) / "Dockerfile")
-        shutil.copy(requirements, Path(context) / "task-requirements.txt")
-        shutil.copy(BOOT_SCRIPT, Path(context) / "kernel_boot.py")
-        if subprocess.run([exe, "build", "-t", tag, context]).returncode != 0:
-            raise SandboxError(f"building the image {tag} failed (the engine's output is above)")
-    return tag
 
 
 class DockerSandbox(Sandbox):
@@ -118,7 +66,8 @@ class DockerSandbox(Sandbox):
         self.container = f"super-bench-{self.label}-{self.id}"
         self._root: Path | None = None
         self._runtime: KernelRuntime | None = None
-        self._engine = ""
+        self._engine: Engine | None = None
+        self._image = ""
         self._host_owns_files = True
         self._kernels: list[KernelProcess] = []
 
@@ -127,13 +76,22 @@ class DockerSandbox(Sandbox):
         if config.disk_limit is not None:
             # What the agent installs goes to the container's own layer, which the task directory's limit misses.
             raise SandboxError("--disk-limit is enforced by the local and bwrap sandboxes, not by docker")
+        cls.engine_for(config)
+
+    @staticmethod
+    def engine_for(config: SandboxConfig) -> tuple[Engine, str]:
+        """The engine, configured as it runs here, and the image tasks run in; ``SandboxError`` where either
+        is missing."""
         engine = find_engine(config.engine)
-        image = config.image or DEFAULT_IMAGE
-        if subprocess.run([engine, "image", "inspect", image], capture_output=True).returncode != 0:
+        image = config.image or default_image(engine)
+        if not image_exists(engine, image):
             raise SandboxError(
-                f"the image {image} is not built here: run `super-bench sandbox build --backend docker`"
-                + ("" if image == DEFAULT_IMAGE else " or pull it")
+                f"the image {image} is not here: "
+                + ("pull or build it" if config.image else "run `super-bench sandbox build --backend docker`")
             )
+        if config.ca_bundle is not None and not config.ca_bundle.is_file():
+            raise SandboxError(f"--ca-bundle {config.ca_bundle}: no such file")
+        return find_engine(config.engine, image), image
 
     @property
     def workdir(self) -> str:
@@ -148,10 +106,9 @@ class DockerSandbox(Sandbox):
     def start(self) -> None:
         if self._root is not None:
             return
-        self.check(self.config)
-        self._engine = find_engine(self.config.engine)
+        self._engine, self._image = self.engine_for(self.config)
         # The watchdog learns of each thing before it exists, so a harness killed at any moment leaves nothing.
-        supervisor.register("container", [self._engine, self.container])
+        supervisor.register("container", [*self._engine.command, self.container])
         self._root = make_task_dir(self.config, self.label)
         if not self.config.keep:
             supervisor.register("dir", str(self._root))
@@ -171,7 +128,7 @@ class DockerSandbox(Sandbox):
         if self.config.packages_as_of is not None:
             try:
                 pip = self._exec(["python3", "-m", "pip", "--version"]).stdout.decode()
-                check_task_pip(self.config, pip, f"python3 of the image {self.config.image or DEFAULT_IMAGE}")
+                check_task_pip(self.config, pip, f"python3 of the image {self._image}")
             except SandboxError:
                 self.stop()
                 raise
@@ -193,12 +150,18 @@ class DockerSandbox(Sandbox):
             **mirror_environ(config),
             **config.env,
         }
-        args = [self._engine, "run", "-d", "--rm", "--name", self.container, "--label", "super-bench=1"]
-        args += ["-w", "/content"]
+        engine = self.engine
+        args = [*engine.command, "run", "-d", "--rm", "--name", self.container, "--label", "super-bench=1"]
+        args += ["-w", "/content", *engine.run_args]
         for host, inside in mounts.items():
             args += ["-v", f"{host}:{inside}"]
         for path in sorted(read_only):
             args += ["-v", f"{path}:{path}:ro"]
+        if config.ca_bundle is not None:
+            # The trust store the user gave: read-only, and pip, requests and OpenSSL use it.
+            args += ["-v", f"{config.ca_bundle.resolve()}:{CA_BUNDLE_INSIDE}:ro"]
+            for key in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "GIT_SSL_CAINFO"):
+                env.setdefault(key, CA_BUNDLE_INSIDE)
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
         if not config.network:
@@ -211,7 +174,13 @@ class DockerSandbox(Sandbox):
         if config.max_file_size is not None:
             args += ["--ulimit", f"fsize={config.max_file_size}:{config.max_file_size}"]
         lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit:g}"
-        return [*args, config.image or DEFAULT_IMAGE, "sleep", lifetime]
+        return [*args, self._image, "sleep", lifetime]
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise SandboxError("the sandbox is not started")
+        return self._engine
 
     @property
     def root(self) -> Path:
@@ -223,7 +192,7 @@ class DockerSandbox(Sandbox):
         self, command: list[str], *, data: bytes | None = None, timeout: float = 120
     ) -> subprocess.CompletedProcess[bytes]:
         stdin = ["-i"] if data is not None else []
-        args = [self._engine, "exec", *stdin, "-w", "/content", self.container, *command]
+        args = [*self.engine.command, "exec", *stdin, "-w", "/content", self.container, *command]
         return subprocess.run(args, input=data, capture_output=True, timeout=timeout)
 
     # -- kernel --------------------------------------------------------------------------------
@@ -237,7 +206,8 @@ class DockerSandbox(Sandbox):
         # umask 0 lets a harness that is not the container's root connect to the kernel's sockets.
         umask = "-" if self._host_owns_files else "0"
         kernel = ["python3", "-S", IMAGE_KERNEL_BOOT, "-f", files.connection_file, *extra_args]
-        argv = [self._engine, "exec", "-w", "/content", self.container, "python3", "-c", _LAUNCH, pidfile, umask]
+        exec_ = [*self.engine.command, "exec", "-w", "/content", self.container]
+        argv = [*exec_, "python3", "-c", _LAUNCH, pidfile, umask]
         popen = supervisor.spawn(
             [*argv, *kernel],
             stdin=subprocess.DEVNULL,
@@ -246,7 +216,7 @@ class DockerSandbox(Sandbox):
             start_new_session=True,
         )
         # The pid file is the agent's to change: the kill it names runs inside the container, never here.
-        stop = [self._engine, "exec", self.container, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
+        stop = [*exec_, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
         process = _ContainerKernel(popen, stop, lambda: runtime.forget(files))
         self._kernels.append(process)
         try:
@@ -284,8 +254,8 @@ class DockerSandbox(Sandbox):
         if not self._host_owns_files:
             uid, gid = os.getuid(), os.getgid()
             self._exec(["chown", "-R", f"{uid}:{gid}", "/content", "/root", "/tmp"], timeout=300)
-        remove_container(self._engine, self.container)
-        supervisor.unregister("container", [self._engine, self.container])
+        remove_container(self.engine.command, self.container)
+        supervisor.unregister("container", [*self.engine.command, self.container])
         if self._runtime is not None:
             self._runtime.close()
             remove_tree(str(self._runtime.root))
@@ -313,3 +283,15 @@ class _ContainerKernel(PopenKernelProcess):
             except (OSError, subprocess.SubprocessError):
                 pass
         super().kill()
+
+
+def describe_engine(config: SandboxConfig) -> str:
+    """The engine and settings the docker sandbox uses here, and its image; or why it cannot run."""
+    try:
+        engine, image = DockerSandbox.engine_for(config)
+    except SandboxError as e:
+        return f"nothing: {e}"
+    from super_bench.sandbox.image import image_info
+
+    info = image_info(engine, image)
+    return f"{engine.describe()}; {info.summary if info else f'the image {image}'}"

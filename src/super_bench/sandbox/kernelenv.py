@@ -104,7 +104,10 @@ def kernel_env(python: str, version: str) -> Path:
 
 def _pip_install_target(python: str, version: str, target: Path) -> None:
     """Install ipykernel for another Python version: with that Python's own pip, else with ours for its version."""
-    has_pip = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, timeout=120).returncode == 0
+    try:
+        has_pip = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, timeout=120).returncode == 0
+    except OSError:  # no such interpreter here (the Python of an image): ours installs for its version
+        has_pip = False
     prefix = [python, "-m", "pip"] if has_pip else [sys.executable, "-m", "pip"]
     options = [] if has_pip else ["--python-version", version, "--only-binary=:all:"]
     command = [*prefix, "install", "--disable-pip-version-check", "--no-warn-script-location", "--quiet"]
