@@ -50,7 +50,7 @@ from tests.sandboxes import tiny_wheel  # noqa: E402
 
 from super_bench import EnvConfig, Environment, RunConfig, SandboxConfig, Task, run  # noqa: E402
 from super_bench.models import ModelOptions  # noqa: E402
-from super_bench.sandbox.bwrap import bwrap_problem  # noqa: E402
+from super_bench.sandbox.backends.bwrap import bwrap_problem  # noqa: E402
 
 UPLOADED = "2024-01-01T00:00:00Z"
 MODES = ("link", "off")

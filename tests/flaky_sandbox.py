@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox.backends.local import LocalSandbox
 from super_bench.sandbox.base import KernelProcess
-from super_bench.sandbox.local import LocalSandbox
 
 
 class FlakySandbox(LocalSandbox):

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from tests.sandboxes import tiny_wheel
 
-from super_bench.sandbox.mirrors import PIP_WITH_UPLOAD_FILTER
+from super_bench.sandbox.mirrors.serving import PIP_WITH_UPLOAD_FILTER
 
 GIT_ENV = {
     **os.environ,

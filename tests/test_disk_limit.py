@@ -18,9 +18,9 @@ from tests.sandboxes import backend_settings, token, wait_for
 from tests.test_lifetime import _parent, pids_with, start_run
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
-from super_bench.sandbox import disk
-from super_bench.sandbox.disk import disk_usage, filesystem_problem
-from super_bench.sandbox.scratch import scratch_dir
+from super_bench.sandbox.lifetime.scratch import scratch_dir
+from super_bench.sandbox.limits import disk
+from super_bench.sandbox.limits.disk import disk_usage, filesystem_problem
 
 LIMIT = 64 << 20
 FILL = 200  # MiB each attack tries to write
@@ -121,7 +121,7 @@ def test_a_killed_harness_leaves_no_task_file_system_mounted(tmp_path: Path) -> 
         try:
             assert wait_for(lambda: pids_with(mark) and mounts_under(scratch), timeout=120), "the task did not start"
         finally:
-            watchdogs = [pid for pid in pids_with("super_bench.sandbox.watchdog") if _parent(pid) == proc.pid]
+            watchdogs = [pid for pid in pids_with("super_bench.sandbox.lifetime.watchdog") if _parent(pid) == proc.pid]
             for pid in [*(watchdogs if kill_watchdog else []), proc.pid]:
                 os.kill(pid, signal.SIGKILL)
             proc.communicate()

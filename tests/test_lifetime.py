@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tests.sandboxes import backend_settings, pids_with, token, wait_for
 
-from super_bench.sandbox.scratch import runtime_tag, scratch_dir
+from super_bench.sandbox.lifetime.scratch import runtime_tag, scratch_dir
 
 
 def start_run(tmp_path: Path, backend: str, actions: list[dict[str, str]], *extra: str) -> subprocess.Popen[str]:
@@ -76,7 +76,7 @@ def test_a_resumed_run_clears_what_a_killed_run_left(tmp_path: Path) -> None:
     try:
         assert wait_for(lambda: pids_with(mark), timeout=120), "the task did not start"
     finally:
-        watchdogs = [pid for pid in pids_with("super_bench.sandbox.watchdog") if _parent(pid) == proc.pid]
+        watchdogs = [pid for pid in pids_with("super_bench.sandbox.lifetime.watchdog") if _parent(pid) == proc.pid]
         for pid in [*watchdogs, proc.pid]:
             os.kill(pid, signal.SIGKILL)
         proc.communicate()

@@ -20,8 +20,8 @@ from tests.sandboxes import backend_settings
 
 from super_bench import SandboxConfig
 from super_bench.errors import SandboxError
-from super_bench.sandbox.mirrors import check_task_pip
-from super_bench.sandbox.pyenv import create_task_env, from_interpreter
+from super_bench.sandbox.mirrors.serving import check_task_pip
+from super_bench.sandbox.pyenv.task_env import create_task_env, from_interpreter
 
 ISOLATING = ["local", "bwrap"]
 __all__ = ["dated_index", "pip26_python"]  # fixtures

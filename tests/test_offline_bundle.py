@@ -12,7 +12,7 @@ from tests.mirror_fixtures import dated_index, git, make_mirror, make_repo, pip2
 from tests.sandboxes import backend_settings
 
 from super_bench import SandboxConfig
-from super_bench.sandbox.offline import MANIFEST
+from super_bench.sandbox.mirrors.offline_bundle import MANIFEST
 
 __all__ = ["dated_index", "pip26_python"]  # fixtures
 URL = "https://git.invalid/lab/proj"

@@ -19,7 +19,7 @@ from tests.conftest import make_task
 from tests.mirror_fixtures import package_index
 from tests.sandboxes import backend_settings, tiny_wheel
 
-from super_bench.sandbox.package_proxy import proxy_for
+from super_bench.sandbox.packages.proxy import proxy_for
 
 UPLOADED = "2024-01-01T00:00:00Z"
 

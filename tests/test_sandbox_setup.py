@@ -21,8 +21,8 @@ from tests.sandboxes import backend_settings, tiny_wheel
 from super_bench import Action, EnvConfig, Environment, SandboxConfig
 from super_bench.errors import ConfigError
 from super_bench.sandbox import _auto_backend, create_sandbox, resolve_backend
+from super_bench.sandbox.backends.bwrap import bwrap_problem
 from super_bench.sandbox.base import parse_size, scrubbed_environ
-from super_bench.sandbox.bwrap import bwrap_problem
 
 SUPER_BENCH = [sys.executable, "-m", "super_bench"]
 
@@ -208,7 +208,7 @@ def test_a_python_that_does_not_run_is_one_clear_line(tmp_path: Path) -> None:
 def test_sandbox_check_says_how_memory_is_limited_and_which_environment_tasks_get(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from super_bench.sandbox.memory import describe, memory_mechanism
+    from super_bench.sandbox.limits.memory import describe, memory_mechanism
 
     monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(tmp_path / "never-built"))
     out = " ".join(cli("sandbox", "check").stdout.split())

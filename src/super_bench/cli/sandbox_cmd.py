@@ -84,13 +84,13 @@ def build_command(
     list that cannot be had here are reported and left out; runs record how the environment
     differs from the paper's.
     """
-    from super_bench.sandbox.superenv import COLAB_REQUIREMENTS, build_base_env
+    from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, build_base_env
 
     requirements = requirements or COLAB_REQUIREMENTS
     if backend == "docker":
         if python is not None or pip_args:
             raise click.UsageError("--python and --pip-arg apply to the base environment, not to the docker image")
-        from super_bench.sandbox.image import DEFAULT_IMAGE, build_images, host_ca_bundle
+        from super_bench.sandbox.backends.container_image import DEFAULT_IMAGE, build_images, host_ca_bundle
 
         info = build_images(
             base_image or "debian:bookworm-slim",
@@ -132,15 +132,15 @@ def check_command() -> None:
             table.add_row(name, "[red]no[/]", str(e))
     console.print(table)
     console.print(f"--sandbox auto uses: [bold]{resolve_backend('auto')}[/]")
-    from super_bench.sandbox.docker import describe_engine
+    from super_bench.sandbox.backends.docker import describe_engine
 
     console.print(f"--sandbox docker uses: {escape(describe_engine(config))}")
-    from super_bench.sandbox.memory import describe, memory_mechanism
+    from super_bench.sandbox.limits.memory import describe, memory_mechanism
 
     console.print(f"--memory-limit is enforced by: {describe(memory_mechanism())}")
-    from super_bench.sandbox import disk
+    from super_bench.sandbox.limits import disk
 
     console.print(f"--disk-limit is enforced by: {disk.describe(disk.disk_mechanism())}")
-    from super_bench.sandbox.taskinfo import describe_task_environment
+    from super_bench.sandbox.pyenv.report import describe_task_environment
 
     console.print(f"Task environment: {describe_task_environment(config).summary}")

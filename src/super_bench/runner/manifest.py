@@ -145,8 +145,8 @@ def _mirrors(sandbox: SandboxConfig) -> dict[str, Any]:
     """Where the tasks' repositories and packages came from, when not from the network as of today:
     each git mirror with the commit its HEAD was at, the package index and date, the HF cache."""
     from super_bench.errors import TaskSourceError
-    from super_bench.sandbox.gitrepos import repository_kind
-    from super_bench.sandbox.mirrors import git_mirrors, upload_cutoff
+    from super_bench.sandbox.mirrors.git_repos import repository_kind
+    from super_bench.sandbox.mirrors.serving import git_mirrors, upload_cutoff
     from super_bench.tasks.repos import git
 
     info: dict[str, Any] = {}
@@ -160,7 +160,7 @@ def _mirrors(sandbox: SandboxConfig) -> dict[str, Any]:
     if mirrors:
         info["git_mirrors"] = mirrors
     if sandbox.offline_bundle is not None:
-        from super_bench.sandbox.offline import OfflineBundle
+        from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 
         bundle = OfflineBundle.open(sandbox.offline_bundle)
         info["offline_bundle"] = {"path": str(sandbox.offline_bundle), **bundle.model_dump(mode="json")}
@@ -239,9 +239,9 @@ def _task_environment(config: RunConfig) -> dict[str, Any]:
     sandbox = config.env.sandbox
     if resolve_backend(sandbox.backend) == "docker":
         return _docker_environment(sandbox)
-    from super_bench.sandbox.pyenv import packages_of
-    from super_bench.sandbox.superenv import task_base
-    from super_bench.sandbox.taskinfo import describe_task_environment
+    from super_bench.sandbox.pyenv.report import describe_task_environment
+    from super_bench.sandbox.pyenv.super_base import task_base
+    from super_bench.sandbox.pyenv.task_env import packages_of
 
     try:
         info = describe_task_environment(sandbox).model_dump()
@@ -255,8 +255,8 @@ def _task_environment(config: RunConfig) -> dict[str, Any]:
 
 def _docker_environment(sandbox: SandboxConfig) -> dict[str, Any]:
     """The image tasks run in (what ``sandbox build`` wrote into it) and the engine with its settings."""
-    from super_bench.sandbox.docker import DockerSandbox
-    from super_bench.sandbox.image import image_info
+    from super_bench.sandbox.backends.container_image import image_info
+    from super_bench.sandbox.backends.docker import DockerSandbox
 
     try:
         engine, image = DockerSandbox.engine_for(sandbox)
@@ -273,7 +273,7 @@ def _docker_environment(sandbox: SandboxConfig) -> dict[str, Any]:
 
 
 def _disk_enforcement(config: RunConfig) -> str | None:
-    from super_bench.sandbox.disk import disk_mechanism
+    from super_bench.sandbox.limits.disk import disk_mechanism
 
     sandbox = config.env.sandbox
     if sandbox.disk_limit is None:
@@ -286,7 +286,7 @@ def _disk_enforcement(config: RunConfig) -> str | None:
 
 def _package_cache(config: RunConfig) -> dict[str, Any] | None:
     """The package cache's mode, directory and upstream indexes, where tasks install through it."""
-    from super_bench.sandbox.packages import cache_applies, package_cache_dir, upstreams
+    from super_bench.sandbox.packages.task_access import cache_applies, package_cache_dir, upstreams
 
     sandbox = config.env.sandbox
     if resolve_backend(sandbox.backend) == "docker" or not cache_applies(sandbox):
@@ -301,7 +301,7 @@ def _package_cache(config: RunConfig) -> dict[str, Any] | None:
 
 
 def _memory_enforcement(config: RunConfig) -> str | None:
-    from super_bench.sandbox.memory import memory_mechanism
+    from super_bench.sandbox.limits.memory import memory_mechanism
 
     sandbox = config.env.sandbox
     if sandbox.memory_limit is None:

@@ -18,7 +18,7 @@ from super_bench.runner.manifest import add_task_environment, build_manifest, ch
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir, RunOutcome
 from super_bench.sandbox import SandboxConfig, check_backend, resolve_backend
-from super_bench.sandbox.scratch import clear_scratch, scratch_dir
+from super_bench.sandbox.lifetime.scratch import clear_scratch, scratch_dir
 from super_bench.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ def _announce_task_environment(sandbox: SandboxConfig) -> None:
     """Say so when tasks will not run in SUPER's environment because it was never built."""
     if resolve_backend(sandbox.backend) == "docker" or sandbox.task_python is not None:
         return
-    from super_bench.sandbox.taskinfo import describe_task_environment
+    from super_bench.sandbox.pyenv.report import describe_task_environment
 
     info = describe_task_environment(sandbox)
     if info.kind == "default":

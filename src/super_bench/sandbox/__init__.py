@@ -1,4 +1,11 @@
-"""Sandboxes: where a task's kernel and commands run (``local``, ``bwrap``, ``docker``)."""
+"""Sandboxes: where a task's kernel and commands run (``local``, ``bwrap``, ``docker``).
+
+The public entry points are here and in ``base`` (the ``Sandbox`` contract and ``SandboxConfig``); the rest
+is grouped by concern: ``backends`` (the backends themselves), ``kernel`` (the kernel's runtime directory and
+environment), ``pyenv`` (task Python environments), ``packages`` (the package cache), ``mirrors`` (git and
+package mirrors, offline bundles), ``limits`` (memory, disk) and ``lifetime`` (the watchdog, the reaper,
+scratch and build directories).
+"""
 
 from __future__ import annotations
 
@@ -13,17 +20,17 @@ log = logging.getLogger(__name__)
 SANDBOXES: Registry[type[Sandbox]] = Registry("sandbox backend", "super_bench.sandboxes")
 SANDBOXES.register(
     "local",
-    "super_bench.sandbox.local:LocalSandbox",
+    "super_bench.sandbox.backends.local:LocalSandbox",
     summary="a child process in a per-task directory; not isolated",
 )
 SANDBOXES.register(
     "bwrap",
-    "super_bench.sandbox.bwrap:BwrapSandbox",
+    "super_bench.sandbox.backends.bwrap:BwrapSandbox",
     summary="bubblewrap: read-only system, private task directory, own PID/user/network namespaces, limits",
 )
 SANDBOXES.register(
     "docker",
-    "super_bench.sandbox.docker:DockerSandbox",
+    "super_bench.sandbox.backends.docker:DockerSandbox",
     summary="a container of the image `super-bench sandbox build --backend docker` makes (Docker or Podman)",
 )
 
@@ -37,7 +44,7 @@ def resolve_backend(name: str) -> str:
 
 @functools.cache
 def _auto_backend() -> str:
-    from super_bench.sandbox.bwrap import bwrap_problem
+    from super_bench.sandbox.backends.bwrap import bwrap_problem
 
     problem = bwrap_problem()
     if problem is None:

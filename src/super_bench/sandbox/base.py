@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from super_bench._names import DiskEnforcement, MemoryEnforcement, PackageCacheMode
 from super_bench.errors import SandboxError
-from super_bench.sandbox import supervisor
-from super_bench.sandbox.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
+from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.mirrors.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
 
 # Environment variables that look like credentials never reach agent code.
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
@@ -240,7 +240,7 @@ class Sandbox(ABC):
     @property
     @abstractmethod
     def runtime_dir(self) -> Path:
-        """Host directory of the kernels' files (see ``runtime``); removed by ``stop``."""
+        """Host directory of the kernels' files (see ``kernel.runtime_dir``); removed by ``stop``."""
 
     @abstractmethod
     def start(self) -> None:

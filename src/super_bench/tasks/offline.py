@@ -1,6 +1,6 @@
 """Making an offline bundle (``super-bench mirror``): each task repository as a git bundle with HEAD
 at the task's commit, and optionally a wheelhouse of what the gold solutions ``pip install``.
-The format is described in :mod:`super_bench.sandbox.offline`."""
+The format is described in :mod:`super_bench.sandbox.mirrors.offline_bundle`."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from super_bench.errors import SandboxError, TaskSourceError
 from super_bench.sandbox.base import SandboxConfig, scrubbed_environ
-from super_bench.sandbox.mirrors import check_task_pip, mirror_environ
-from super_bench.sandbox.offline import BundledRepository, OfflineBundle
+from super_bench.sandbox.mirrors.offline_bundle import BundledRepository, OfflineBundle
+from super_bench.sandbox.mirrors.serving import check_task_pip, mirror_environ
 from super_bench.tasks.model import Task
 from super_bench.tasks.repos import clone, find_files, git, list_files, resolve_commit
 

@@ -19,12 +19,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.cache import cache_dir
-from super_bench.sandbox.kernelenv import kernel_env
-from super_bench.sandbox.mirrors import PIP_WITH_UPLOAD_FILTER
-from super_bench.sandbox.pyenv import BasePython, default_base, from_interpreter
+from super_bench.sandbox.kernel.kernel_env import kernel_env
+from super_bench.sandbox.lifetime.build_cache import cache_dir
+from super_bench.sandbox.mirrors.serving import PIP_WITH_UPLOAD_FILTER
+from super_bench.sandbox.pyenv.task_env import BasePython, default_base, from_interpreter
 
-COLAB_REQUIREMENTS = Path(__file__).resolve().parent / "data" / "task-requirements.txt"
+COLAB_REQUIREMENTS = Path(__file__).resolve().parents[1] / "data" / "task-requirements.txt"
 BUILT_MARKER = "super-bench-base.json"
 
 

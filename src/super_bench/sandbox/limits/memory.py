@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.reaper import kill_cgroup
+from super_bench.sandbox.lifetime.reaper import kill_cgroup
 
 Mechanism = Literal["cgroup2", "cgroup1", "address-space"]
 _DESCRIPTION = {

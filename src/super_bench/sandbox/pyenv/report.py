@@ -8,7 +8,7 @@ from importlib import metadata
 from pydantic import BaseModel, Field, computed_field
 
 from super_bench.sandbox.base import SandboxConfig
-from super_bench.sandbox.superenv import COLAB_REQUIREMENTS, PAPER_PYTHON, built_record, task_base
+from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, PAPER_PYTHON, built_record, task_base
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*([^\s;#]+))?")
 

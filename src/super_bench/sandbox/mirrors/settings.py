@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.gitrepos import expand_mirrors
+from super_bench.sandbox.mirrors.git_repos import expand_mirrors
 
 _REPO_URL = re.compile(r"^([a-z][a-z0-9+.-]*://[^/\s]+/|[^@/\s]+@[^:/\s]+:)\S*$")
 
@@ -50,7 +50,7 @@ def _directory(what: str) -> Any:
 
 
 def _offline_bundle(value: Path | None) -> Path | None:
-    from super_bench.sandbox.offline import OfflineBundle
+    from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 
     path: Path | None = _directory("offline bundle")(value)
     if path is not None:

@@ -14,8 +14,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from super_bench.sandbox.reaper import kill_group, remove_tree, unmount
-from super_bench.sandbox.runtime import short_temp_base
+from super_bench.sandbox.lifetime.reaper import kill_group, remove_tree, unmount
+
+# Unix socket paths are limited to about 100 bytes; kernels' runtime directories live under this directory.
+_SHORT_TEMP = "/tmp"
+
+
+def short_temp_base() -> str:
+    """The system's temporary directory if its path is short, else /tmp."""
+    base = tempfile.gettempdir()
+    return base if len(base) <= 40 else _SHORT_TEMP
 
 
 def scratch_dir(run_dir: Path, root: Path | None) -> Path:

@@ -9,7 +9,7 @@ Every task gets an address of its own, with a random token in its path:
   merged, and served as JSON, each file's address rewritten to the proxy's (``/TOKEN/files/SHA256/NAME``).
   Upload times pass through, so ``--packages-as-of`` works as with the index itself. Pages are kept
   for a minute.
-- A file is fetched once into the store (``package_store``), kept only when its content has the SHA-256
+- A file is fetched once into the store (``store``), kept only when its content has the SHA-256
   the index published, and served to every task from there; pip checks the hash again. A file published
   without a SHA-256 keeps its upstream address: pip fetches it itself, and nothing is cached.
 - Installs that link: where agent code runs as a user of its own and the task directory is on the store's
@@ -41,8 +41,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.index_pages import ACCEPT, JSON_TYPE, IndexFile, normalize, parse_page, render_page
-from super_bench.sandbox.package_store import PackageStore
+from super_bench.sandbox.packages.index_pages import ACCEPT, JSON_TYPE, IndexFile, normalize, parse_page, render_page
+from super_bench.sandbox.packages.store import PackageStore
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from super_bench.errors import KernelError, SandboxError
-from super_bench.sandbox import supervisor
 from super_bench.sandbox.base import (
     CommandResult,
     KernelLaunch,
@@ -31,15 +30,16 @@ from super_bench.sandbox.base import (
     rlimit_prefix,
     scrubbed_environ,
 )
-from super_bench.sandbox.disk import WATCH, TaskFilesystem, disk_mechanism
-from super_bench.sandbox.memory import MemoryCgroup, memory_mechanism
-from super_bench.sandbox.mirrors import check_task_pip, mirror_environ
-from super_bench.sandbox.packages import PackageSession, cache_applies
-from super_bench.sandbox.pyenv import BasePython, create_task_env
-from super_bench.sandbox.reaper import MARKER, kill_marked, processes_with_marker, remove_tree
-from super_bench.sandbox.runtime import KernelRuntime
-from super_bench.sandbox.scratch import runtime_tag
-from super_bench.sandbox.superenv import task_base
+from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
+from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, processes_with_marker, remove_tree
+from super_bench.sandbox.lifetime.scratch import runtime_tag
+from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, disk_mechanism
+from super_bench.sandbox.limits.memory import MemoryCgroup, memory_mechanism
+from super_bench.sandbox.mirrors.serving import check_task_pip, mirror_environ
+from super_bench.sandbox.packages.task_access import PackageSession, cache_applies
+from super_bench.sandbox.pyenv.super_base import task_base
+from super_bench.sandbox.pyenv.task_env import BasePython, create_task_env
 
 __all__ = ["MARKER", "LocalSandbox", "make_task_dir", "processes_with_marker", "remove_tree"]
 

@@ -1,4 +1,4 @@
-"""A task's use of the package cache (``package_proxy``): its own address at the proxy, the variables that
+"""A task's use of the package cache (``proxy``): its own address at the proxy, the variables that
 send its pip there, and, where installs link, the hook that makes pip link (``data/pip_links.py``).
 
 Used where the cache can be reached and has something to serve: the local and bwrap sandboxes with the
@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from super_bench.sandbox.base import SandboxConfig
-from super_bench.sandbox.cache import cache_dir
-from super_bench.sandbox.offline import OfflineBundle
-from super_bench.sandbox.package_proxy import LinkTarget, configured_indexes, proxy_for
+from super_bench.sandbox.lifetime.build_cache import cache_dir
+from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
+from super_bench.sandbox.packages.proxy import LinkTarget, configured_indexes, proxy_for
 
-HOOK = Path(__file__).resolve().parent / "data" / "pip_links.py"
+HOOK = Path(__file__).resolve().parents[1] / "data" / "pip_links.py"
 HOOK_MODULE = "_super_bench_pip_links"
 
 

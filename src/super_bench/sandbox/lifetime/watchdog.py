@@ -8,7 +8,14 @@ import signal
 import sys
 from typing import Any
 
-from super_bench.sandbox.reaper import kill_cgroup, kill_group, kill_marked, remove_container, remove_tree, unmount
+from super_bench.sandbox.lifetime.reaper import (
+    kill_cgroup,
+    kill_group,
+    kill_marked,
+    remove_container,
+    remove_tree,
+    unmount,
+)
 
 
 def _key(entry: dict[str, Any]) -> str:

@@ -22,9 +22,9 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.cache import build_once
+from super_bench.sandbox.lifetime.build_cache import build_once
 
-BOOT_SCRIPT = Path(__file__).resolve().parent / "data" / "kernel_boot.py"
+BOOT_SCRIPT = Path(__file__).resolve().parents[1] / "data" / "kernel_boot.py"
 _KERNEL_REQUIREMENT = "ipykernel"
 # Bumped when the layout of a kernel environment changes, so old builds are not reused.
 _LAYOUT = 1

@@ -31,10 +31,10 @@ from pydantic import BaseModel, Field
 
 from super_bench._version import __version__
 from super_bench.errors import SandboxError
-from super_bench.sandbox.engine import Engine, find_engine, image_exists
-from super_bench.sandbox.kernelenv import kernel_env
-from super_bench.sandbox.pyenv import DEFAULT_PACKAGES
-from super_bench.sandbox.superenv import COLAB_REQUIREMENTS, PAPER_PYTHON
+from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
+from super_bench.sandbox.kernel.kernel_env import kernel_env
+from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, PAPER_PYTHON
+from super_bench.sandbox.pyenv.task_env import DEFAULT_PACKAGES
 
 DEFAULT_IMAGE = f"super-bench-task:{__version__}"
 KERNEL_IMAGE = f"super-bench-kernel:{__version__}"

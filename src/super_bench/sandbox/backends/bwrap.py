@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox.backends.local import LocalSandbox
 from super_bench.sandbox.base import SandboxConfig, file_io
-from super_bench.sandbox.local import LocalSandbox
-from super_bench.sandbox.mirrors import check_readable_by_all, git_config_dir, mirror_paths
+from super_bench.sandbox.mirrors.serving import check_readable_by_all, git_config_dir, mirror_paths
 
 # The host's system, shown read-only (a top-level symlink, as on merged-/usr systems, stays a symlink).
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
@@ -221,7 +221,7 @@ class BwrapSandbox(LocalSandbox):
         """Host paths agent code must not see even where an allowed directory holds them: homes,
         temporary and working directories, the harness's own installation (with the bundled tasks and
         their answers), and the site-packages of the interpreter that the base does not use."""
-        harness = Path(__file__).resolve().parents[1]
+        harness = Path(__file__).resolve().parents[2]
         candidates = [
             Path.home(),
             tempfile.gettempdir(),

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 
 from super_bench import demo
 from super_bench.errors import SandboxError
-from super_bench.sandbox.gitrepos import base_url, expand_mirrors
-from super_bench.sandbox.offline import OfflineBundle
+from super_bench.sandbox.mirrors.git_repos import base_url, expand_mirrors
+from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 
 if TYPE_CHECKING:
     from super_bench.sandbox.base import SandboxConfig

@@ -78,8 +78,11 @@ class _Watchdog:
 
     @staticmethod
     def _start() -> subprocess.Popen[bytes]:
-        package_root = str(Path(__file__).resolve().parents[2])
-        code = f"import sys; sys.path.insert(0, {package_root!r}); import super_bench.sandbox.watchdog as w; w.main()"
+        package_root = str(Path(__file__).resolve().parents[3])
+        code = (
+            f"import sys; sys.path.insert(0, {package_root!r}); "
+            "import super_bench.sandbox.lifetime.watchdog as w; w.main()"
+        )
         # Its own session: a Ctrl-C or a signal to the harness's process group must not reach it first.
         return subprocess.Popen(
             [sys.executable, "-c", code],

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Literal
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox import supervisor
-from super_bench.sandbox.reaper import unmount
+from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.reaper import unmount
 
 log = logging.getLogger(__name__)
 

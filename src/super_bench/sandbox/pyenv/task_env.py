@@ -5,11 +5,11 @@ Each task gets a virtual environment of its own whose ``site-packages`` comes fi
 
 - ``default``: the harness's interpreter with only its standard library, plus a copy of pip,
   setuptools and numpy (made once from the harness's own, so it works offline);
-- ``built``: SUPER's environment, which ``super-bench sandbox build`` makes (see ``superenv``);
+- ``built``: SUPER's environment, which ``super-bench sandbox build`` makes (see ``super_base``);
 - ``custom``: an interpreter given with ``--task-python``, with its packages.
 
 The harness's own packages (super-bench, pydantic, openai, ...) are never among them, and the
-kernel's machinery comes from a separate kernel environment (``kernelenv``). The kernel, ``!pip``,
+kernel's machinery comes from a separate kernel environment (``kernel.kernel_env``). The kernel, ``!pip``,
 ``%pip`` and ``!python`` all resolve to the task environment, so whatever the agent installs,
 upgrades or breaks stays in the task directory (pip refuses to uninstall anything outside it).
 """
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Literal
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.cache import build_once
-from super_bench.sandbox.kernelenv import copy_distributions, distribution_closure, kernel_env
+from super_bench.sandbox.kernel.kernel_env import copy_distributions, distribution_closure, kernel_env
+from super_bench.sandbox.lifetime.build_cache import build_once
 
 BaseKind = Literal["default", "built", "custom"]
 

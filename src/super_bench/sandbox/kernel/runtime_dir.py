@@ -26,17 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from super_bench.errors import KernelError
+from super_bench.sandbox.lifetime.scratch import short_temp_base
 
 CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
 _LOG = "kernel.log"
-# Unix socket paths are limited to about 100 bytes; the harness's links live under this directory.
-_SHORT_TEMP = "/tmp"
-
-
-def short_temp_base() -> str:
-    """The system's temporary directory if its path is short, else /tmp."""
-    base = tempfile.gettempdir()
-    return base if len(base) <= 40 else _SHORT_TEMP
 
 
 @dataclass

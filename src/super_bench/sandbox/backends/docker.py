@@ -20,7 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from super_bench.errors import KernelError, SandboxError
-from super_bench.sandbox import supervisor
+from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
+from super_bench.sandbox.backends.container_image import CA_BUNDLE_INSIDE, IMAGE_KERNEL_BOOT, default_image
+from super_bench.sandbox.backends.local import MARKER, make_task_dir
 from super_bench.sandbox.base import (
     CommandResult,
     KernelLaunch,
@@ -30,13 +32,11 @@ from super_bench.sandbox.base import (
     SandboxConfig,
     file_io,
 )
-from super_bench.sandbox.engine import Engine, find_engine, image_exists
-from super_bench.sandbox.image import CA_BUNDLE_INSIDE, IMAGE_KERNEL_BOOT, default_image
-from super_bench.sandbox.local import MARKER, make_task_dir
-from super_bench.sandbox.mirrors import check_task_pip, git_config_dir, mirror_environ, mirror_paths
-from super_bench.sandbox.reaper import remove_container, remove_tree
-from super_bench.sandbox.runtime import KernelRuntime
-from super_bench.sandbox.scratch import runtime_tag
+from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
+from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.reaper import remove_container, remove_tree
+from super_bench.sandbox.lifetime.scratch import runtime_tag
+from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
 
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
@@ -291,7 +291,7 @@ def describe_engine(config: SandboxConfig) -> str:
         engine, image = DockerSandbox.engine_for(config)
     except SandboxError as e:
         return f"nothing: {e}"
-    from super_bench.sandbox.image import image_info
+    from super_bench.sandbox.backends.container_image import image_info
 
     info = image_info(engine, image)
     return f"{engine.describe()}; {info.summary if info else f'the image {image}'}"
