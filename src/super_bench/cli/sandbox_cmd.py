@@ -132,12 +132,12 @@ def check_command() -> None:
             table.add_row(name, "[red]no[/]", str(e))
     console.print(table)
     console.print(f"--sandbox auto uses: [bold]{resolve_backend('auto')}[/]")
-    from super_bench.sandbox.backends.docker import describe_engine
+    from super_bench.sandbox.backends.docker import MEMORY_MECHANISM, describe_engine
 
     console.print(f"--sandbox docker uses: {escape(describe_engine(config))}")
     from super_bench.sandbox.limits.memory import describe, memory_mechanism
 
-    console.print(f"--memory-limit is enforced by: {describe(memory_mechanism())}")
+    console.print(f"--memory-limit is enforced by: {describe(memory_mechanism())}; in docker: {MEMORY_MECHANISM}")
     from super_bench.sandbox.limits import disk
 
     console.print(f"--disk-limit is enforced by: {disk.describe(disk.disk_mechanism())}")

@@ -307,7 +307,9 @@ def _memory_enforcement(config: RunConfig) -> str | None:
     if sandbox.memory_limit is None:
         return None
     if resolve_backend(sandbox.backend) == "docker":
-        return "docker --memory (the container's cgroup)"
+        from super_bench.sandbox.backends.docker import MEMORY_MECHANISM
+
+        return MEMORY_MECHANISM
     try:
         return memory_mechanism(sandbox.memory_enforcement)
     except SuperBenchError as e:

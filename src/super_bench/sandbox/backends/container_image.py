@@ -19,11 +19,13 @@ inside the build.
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -124,37 +126,49 @@ def build_images(
     if "python" not in found and "apt" not in found:
         raise SandboxError(f"the base image {base} has no python3 and no apt-get to install one: choose another")
     with tempfile.TemporaryDirectory(prefix="super-bench-image-") as tmp:
-        context = Path(tmp)
+        build = _Build(engine, Path(tmp), ca_bundle)
         echo(f"Building the kernel layer over {base} with {engine.describe()}")
-        _build(engine, context, _system_layer(base, found), kernel_tag, ca_bundle)
-        python = _probe(engine, kernel_tag)
-        version = python["version"]
-        shutil.copytree(kernel_env(f"python{version}", version), context / "kernel")
-        _download_wheels(version, context / "wheels")
-        differences = [] if version == PAPER_PYTHON else [f"Python {version}, not {PAPER_PYTHON} as in the paper's"]
-        info = ImageInfo(
-            image=kernel_tag,
-            layer="kernel",
-            base=base,
-            python=version,
-            differences=[*differences, "none of SUPER's packages: the kernel layer only"],
-        )
-        kernel_layer = [
-            f"FROM {kernel_tag}",
+        # The system part goes under a tag of its own, so that the kernel image is never half built.
+        system = f"super-bench-build-{secrets.token_hex(6)}:system"
+        build(_system_layer(base, found), system)
+        try:
+            info = _kernel_layer(build, base, system, kernel_tag)
+        finally:
+            _engine(engine, ["rmi", system], capture_output=True)  # the tag only: the layers are the kernel's
+        if kernel_only:
+            return info
+        echo(f"Building SUPER's layer over {kernel_tag} (SUPER's package list: several GB)")
+        shutil.copy(requirements, build.context / "task-requirements.txt")
+        differences = [d for d in info.differences if d != _KERNEL_ONLY]
+        info = info.model_copy(update={"image": tag, "layer": "super", "differences": differences})
+        build(_super_layer(kernel_tag, info, ca_bundle is not None), tag)
+        return info
+
+
+_KERNEL_ONLY = "none of SUPER's packages: the kernel layer only"
+
+
+def _kernel_layer(build: _Build, base: str, system: str, kernel_tag: str) -> ImageInfo:
+    """The kernel's packages and the minimal default, prepared on the host for the image's Python."""
+    version = _probe(build.engine, system)["version"]
+    shutil.copytree(kernel_env(f"python{version}", version), build.context / "kernel")
+    _download_wheels(version, build.context / "wheels")
+    differences = [] if version == PAPER_PYTHON else [f"Python {version}, not {PAPER_PYTHON} as in the paper's"]
+    info = ImageInfo(
+        image=kernel_tag, layer="kernel", base=base, python=version, differences=[*differences, _KERNEL_ONLY]
+    )
+    build(
+        [
+            f"FROM {system}",
             f"COPY kernel {IMAGE_KERNEL_DIR}",
             # The task's environment starts as the other backends' minimal default (pip, setuptools, numpy).
             "RUN --mount=type=bind,source=wheels,target=/tmp/wheels /venv/bin/python -m pip install --no-index "
             f"--no-cache-dir --find-links /tmp/wheels {' '.join(_pinned(version))}",
             f"LABEL {LABEL}={json.dumps(info.model_dump_json())}",
-        ]
-        _build(engine, context, kernel_layer, kernel_tag, ca_bundle)
-        if kernel_only:
-            return info
-        echo(f"Building SUPER's layer over {kernel_tag} (SUPER's package list: several GB)")
-        shutil.copy(requirements, context / "task-requirements.txt")
-        info = info.model_copy(update={"image": tag, "layer": "super", "differences": differences})
-        _build(engine, context, _super_layer(kernel_tag, info, ca_bundle is not None), tag, ca_bundle)
-        return info
+        ],
+        kernel_tag,
+    )
+    return info
 
 
 def _pinned(version: str) -> list[str]:
@@ -243,14 +257,22 @@ def _super_layer(kernel_tag: str, info: ImageInfo, ca: bool) -> list[str]:
     ]
 
 
-def _build(engine: Engine, context: Path, lines: list[str], tag: str, ca_bundle: Path | None) -> None:
-    (context / "Dockerfile").write_text("\n".join(lines) + "\n")
-    if ca_bundle is not None:
-        shutil.copyfile(ca_bundle, context / "ca-bundle.crt")
-    # The build's downloads (apt, pip) use the host's network, as the engine's own network may not reach out.
-    command = ["build", "--network", "host", *_build_ulimits(engine), "-t", tag, str(context)]
-    if _engine(engine, command).returncode != 0:
-        raise SandboxError(f"building the image {tag} failed (the engine's output is above)")
+@dataclass
+class _Build:
+    """Builds images from Dockerfile lines in one context directory, with the engine's settings."""
+
+    engine: Engine
+    context: Path
+    ca_bundle: Path | None
+
+    def __call__(self, lines: list[str], tag: str) -> None:
+        (self.context / "Dockerfile").write_text("\n".join(lines) + "\n")
+        if self.ca_bundle is not None:
+            shutil.copyfile(self.ca_bundle, self.context / "ca-bundle.crt")
+        # The build's downloads (apt, pip) use the host's network: the engine's own may not reach out.
+        command = ["build", "--network", "host", *_build_ulimits(self.engine), "-t", tag, str(self.context)]
+        if _engine(self.engine, command).returncode != 0:
+            raise SandboxError(f"building the image {tag} failed (the engine's output is above)")
 
 
 def _build_ulimits(engine: Engine) -> list[str]:

@@ -36,8 +36,13 @@ from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
+from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
 
+MEMORY_MECHANISM = (
+    "the container's memory cgroup (--memory: all its processes together, shared memory too; /dev/shm half "
+    "of it), and RLIMIT_DATA per process"
+)
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
 
@@ -70,6 +75,8 @@ class DockerSandbox(Sandbox):
         self._image = ""
         self._host_owns_files = True
         self._kernels: list[KernelProcess] = []
+        self._cgroup: CgroupMemory | None = None
+        self._oom_seen = 0
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
@@ -118,6 +125,7 @@ class DockerSandbox(Sandbox):
         if proc.returncode != 0:
             raise SandboxError(f"cannot start the container: {proc.stderr.strip() or proc.stdout.strip()}")
         self._start_wall_clock()
+        self._cgroup = self._find_cgroup()
         # Whether a file the container's root makes is the harness's own (rootless engines) or
         # the host's root's: then the kernel's sockets must be open to the harness, and the
         # files handed back before they are removed.
@@ -169,12 +177,33 @@ class DockerSandbox(Sandbox):
         if config.memory_limit is not None:
             memory = str(config.memory_limit)
             args += ["--memory", memory, "--memory-swap", memory, "--ulimit", f"data={memory}:{memory}"]
+            # Half the limit, as bwrap's: what /dev/shm holds counts against the container's memory too.
+            args += ["--shm-size", str(config.memory_limit // 2)]
         if config.max_processes is not None:
             args += ["--pids-limit", str(config.max_processes)]
         if config.max_file_size is not None:
             args += ["--ulimit", f"fsize={config.max_file_size}:{config.max_file_size}"]
         lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit:g}"
         return [*args, self._image, "sleep", lifetime]
+
+    def _find_cgroup(self) -> CgroupMemory | None:
+        """The container's memory cgroup, where the harness can read it (an engine on this machine)."""
+        proc = self._inspect("{{.State.Pid}}")
+        return cgroup_of(int(proc)) if proc.isdigit() and int(proc) > 0 else None
+
+    def _inspect(self, template: str) -> str:
+        command = [*self.engine.command, "inspect", "--format", template, self.container]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60).stdout.strip()
+
+    def out_of_memory(self) -> bool:
+        if self._cgroup is None:
+            return False
+        count = self._cgroup.oom_kills()
+        seen, self._oom_seen = self._oom_seen, count
+        return count > seen
+
+    def usage(self) -> tuple[int | None, int | None]:
+        return None, self._cgroup.current() if self._cgroup is not None else None
 
     @property
     def engine(self) -> Engine:
