@@ -43,6 +43,8 @@ MEMORY_MECHANISM = (
     "the container's memory cgroup (--memory: all its processes together, shared memory too; /dev/shm half "
     "of it), and RLIMIT_DATA per process"
 )
+# Where what the harness shares read-only appears in the container.
+SHARED_INSIDE = "/opt/super-bench/shared"
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
 
@@ -145,7 +147,7 @@ class DockerSandbox(Sandbox):
         config, root = self.config, self.root
         mounts = {f"{root}/content": "/content", f"{root}/home": "/root", f"{root}/tmp": "/tmp"}
         mounts[str(self.runtime_dir / "sockets")] = SOCKETS_INSIDE
-        read_only = {*mirror_paths(config), str(git_config_dir())}
+        shared = self._shared()
         env = {
             "HOME": "/root",
             "TMPDIR": "/tmp",
@@ -155,7 +157,7 @@ class DockerSandbox(Sandbox):
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "DEBIAN_FRONTEND": "noninteractive",
             MARKER: self.id,
-            **mirror_environ(config),
+            **mirror_environ(config, self.shown_at),
             **config.env,
         }
         engine = self.engine
@@ -163,8 +165,8 @@ class DockerSandbox(Sandbox):
         args += ["-w", "/content", *engine.run_args]
         for host, inside in mounts.items():
             args += ["-v", f"{host}:{inside}"]
-        for path in sorted(read_only):
-            args += ["-v", f"{path}:{path}:ro"]
+        for host, inside in sorted(shared.items()):
+            args += ["-v", f"{host}:{inside}:ro"]
         if config.ca_bundle is not None:
             # The trust store the user gave: read-only, and pip, requests and OpenSSL use it.
             args += ["-v", f"{config.ca_bundle.resolve()}:{CA_BUNDLE_INSIDE}:ro"]
@@ -210,6 +212,22 @@ class DockerSandbox(Sandbox):
         if self._engine is None:
             raise SandboxError("the sandbox is not started")
         return self._engine
+
+    def _shared(self) -> dict[str, str]:
+        """What the harness shares read-only (git's mirror rules, the demo bundles, mirrors, offline bundles, a
+        Hugging Face cache), by host path, and where agent code sees it: neutral places, so that nothing of
+        the host's layout (a checkout, a home) shows."""
+        shared = {str(git_config_dir()): f"{SHARED_INSIDE}/git"}
+        for i, path in enumerate(mirror_paths(self.config)):
+            shared.setdefault(path, f"{SHARED_INSIDE}/mirrors/{i}")
+        return shared
+
+    def shown_at(self, host: str) -> str:
+        """Where agent code sees a host path the harness shares."""
+        for directory, inside in self._shared().items():
+            if host == directory or host.startswith(directory.rstrip("/") + "/"):
+                return inside + host[len(directory) :]
+        return host
 
     @property
     def root(self) -> Path:
