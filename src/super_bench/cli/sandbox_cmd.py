@@ -116,9 +116,27 @@ def build_command(
 
 
 @sandbox_group.command("check")
-def check_command() -> None:
+@click.option(
+    "--conformance",
+    "conformance",
+    metavar="BACKEND",
+    help="Run the checks every backend must pass on BACKEND (a registered name, plug-ins included).",
+)
+def check_command(conformance: str | None) -> None:
     """Say which sandbox backends work on this machine, and what `auto` picks."""
     from super_bench.sandbox import SANDBOXES, SandboxConfig, resolve_backend
+
+    if conformance is not None:
+        from super_bench.sandbox.conformance import check_conformance
+
+        report = check_conformance(SANDBOXES.get(conformance))
+        for result in report.checks:
+            mark = "[green]pass[/]" if result.passed else "[red]FAIL[/]"
+            console.print(f"{mark} {result.name}" + (f": {result.detail}" if result.detail else ""), markup=True)
+        if not report.passed:
+            raise SystemExit(1)
+        console.print(f"The {report.backend} sandbox passes every conformance check.")
+        return
 
     table = Table(title="Sandboxes", title_justify="left")
     for column in ("backend", "works here", "isolation / what to do"):
@@ -141,6 +159,6 @@ def check_command() -> None:
     from super_bench.sandbox.limits import disk
 
     console.print(f"--disk-limit is enforced by: {disk.describe(disk.disk_mechanism())}")
-    from super_bench.sandbox.pyenv.report import describe_task_environment
+    from super_bench.sandbox import describe_backend
 
-    console.print(f"Task environment: {describe_task_environment(config).summary}")
+    console.print(f"Task environment: {describe_backend(config).environment}")

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from super_bench.errors import RunDirError, SuperBenchError
+from super_bench.errors import RunDirError
 from super_bench.runner.records import RUN_SCHEMA_VERSION, Executor, RunManifest, TaskSource
-from super_bench.sandbox import resolve_backend
+from super_bench.sandbox import describe_backend, resolve_backend
 from super_bench.tasks.loaders import TASK_FILE_SUFFIXES
 
 if TYPE_CHECKING:
@@ -226,91 +226,11 @@ def _source_digest(path: Path) -> str | None:
 
 
 def add_task_environment(manifest: RunManifest, config: RunConfig, run_dir: RunDir) -> None:
-    """Record the task environment (and how it differs from the paper's), its packages and the memory
-    limit's mechanism in the manifest."""
-    manifest.task_environment = _task_environment(config)
-    manifest.sandbox["memory_enforcement"] = _memory_enforcement(config)
-    manifest.sandbox["disk_enforcement"] = _disk_enforcement(config)
-    manifest.sandbox["package_cache"] = _package_cache(config)
+    """Record the task environment (and how it differs from the paper's), its packages and how the limits
+    and the package cache work, as the sandbox describes them, in the manifest."""
+    description = describe_backend(config.env.sandbox, packages=True)
+    manifest.task_environment = description.task_environment
+    manifest.sandbox["memory_enforcement"] = description.memory_enforcement
+    manifest.sandbox["disk_enforcement"] = description.disk_enforcement
+    manifest.sandbox["package_cache"] = description.package_cache
     run_dir.write_manifest(manifest)
-
-
-def _task_environment(config: RunConfig) -> dict[str, Any]:
-    sandbox = config.env.sandbox
-    if resolve_backend(sandbox.backend) == "docker":
-        return _docker_environment(sandbox)
-    from super_bench.sandbox.pyenv.report import describe_task_environment
-    from super_bench.sandbox.pyenv.super_base import task_base
-    from super_bench.sandbox.pyenv.task_env import packages_of
-
-    try:
-        info = describe_task_environment(sandbox).model_dump()
-        base = task_base(sandbox.task_python)
-        info["packages"] = packages_of(base.site_dirs)
-        info["kernel_packages"] = packages_of([str(base.kernel_dir / "packages")])
-    except SuperBenchError as e:
-        return {"error": str(e)}
-    return info
-
-
-def _docker_environment(sandbox: SandboxConfig) -> dict[str, Any]:
-    """The image tasks run in (what ``sandbox build`` wrote into it) and the engine with its settings."""
-    from super_bench.sandbox.backends.container_image import image_info
-    from super_bench.sandbox.backends.docker import DockerSandbox
-
-    try:
-        engine, image = DockerSandbox.engine_for(sandbox)
-    except SuperBenchError as e:
-        return {"kind": "docker", "error": str(e)}
-    info = image_info(engine, image)
-    found: dict[str, Any] = {"kind": "docker", "image": image, "engine": engine.model_dump()}
-    if info is None:
-        found["summary"] = f"the image {image} (not built by super-bench sandbox build: unknown packages)"
-    else:
-        found |= {"summary": info.summary, "python": info.python, "layer": info.layer, "base": info.base}
-        found["differences"] = info.differences
-    return found
-
-
-def _disk_enforcement(config: RunConfig) -> str | None:
-    from super_bench.sandbox.limits.disk import disk_mechanism
-
-    sandbox = config.env.sandbox
-    if sandbox.disk_limit is None:
-        return None
-    try:
-        return disk_mechanism(sandbox.disk_enforcement)
-    except SuperBenchError as e:
-        return f"unavailable: {e}"
-
-
-def _package_cache(config: RunConfig) -> dict[str, Any] | None:
-    """The package cache's mode, directory and upstream indexes, where tasks install through it."""
-    from super_bench.sandbox.packages.task_access import cache_applies, package_cache_dir, upstreams
-
-    sandbox = config.env.sandbox
-    if resolve_backend(sandbox.backend) == "docker" or not cache_applies(sandbox):
-        return None
-    directory = str(package_cache_dir(sandbox))
-    indexes = upstreams(sandbox)
-    return {
-        "mode": sandbox.package_cache,
-        "directory": directory,
-        "upstreams": indexes() if callable(indexes) else indexes,
-    }
-
-
-def _memory_enforcement(config: RunConfig) -> str | None:
-    from super_bench.sandbox.limits.memory import memory_mechanism
-
-    sandbox = config.env.sandbox
-    if sandbox.memory_limit is None:
-        return None
-    if resolve_backend(sandbox.backend) == "docker":
-        from super_bench.sandbox.backends.docker import MEMORY_MECHANISM
-
-        return MEMORY_MECHANISM
-    try:
-        return memory_mechanism(sandbox.memory_enforcement)
-    except SuperBenchError as e:
-        return f"unavailable: {e}"

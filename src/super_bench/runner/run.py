@@ -17,7 +17,7 @@ from super_bench.runner.executors import EXECUTORS, EpisodeSpec, ExecutorFactory
 from super_bench.runner.manifest import add_task_environment, build_manifest, check_same_run, identity
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir, RunOutcome
-from super_bench.sandbox import SandboxConfig, check_backend, resolve_backend
+from super_bench.sandbox import SandboxConfig, check_backend, describe_backend
 from super_bench.sandbox.lifetime.scratch import clear_scratch, scratch_dir
 from super_bench.tasks.model import Task
 
@@ -135,14 +135,10 @@ def _remove_if_empty(directory: Path) -> None:
 
 
 def _announce_task_environment(sandbox: SandboxConfig) -> None:
-    """Say so when tasks will not run in SUPER's environment because it was never built."""
-    if resolve_backend(sandbox.backend) == "docker" or sandbox.task_python is not None:
-        return
-    from super_bench.sandbox.pyenv.report import describe_task_environment
-
-    info = describe_task_environment(sandbox)
-    if info.kind == "default":
-        log.warning("the task environment is %s", info.summary)
+    """Say what the sandbox warns of before tasks run (such as SUPER's environment never built)."""
+    warning = describe_backend(sandbox).warning
+    if warning is not None:
+        log.warning("%s", warning)
 
 
 def _keep_finished(run_dir: RunDir, tasks: list[Task], epochs: int) -> dict[tuple[str, int], TaskResult]:

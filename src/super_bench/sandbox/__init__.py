@@ -13,7 +13,7 @@ import functools
 import logging
 
 from super_bench._registry import Registry
-from super_bench.sandbox.base import CommandResult, KernelProcess, Sandbox, SandboxConfig
+from super_bench.sandbox.base import CommandResult, KernelProcess, Sandbox, SandboxConfig, SandboxDescription, Usage
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,11 @@ def check_backend(config: SandboxConfig) -> type[Sandbox]:
     return cls
 
 
+def describe_backend(config: SandboxConfig, *, packages: bool = False) -> SandboxDescription:
+    """What runs of ``config`` record and say of the backend it names (see ``Sandbox.describe``)."""
+    return SANDBOXES.get(resolve_backend(config.backend)).describe(config, packages=packages)
+
+
 def create_sandbox(config: SandboxConfig, label: str = "task") -> Sandbox:
     """A new, not yet started, sandbox of the configured backend."""
     cls = SANDBOXES.get(resolve_backend(config.backend))
@@ -76,7 +81,10 @@ __all__ = [
     "KernelProcess",
     "Sandbox",
     "SandboxConfig",
+    "SandboxDescription",
+    "Usage",
     "check_backend",
     "create_sandbox",
+    "describe_backend",
     "resolve_backend",
 ]

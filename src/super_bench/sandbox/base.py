@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -22,7 +23,8 @@ from typing import Any, ClassVar, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from super_bench._names import DiskEnforcement, MemoryEnforcement, PackageCacheMode
-from super_bench.errors import SandboxError
+from super_bench.errors import KernelError, SandboxError
+from super_bench.sandbox.kernel.runtime_dir import KernelFiles, KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.mirrors.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
 
@@ -152,6 +154,23 @@ class SandboxConfig(BaseModel):
         return parse_size(value) if isinstance(value, str) else value
 
 
+class SandboxDescription(BaseModel):
+    """What a run records and says of its sandbox (``run.json``, ``super-bench sandbox check``, the run's
+    announcement), told by the backend so that no caller needs to know backends by name."""
+
+    model_config = ConfigDict(frozen=True)
+
+    backend: str
+    environment: str = Field(description="One line on the Python environment agent code gets")
+    task_environment: dict[str, Any] = Field(
+        default_factory=dict, description="The task environment as run.json records it (kind, summary, ...)"
+    )
+    warning: str | None = Field(None, description="What a run should warn of before it starts, if anything")
+    memory_enforcement: str | None = Field(None, description="How the memory limit is enforced (None without one)")
+    disk_enforcement: str | None = Field(None, description="How the disk limit is enforced (None without one)")
+    package_cache: dict[str, Any] | None = Field(None, description="The package cache tasks install through, if any")
+
+
 class CommandResult(BaseModel):
     """A command run inside a sandbox."""
 
@@ -217,6 +236,24 @@ class KernelLaunch(NamedTuple):
     connection: dict[str, Any]
 
 
+def await_kernel(runtime: KernelRuntime, files: KernelFiles, process: KernelProcess, timeout: float) -> KernelLaunch:
+    """The end of every ``launch_kernel``: wait until the kernel has opened its sockets; a kernel that exits
+    first or takes longer than ``timeout`` is killed (``KernelError``)."""
+    try:
+        connection = runtime.connect_info(files, lambda: process.poll() is None, timeout)
+    except KernelError:
+        process.kill()
+        raise
+    return KernelLaunch(process, connection)
+
+
+class Usage(NamedTuple):
+    """What a task takes of the machine now, where the sandbox can tell (None where not)."""
+
+    disk: int | None  # bytes the task directory holds
+    memory: int | None  # bytes the task's processes use
+
+
 class Sandbox(ABC):
     """One task's isolated place to run a kernel and commands."""
 
@@ -231,6 +268,15 @@ class Sandbox(ABC):
     @classmethod  # noqa: B027 (not abstract: most backends can always run)
     def check(cls, config: SandboxConfig) -> None:
         """Raise ``SandboxError``, saying what to install or start, if this backend cannot run here."""
+
+    @classmethod
+    def describe(cls, config: SandboxConfig, *, packages: bool = False) -> SandboxDescription:
+        """What runs of ``config`` record and say of this backend; ``packages``: list the environment's
+        packages too (for run.json). Never raises: what cannot be found out is said in the record."""
+        summary = f"whatever the {cls.name} sandbox provides"
+        return SandboxDescription(
+            backend=cls.name, environment=summary, task_environment={"kind": cls.name, "summary": summary}
+        )
 
     @property
     @abstractmethod
@@ -263,9 +309,9 @@ class Sandbox(ABC):
         """Whether the task's memory limit made the kernel of the system kill a process since the last call."""
         return False
 
-    def usage(self) -> tuple[int | None, int | None]:
+    def usage(self) -> Usage:
         """Bytes of disk and of memory the task takes now, where the sandbox can tell (None where not)."""
-        return None, None
+        return Usage(None, None)
 
     def disk_full(self) -> bool:
         """Whether the task's own file system (its disk limit) has (nearly) no space left."""
@@ -388,3 +434,15 @@ def file_io(proc: subprocess.CompletedProcess[bytes], path: str) -> bytes:
     if "Permission denied" in message or "Read-only" in message:
         raise PermissionError(13, message, path)
     raise OSError(message)
+
+
+def make_task_dir(config: SandboxConfig, label: str, mount: Callable[[Path], None] | None = None) -> Path:
+    """A new task directory with ``content/``, ``home/`` and ``tmp/``; ``mount`` puts a file system on it first."""
+    parent = config.root or Path(tempfile.gettempdir())
+    parent.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix=f"super-bench-{label}-", dir=parent))
+    if mount is not None:
+        mount(root)
+    for sub in ("content", "home", "tmp"):
+        (root / sub).mkdir()
+    return root

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.backends.local import LocalSandbox
+from super_bench.sandbox.backends.host import HostSandbox
 from super_bench.sandbox.base import SandboxConfig, file_io
 from super_bench.sandbox.mirrors.serving import check_readable_by_all, git_config_dir, mirror_paths
 
@@ -106,7 +106,7 @@ def _can_size_tmpfs() -> bool:
     return "--size" in subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30).stdout
 
 
-class BwrapSandbox(LocalSandbox):
+class BwrapSandbox(HostSandbox):
     name = "bwrap"
     wrapped_kernel: ClassVar[bool] = True
     sockets_inside: ClassVar[str | None] = SOCKETS_INSIDE

@@ -18,11 +18,11 @@ import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from super_bench.errors import KernelError, SandboxError
+from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
-from super_bench.sandbox.backends.container_image import CA_BUNDLE_INSIDE, IMAGE_KERNEL_BOOT, default_image
-from super_bench.sandbox.backends.local import MARKER, make_task_dir
+from super_bench.sandbox.backends.container_image import CA_BUNDLE_INSIDE, IMAGE_KERNEL_BOOT, default_image, image_info
 from super_bench.sandbox.base import (
     CommandResult,
     KernelLaunch,
@@ -30,11 +30,15 @@ from super_bench.sandbox.base import (
     PopenKernelProcess,
     Sandbox,
     SandboxConfig,
+    SandboxDescription,
+    Usage,
+    await_kernel,
     file_io,
+    make_task_dir,
 )
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
-from super_bench.sandbox.lifetime.reaper import remove_container, remove_tree
+from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
 from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
@@ -101,6 +105,28 @@ class DockerSandbox(Sandbox):
         if config.ca_bundle is not None and not config.ca_bundle.is_file():
             raise SandboxError(f"--ca-bundle {config.ca_bundle}: no such file")
         return find_engine(config.engine, image), image
+
+    @classmethod
+    def describe(cls, config: SandboxConfig, *, packages: bool = False) -> SandboxDescription:
+        """The image tasks run in (what ``sandbox build`` wrote into it) and the engine with its settings."""
+        try:
+            engine, image = cls.engine_for(config)
+        except SandboxError as e:
+            found: dict[str, Any] = {"kind": "docker", "error": str(e), "summary": f"no docker image: {e}"}
+        else:
+            info = image_info(engine, image)
+            found = {"kind": "docker", "image": image, "engine": engine.model_dump()}
+            if info is None:
+                found["summary"] = f"the image {image} (not built by super-bench sandbox build: unknown packages)"
+            else:
+                found |= {"summary": info.summary, "python": info.python, "layer": info.layer, "base": info.base}
+                found["differences"] = info.differences
+        return SandboxDescription(
+            backend=cls.name,
+            environment=found["summary"],
+            task_environment=found,
+            memory_enforcement=None if config.memory_limit is None else MEMORY_MECHANISM,
+        )
 
     @property
     def workdir(self) -> str:
@@ -204,8 +230,8 @@ class DockerSandbox(Sandbox):
         seen, self._oom_seen = self._oom_seen, count
         return count > seen
 
-    def usage(self) -> tuple[int | None, int | None]:
-        return None, self._cgroup.current() if self._cgroup is not None else None
+    def usage(self) -> Usage:
+        return Usage(None, self._cgroup.current() if self._cgroup is not None else None)
 
     @property
     def engine(self) -> Engine:
@@ -266,12 +292,7 @@ class DockerSandbox(Sandbox):
         stop = [*exec_, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
         process = _ContainerKernel(popen, stop, lambda: runtime.forget(files))
         self._kernels.append(process)
-        try:
-            connection = runtime.connect_info(files, lambda: process.poll() is None, timeout)
-        except KernelError:
-            process.kill()
-            raise
-        return KernelLaunch(process, connection)
+        return await_kernel(runtime, files, process, timeout)
 
     def kernel_log_tail(self, chars: int = 2000) -> str:
         return self._runtime.log_tail(chars) if self._runtime is not None else ""
@@ -338,7 +359,5 @@ def describe_engine(config: SandboxConfig) -> str:
         engine, image = DockerSandbox.engine_for(config)
     except SandboxError as e:
         return f"nothing: {e}"
-    from super_bench.sandbox.backends.container_image import image_info
-
     info = image_info(engine, image)
     return f"{engine.describe()}; {info.summary if info else f'the image {image}'}"
