@@ -1,5 +1,7 @@
-"""Agent code attacks the bwrap sandbox. Each attack is contained, the episode goes on, other
-tasks and the harness are unaffected, and the sandbox leaves nothing behind."""
+"""Agent code attacks the isolating sandboxes (bwrap, and docker where an engine and image exist). Each
+attack is contained, the episode goes on, other tasks and the harness are unaffected, and the sandbox
+leaves nothing behind. A few attacks concern what only bwrap shows (the host's own system, read-only)
+and are marked so."""
 
 from __future__ import annotations
 
@@ -23,9 +25,21 @@ from super_bench.sandbox.lifetime.reaper import processes_with_marker
 from super_bench.sandbox.limits.memory import cgroup_parent
 
 
+@pytest.fixture(params=["bwrap", "docker"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def start(env_factory: Any) -> Any:
-    settings = backend_settings("bwrap")
+def bwrap_only(backend: str) -> None:
+    """The attack concerns bwrap's view of the host's own system (a container has a system of its own)."""
+    if backend != "bwrap":
+        pytest.skip("bwrap shows the host's own system; a container shows its image's")
+
+
+@pytest.fixture
+def start(env_factory: Any, backend: str) -> Any:
+    settings = backend_settings(backend)
 
     def started(**sandbox: Any) -> Environment:
         env: Environment = env_factory(cell_timeout=60, sandbox={**settings, **sandbox})
@@ -78,7 +92,7 @@ def test_api_keys_of_the_harness_are_out_of_reach(start: Any, monkeypatch: pytes
     close_and_check(env)
 
 
-def test_the_users_home_is_invisible(start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_users_home_is_invisible(bwrap_only: None, start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # Any directory can be a home: this one holds world-readable files under an allowed directory, yet must not be seen.
     home = Path("/usr/share/doc")
     if not home.is_dir() or not any(home.iterdir()):
@@ -95,7 +109,7 @@ def test_the_users_home_is_invisible(start: Any, monkeypatch: pytest.MonkeyPatch
     close_and_check(env)
 
 
-def test_only_an_allowlist_of_host_paths_is_visible(start: Any) -> None:
+def test_only_an_allowlist_of_host_paths_is_visible(bwrap_only: None, start: Any) -> None:
     env = start()
     seen = run(env, "import json, os\nprint(json.dumps(sorted(os.listdir('/'))))")
     shown = set(json.loads(seen))
@@ -124,7 +138,7 @@ def test_the_harness_its_checkout_and_its_task_files_are_invisible(start: Any) -
 
 
 @pytest.mark.slow
-def test_writes_outside_the_task_go_nowhere(start: Any, tmp_path: Path) -> None:
+def test_writes_outside_the_task_go_nowhere(start: Any, backend: str, tmp_path: Path) -> None:
     env = start()
     outside = tmp_path / "outside.txt"
     seen = run(
@@ -139,7 +153,8 @@ def test_writes_outside_the_task_go_nowhere(start: Any, tmp_path: Path) -> None:
         f"os.makedirs('{tmp_path}', exist_ok=True)\n"
         f"open('{outside}', 'w').write('x')\n",
     )
-    assert "wrote" not in seen and seen.count("refused") == 4
+    if backend == "bwrap":  # the host's system is read-only there; a container's root writes its own layer
+        assert "wrote" not in seen and seen.count("refused") == 4
     assert not outside.exists()  # it went to the task's own /tmp, not to the host path
     assert not Path("/planted").exists() and not Path("/usr/local/planted").exists()
     close_and_check(env)
@@ -209,7 +224,7 @@ def test_a_fork_bomb_hits_the_process_limit(start: Any) -> None:
 
 
 @pytest.mark.slow
-def test_daemons_die_with_their_kernel(start: Any) -> None:
+def test_daemons_die_with_their_kernel(bwrap_only: None, start: Any) -> None:
     env = start()
     mark = token()
     run(env, f"import os\nos.system('setsid nohup sleep {mark} > /dev/null 2>&1 &')")
@@ -242,9 +257,13 @@ TOUCH = "\nfor i in range(0, SIZE, 4096):\n    m[i] = 1\nprint('surv' + 'ived')"
 @pytest.mark.slow
 @pytest.mark.parametrize("enforcement", ["cgroup", "address-space"])
 @pytest.mark.parametrize("mapping", sorted(SHARED_MAPPINGS))
-def test_shared_memory_counts_against_the_memory_limit(start: Any, enforcement: str, mapping: str) -> None:
+def test_shared_memory_counts_against_the_memory_limit(
+    start: Any, backend: str, enforcement: str, mapping: str
+) -> None:
     """RLIMIT_DATA does not count shared mappings; a 3 GiB one under a 1 GiB limit must fail all the same."""
-    if enforcement == "cgroup" and cgroup_parent() is None:
+    if backend == "docker" and enforcement != "cgroup":
+        pytest.skip("a container's memory limit is its cgroup")
+    if backend == "bwrap" and enforcement == "cgroup" and cgroup_parent() is None:
         pytest.skip("no memory cgroup can be made here")
     env = start(memory_limit="1g", memory_enforcement=enforcement)
     step = env.step(
@@ -261,7 +280,7 @@ def test_shared_memory_counts_against_the_memory_limit(start: Any, enforcement: 
 
 
 @pytest.mark.slow
-def test_numpy_works_under_an_address_space_limit(start: Any) -> None:
+def test_numpy_works_under_an_address_space_limit(bwrap_only: None, start: Any) -> None:
     env = start(memory_limit="1g", memory_enforcement="address-space")
     seen = run(env, "import numpy\nprint(int(numpy.ones((1000, 1000)).sum()))")
     assert seen == "1000000\n"
@@ -304,9 +323,11 @@ CONNECT = "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port
 @pytest.mark.slow
 @pytest.mark.parametrize("network", [False, True])
 def test_the_hosts_loopback_is_unreachable_with_the_network_off(
-    start: Any, loopback_server: tuple[int, list[str]], network: bool
+    start: Any, backend: str, loopback_server: tuple[int, list[str]], network: bool
 ) -> None:
     port, accepted = loopback_server
+    if network and backend == "docker":
+        pytest.skip("a container's network, when on, is the engine's bridge, not the host's loopback")
     env = start(network=network)
     seen = run(env, CONNECT.format(port=port))
     if network:  # the control: with the network on, the same code does reach the host

@@ -44,7 +44,7 @@ def start_run(tmp_path: Path, backend: str, actions: list[dict[str, str]], *extr
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["local", "bwrap"])
+@pytest.mark.parametrize("backend", ["local", "bwrap", "docker"])
 @pytest.mark.parametrize("wall_time_limit", [None, "600"])
 def test_sigkill_of_the_harness_leaves_no_process(tmp_path: Path, backend: str, wall_time_limit: str | None) -> None:
     backend_settings(backend)  # skips where the backend cannot run

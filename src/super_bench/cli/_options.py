@@ -324,6 +324,12 @@ _SANDBOX_OPTIONS = (
     ),
     click.option("--image", help="Image for --sandbox docker. [default: the one `super-bench sandbox build` makes]"),
     click.option("--engine", type=click.Choice(["docker", "podman"]), help="Container engine for --sandbox docker."),
+    click.option(
+        "--ca-bundle",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="A CA bundle shown read-only to tasks in --sandbox docker, for pip, requests, OpenSSL and git (the "
+        "host's trust store, behind a TLS-intercepting proxy).",
+    ),
     git_mirror_option,
     click.option(
         "--packages-as-of",
@@ -374,6 +380,7 @@ _SAME_NAMED = (
     "wall_time_limit",
     "image",
     "engine",
+    "ca_bundle",
     "git_mirrors",
     "pip_index",
     "packages_as_of",

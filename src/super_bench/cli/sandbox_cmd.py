@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from super_bench.cli._display import console
@@ -46,6 +47,24 @@ def sandbox_group() -> None:
 )
 @click.option("--engine", type=click.Choice(["docker", "podman"]), help="Container engine. [default: the one running]")
 @click.option("--tag", help="Image tag. [default: super-bench-task:<version>]")
+@click.option(
+    "--base-image",
+    metavar="IMAGE",
+    help="docker: the Debian-like image to build over (it needs python3, or apt-get to install it). "
+    "[default: debian:bookworm-slim]",
+)
+@click.option(
+    "--kernel-only",
+    is_flag=True,
+    help="docker: build only the small kernel layer (super-bench-kernel:<version>), not SUPER's packages (GBs); "
+    "runs use it where SUPER's image is not built, and record the difference.",
+)
+@click.option(
+    "--ca-bundle",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="docker: a CA bundle mounted read-only into the build's downloads. [default: the one pip here uses "
+    "(PIP_CERT, or pip's cert setting), where one is set]",
+)
 def build_command(
     backend: str,
     python: str | None,
@@ -53,6 +72,9 @@ def build_command(
     pip_args: tuple[str, ...],
     engine: str | None,
     tag: str | None,
+    base_image: str | None,
+    kernel_only: bool,
+    ca_bundle: Path | None,
 ) -> None:
     """Build SUPER's task environment, once: the Docker image, or the base virtual environment.
 
@@ -68,13 +90,23 @@ def build_command(
     if backend == "docker":
         if python is not None or pip_args:
             raise click.UsageError("--python and --pip-arg apply to the base environment, not to the docker image")
-        from super_bench.sandbox.backends.docker import DEFAULT_IMAGE, build_image
+        from super_bench.sandbox.backends.container_image import DEFAULT_IMAGE, build_images, host_ca_bundle
 
-        image = build_image(engine, tag or DEFAULT_IMAGE, requirements)
-        console.print(f"Built the image [bold]{image}[/]; run tasks in it with --sandbox docker.")
+        info = build_images(
+            base_image or "debian:bookworm-slim",
+            engine_name=engine,
+            tag=tag or DEFAULT_IMAGE,
+            requirements=requirements,
+            kernel_only=kernel_only,
+            ca_bundle=ca_bundle or host_ca_bundle(),
+            echo=console.print,
+        )
+        console.print(f"Built {escape(info.summary)}; run tasks in it with --sandbox docker.")
+        for difference in info.differences:
+            console.print(f"[yellow]Differs from the paper's environment:[/] {escape(difference)}")
         return
-    if engine is not None or tag is not None:
-        raise click.UsageError("--engine and --tag apply to --backend docker")
+    if engine or tag or base_image or kernel_only or ca_bundle:
+        raise click.UsageError("--engine, --tag, --base-image, --kernel-only and --ca-bundle apply to --backend docker")
     record = build_base_env(python, requirements, pip_args, echo=console.print)
     console.print(f"Built SUPER's task environment (Python {record.version}); task environments now use it.")
     for entry, why in record.skipped.items():
@@ -121,9 +153,12 @@ def check_command(conformance: str | None) -> None:
     from super_bench.sandbox.backends.bwrap import privilege_summary
 
     console.print(f"bwrap privileges: {privilege_summary()}")
+    from super_bench.sandbox.backends.docker import MEMORY_MECHANISM, describe_engine
+
+    console.print(f"--sandbox docker uses: {escape(describe_engine(config))}")
     from super_bench.sandbox.limits.memory import describe, memory_mechanism
 
-    console.print(f"--memory-limit is enforced by: {describe(memory_mechanism())}")
+    console.print(f"--memory-limit is enforced by: {describe(memory_mechanism())}; in docker: {MEMORY_MECHANISM}")
     from super_bench.sandbox.limits import disk
 
     console.print(f"--disk-limit is enforced by: {disk.describe(disk.disk_mechanism())}")

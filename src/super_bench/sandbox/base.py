@@ -124,6 +124,11 @@ class SandboxConfig(BaseModel):
     )
     image: str | None = Field(None, description="Image of the docker backend (default: the one sandbox build makes)")
     engine: str | None = Field(None, description="Container engine of the docker backend: docker or podman")
+    ca_bundle: Path | None = Field(
+        None,
+        description="A CA bundle shown read-only to tasks of the docker backend, for pip, requests, OpenSSL and git "
+        "(the host's trust store, behind a TLS-intercepting proxy); it replaces the image's",
+    )
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for agent code")
     pass_env: tuple[str, ...] = Field(
         (), description="Host environment variables agent code gets as they are (credentials too), by name"

@@ -12,18 +12,17 @@ and wall time (the container's main process is ``sleep`` for that long).
 
 from __future__ import annotations
 
-import functools
 import os
 import shlex
-import shutil
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from super_bench._version import __version__
 from super_bench.errors import SandboxError
+from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
+from super_bench.sandbox.backends.container_image import CA_BUNDLE_INSIDE, IMAGE_KERNEL_BOOT, default_image, image_info
 from super_bench.sandbox.base import (
     CommandResult,
     KernelLaunch,
@@ -32,23 +31,25 @@ from super_bench.sandbox.base import (
     Sandbox,
     SandboxConfig,
     SandboxDescription,
+    Usage,
     await_kernel,
     file_io,
     make_task_dir,
     passed_environ,
 )
-from super_bench.sandbox.kernel.kernel_env import BOOT_SCRIPT
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
+from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
-from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS
 
-DEFAULT_IMAGE = f"super-bench-task:{__version__}"
-DOCKERFILE = Path(__file__).resolve().parents[1] / "data" / "Dockerfile"
-# Where the image keeps the kernel's own packages and its boot script (see kernel_boot.py).
-IMAGE_KERNEL_BOOT = "/opt/super-bench/kernel/kernel_boot.py"
+MEMORY_MECHANISM = (
+    "the container's memory cgroup (--memory: all its processes together, shared memory too; /dev/shm half "
+    "of it), and RLIMIT_DATA per process"
+)
+# Where what the harness shares read-only appears in the container.
+SHARED_INSIDE = "/opt/super-bench/shared"
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
 
@@ -66,50 +67,6 @@ if sys.argv[2] != "-":
     os.umask(int(sys.argv[2], 8))
 os.execvp(sys.argv[3], sys.argv[3:])
 """
-_INSTALL = "install Docker (https://docs.docker.com/engine/install/) or Podman (apt-get install podman)"
-
-
-@functools.cache
-def find_engine(preferred: str | None = None) -> str:
-    """The container engine's command (``docker`` first, then ``podman``), checked to be answering.
-
-    Raises ``SandboxError`` with one line that says what to install or start.
-    """
-    problems = []
-    for name in [preferred] if preferred else ["docker", "podman"]:
-        exe = shutil.which(name)
-        if exe is None:
-            problems.append(f"{name} is not installed")
-            continue
-        try:
-            proc = subprocess.run([exe, "info"], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError) as e:
-            problems.append(f"{name} does not answer ({e})")
-            continue
-        if proc.returncode == 0:
-            return exe
-        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
-        detail = lines[-1] if lines else f"exit status {proc.returncode}"
-        problems.append(
-            f"the {name} engine is not running ({detail})" if name == "docker" else f"{name} fails ({detail})"
-        )
-    if any("not running" in p for p in problems):
-        hint = "start Docker (sudo systemctl start docker, or open Docker Desktop), or use Podman"
-    else:
-        hint = _INSTALL
-    raise SandboxError(f"no container engine for the docker sandbox: {'; '.join(problems)}: {hint}")
-
-
-def build_image(engine: str | None = None, tag: str = DEFAULT_IMAGE, requirements: Path = COLAB_REQUIREMENTS) -> str:
-    """Build the task image from the Dockerfile shipped in the package; the engine's output is shown."""
-    exe = find_engine(engine)
-    with tempfile.TemporaryDirectory(prefix="super-bench-image-") as context:
-        shutil.copy(DOCKERFILE, Path(context) / "Dockerfile")
-        shutil.copy(requirements, Path(context) / "task-requirements.txt")
-        shutil.copy(BOOT_SCRIPT, Path(context) / "kernel_boot.py")
-        if subprocess.run([exe, "build", "-t", tag, context]).returncode != 0:
-            raise SandboxError(f"building the image {tag} failed (the engine's output is above)")
-    return tag
 
 
 class DockerSandbox(Sandbox):
@@ -121,32 +78,55 @@ class DockerSandbox(Sandbox):
         self.container = f"super-bench-{self.label}-{self.id}"
         self._root: Path | None = None
         self._runtime: KernelRuntime | None = None
-        self._engine = ""
+        self._engine: Engine | None = None
+        self._image = ""
         self._host_owns_files = True
         self._kernels: list[KernelProcess] = []
+        self._cgroup: CgroupMemory | None = None
+        self._oom_seen = 0
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
         if config.disk_limit is not None:
             # What the agent installs goes to the container's own layer, which the task directory's limit misses.
             raise SandboxError("--disk-limit is enforced by the local and bwrap sandboxes, not by docker")
+        cls.engine_for(config)
+
+    @staticmethod
+    def engine_for(config: SandboxConfig) -> tuple[Engine, str]:
+        """The engine, configured as it runs here, and the image tasks run in; ``SandboxError`` where either
+        is missing."""
         engine = find_engine(config.engine)
-        image = config.image or DEFAULT_IMAGE
-        if subprocess.run([engine, "image", "inspect", image], capture_output=True).returncode != 0:
+        image = config.image or default_image(engine)
+        if not image_exists(engine, image):
             raise SandboxError(
-                f"the image {image} is not built here: run `super-bench sandbox build --backend docker`"
-                + ("" if image == DEFAULT_IMAGE else " or pull it")
+                f"the image {image} is not here: "
+                + ("pull or build it" if config.image else "run `super-bench sandbox build --backend docker`")
             )
+        if config.ca_bundle is not None and not config.ca_bundle.is_file():
+            raise SandboxError(f"--ca-bundle {config.ca_bundle}: no such file")
+        return find_engine(config.engine, image), image
 
     @classmethod
     def describe(cls, config: SandboxConfig, *, packages: bool = False) -> SandboxDescription:
-        image = config.image or DEFAULT_IMAGE
-        summary = f"the image {image} (SUPER's package list, Python 3.10)"
+        """The image tasks run in (what ``sandbox build`` wrote into it) and the engine with its settings."""
+        try:
+            engine, image = cls.engine_for(config)
+        except SandboxError as e:
+            found: dict[str, Any] = {"kind": "docker", "error": str(e), "summary": f"no docker image: {e}"}
+        else:
+            info = image_info(engine, image)
+            found = {"kind": "docker", "image": image, "engine": engine.model_dump()}
+            if info is None:
+                found["summary"] = f"the image {image} (not built by super-bench sandbox build: unknown packages)"
+            else:
+                found |= {"summary": info.summary, "python": info.python, "layer": info.layer, "base": info.base}
+                found["differences"] = info.differences
         return SandboxDescription(
             backend=cls.name,
-            environment=summary,
-            task_environment={"kind": "docker", "image": image, "summary": summary},
-            memory_enforcement=None if config.memory_limit is None else "docker --memory (the container's cgroup)",
+            environment=found["summary"],
+            task_environment=found,
+            memory_enforcement=None if config.memory_limit is None else MEMORY_MECHANISM,
         )
 
     @property
@@ -162,10 +142,9 @@ class DockerSandbox(Sandbox):
     def start(self) -> None:
         if self._root is not None:
             return
-        self.check(self.config)
-        self._engine = find_engine(self.config.engine)
+        self._engine, self._image = self.engine_for(self.config)
         # The watchdog learns of each thing before it exists, so a harness killed at any moment leaves nothing.
-        supervisor.register("container", [self._engine, self.container])
+        supervisor.register("container", [*self._engine.command, self.container])
         self._root = make_task_dir(self.config, self.label)
         if not self.config.keep:
             supervisor.register("dir", str(self._root))
@@ -175,6 +154,7 @@ class DockerSandbox(Sandbox):
         if proc.returncode != 0:
             raise SandboxError(f"cannot start the container: {proc.stderr.strip() or proc.stdout.strip()}")
         self._start_wall_clock()
+        self._cgroup = self._find_cgroup()
         # Whether a file the container's root makes is the harness's own (rootless engines) or
         # the host's root's: then the kernel's sockets must be open to the harness, and the
         # files handed back before they are removed.
@@ -185,7 +165,7 @@ class DockerSandbox(Sandbox):
         if self.config.packages_as_of is not None:
             try:
                 pip = self._exec(["python3", "-m", "pip", "--version"]).stdout.decode()
-                check_task_pip(self.config, pip, f"python3 of the image {self.config.image or DEFAULT_IMAGE}")
+                check_task_pip(self.config, pip, f"python3 of the image {self._image}")
             except SandboxError:
                 self.stop()
                 raise
@@ -194,7 +174,7 @@ class DockerSandbox(Sandbox):
         config, root = self.config, self.root
         mounts = {f"{root}/content": "/content", f"{root}/home": "/root", f"{root}/tmp": "/tmp"}
         mounts[str(self.runtime_dir / "sockets")] = SOCKETS_INSIDE
-        read_only = {*mirror_paths(config), str(git_config_dir())}
+        shared = self._shared()
         env = {
             "HOME": "/root",
             "TMPDIR": "/tmp",
@@ -205,15 +185,21 @@ class DockerSandbox(Sandbox):
             "DEBIAN_FRONTEND": "noninteractive",
             MARKER: self.id,
             **passed_environ(config),
-            **mirror_environ(config),
+            **mirror_environ(config, self.shown_at),
             **config.env,
         }
-        args = [self._engine, "run", "-d", "--rm", "--name", self.container, "--label", "super-bench=1"]
-        args += ["-w", "/content"]
+        engine = self.engine
+        args = [*engine.command, "run", "-d", "--rm", "--name", self.container, "--label", "super-bench=1"]
+        args += ["-w", "/content", *engine.run_args]
         for host, inside in mounts.items():
             args += ["-v", f"{host}:{inside}"]
-        for path in sorted(read_only):
-            args += ["-v", f"{path}:{path}:ro"]
+        for host, inside in sorted(shared.items()):
+            args += ["-v", f"{host}:{inside}:ro"]
+        if config.ca_bundle is not None:
+            # The trust store the user gave: read-only, and pip, requests and OpenSSL use it.
+            args += ["-v", f"{config.ca_bundle.resolve()}:{CA_BUNDLE_INSIDE}:ro"]
+            for key in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "GIT_SSL_CAINFO"):
+                env.setdefault(key, CA_BUNDLE_INSIDE)
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
         if not config.network:
@@ -221,12 +207,55 @@ class DockerSandbox(Sandbox):
         if config.memory_limit is not None:
             memory = str(config.memory_limit)
             args += ["--memory", memory, "--memory-swap", memory, "--ulimit", f"data={memory}:{memory}"]
+            # Half the limit, as bwrap's: what /dev/shm holds counts against the container's memory too.
+            args += ["--shm-size", str(config.memory_limit // 2)]
         if config.max_processes is not None:
             args += ["--pids-limit", str(config.max_processes)]
         if config.max_file_size is not None:
             args += ["--ulimit", f"fsize={config.max_file_size}:{config.max_file_size}"]
         lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit:g}"
-        return [*args, config.image or DEFAULT_IMAGE, "sleep", lifetime]
+        return [*args, self._image, "sleep", lifetime]
+
+    def _find_cgroup(self) -> CgroupMemory | None:
+        """The container's memory cgroup, where the harness can read it (an engine on this machine)."""
+        proc = self._inspect("{{.State.Pid}}")
+        return cgroup_of(int(proc)) if proc.isdigit() and int(proc) > 0 else None
+
+    def _inspect(self, template: str) -> str:
+        command = [*self.engine.command, "inspect", "--format", template, self.container]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60).stdout.strip()
+
+    def out_of_memory(self) -> bool:
+        if self._cgroup is None:
+            return False
+        count = self._cgroup.oom_kills()
+        seen, self._oom_seen = self._oom_seen, count
+        return count > seen
+
+    def usage(self) -> Usage:
+        return Usage(None, self._cgroup.current() if self._cgroup is not None else None)
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise SandboxError("the sandbox is not started")
+        return self._engine
+
+    def _shared(self) -> dict[str, str]:
+        """What the harness shares read-only (git's mirror rules, the demo bundles, mirrors, offline bundles, a
+        Hugging Face cache), by host path, and where agent code sees it: neutral places, so that nothing of
+        the host's layout (a checkout, a home) shows."""
+        shared = {str(git_config_dir()): f"{SHARED_INSIDE}/git"}
+        for i, path in enumerate(mirror_paths(self.config)):
+            shared.setdefault(path, f"{SHARED_INSIDE}/mirrors/{i}")
+        return shared
+
+    def shown_at(self, host: str) -> str:
+        """Where agent code sees a host path the harness shares."""
+        for directory, inside in self._shared().items():
+            if host == directory or host.startswith(directory.rstrip("/") + "/"):
+                return inside + host[len(directory) :]
+        return host
 
     @property
     def root(self) -> Path:
@@ -238,7 +267,7 @@ class DockerSandbox(Sandbox):
         self, command: list[str], *, data: bytes | None = None, timeout: float = 120
     ) -> subprocess.CompletedProcess[bytes]:
         stdin = ["-i"] if data is not None else []
-        args = [self._engine, "exec", *stdin, "-w", "/content", self.container, *command]
+        args = [*self.engine.command, "exec", *stdin, "-w", "/content", self.container, *command]
         return subprocess.run(args, input=data, capture_output=True, timeout=timeout)
 
     # -- kernel --------------------------------------------------------------------------------
@@ -252,7 +281,8 @@ class DockerSandbox(Sandbox):
         # umask 0 lets a harness that is not the container's root connect to the kernel's sockets.
         umask = "-" if self._host_owns_files else "0"
         kernel = ["python3", "-S", IMAGE_KERNEL_BOOT, "-f", files.connection_file, *extra_args]
-        argv = [self._engine, "exec", "-w", "/content", self.container, "python3", "-c", _LAUNCH, pidfile, umask]
+        exec_ = [*self.engine.command, "exec", "-w", "/content", self.container]
+        argv = [*exec_, "python3", "-c", _LAUNCH, pidfile, umask]
         popen = supervisor.spawn(
             [*argv, *kernel],
             stdin=subprocess.DEVNULL,
@@ -261,7 +291,7 @@ class DockerSandbox(Sandbox):
             start_new_session=True,
         )
         # The pid file is the agent's to change: the kill it names runs inside the container, never here.
-        stop = [self._engine, "exec", self.container, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
+        stop = [*exec_, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
         process = _ContainerKernel(popen, stop, lambda: runtime.forget(files))
         self._kernels.append(process)
         return await_kernel(runtime, files, process, timeout)
@@ -294,8 +324,8 @@ class DockerSandbox(Sandbox):
         if not self._host_owns_files:
             uid, gid = os.getuid(), os.getgid()
             self._exec(["chown", "-R", f"{uid}:{gid}", "/content", "/root", "/tmp"], timeout=300)
-        remove_container(self._engine, self.container)
-        supervisor.unregister("container", [self._engine, self.container])
+        remove_container(self.engine.command, self.container)
+        supervisor.unregister("container", [*self.engine.command, self.container])
         if self._runtime is not None:
             self._runtime.close()
             remove_tree(str(self._runtime.root))
@@ -323,3 +353,13 @@ class _ContainerKernel(PopenKernelProcess):
             except (OSError, subprocess.SubprocessError):
                 pass
         super().kill()
+
+
+def describe_engine(config: SandboxConfig) -> str:
+    """The engine and settings the docker sandbox uses here, and its image; or why it cannot run."""
+    try:
+        engine, image = DockerSandbox.engine_for(config)
+    except SandboxError as e:
+        return f"nothing: {e}"
+    info = image_info(engine, image)
+    return f"{engine.describe()}; {info.summary if info else f'the image {image}'}"

@@ -175,7 +175,10 @@ def _found_before(version: str, boot: bytes) -> _Lookup | None:
 
 def _pip_install_target(python: str, version: str, target: Path) -> None:
     """Install ipykernel for another Python version: with that Python's own pip, else with ours for its version."""
-    has_pip = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, timeout=120).returncode == 0
+    try:
+        has_pip = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, timeout=120).returncode == 0
+    except OSError:  # no such interpreter here (the Python of an image): ours installs for its version
+        has_pip = False
     prefix = [python, "-m", "pip"] if has_pip else [sys.executable, "-m", "pip"]
     options = [] if has_pip else ["--python-version", version, "--only-binary=:all:"]
     command = [*prefix, "install", "--disable-pip-version-check", "--no-warn-script-location", "--quiet"]

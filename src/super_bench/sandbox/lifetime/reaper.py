@@ -94,9 +94,10 @@ def kill_cgroup(path: str, *, remove: bool = True) -> None:
             pause = min(pause * 2, 0.05)
 
 
-def remove_container(engine: str, name: str) -> None:
+def remove_container(engine: list[str], name: str) -> None:
+    """Remove a container; ``engine`` is the engine's command with its global options."""
     try:
-        subprocess.run([engine, "rm", "-f", name], capture_output=True, timeout=120)
+        subprocess.run([*engine, "rm", "-f", name], capture_output=True, timeout=120)
     except (OSError, subprocess.SubprocessError):
         pass
 

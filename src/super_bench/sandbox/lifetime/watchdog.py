@@ -35,7 +35,7 @@ def clean_up(entries: list[dict[str, Any]]) -> None:
         elif kind == "cgroup":
             kill_cgroup(str(value))
         elif kind == "container":
-            remove_container(str(value[0]), str(value[1]))
+            remove_container([str(v) for v in value[:-1]], str(value[-1]))
         elif kind == "mount":
             unmount(str(value[0]), str(value[1]))
         elif kind == "dir":

@@ -40,11 +40,11 @@ def describe(mechanism: Mechanism) -> str:
     return _DESCRIPTION[mechanism]
 
 
-def _own_cgroup_dirs() -> dict[str, Path]:
-    """This process's cgroup directories: ``cgroup2`` and (v1) ``memory``, where mounted."""
+def _own_cgroup_dirs(pid: str = "self") -> dict[str, Path]:
+    """This process's (or ``pid``'s) cgroup directories: ``cgroup2`` and (v1) ``memory``, where mounted."""
     found: dict[str, Path] = {}
     try:
-        own = Path("/proc/self/cgroup").read_text().splitlines()
+        own = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
         mounts = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
         return found
@@ -121,30 +121,11 @@ def memory_mechanism(requested: str = "auto") -> Mechanism:
     raise SandboxError(f"unknown memory enforcement {requested!r}: choose auto, cgroup or address-space")
 
 
-class MemoryCgroup:
-    """A task's own memory cgroup, with its limit; processes join it through ``wrap``."""
+class CgroupMemory:
+    """What a memory cgroup counts: the bytes its processes use, and how many the kernel killed for it."""
 
-    def __init__(self, label: str, limit: int) -> None:
-        parent = cgroup_parent()
-        if parent is None:
-            raise SandboxError("cannot make a memory cgroup here")
-        self.mechanism, base = parent
-        self.path = base / f"super-bench-{label[:40]}-{secrets.token_hex(4)}"
-        try:
-            self.path.mkdir()
-            if self.mechanism == "cgroup2":
-                (self.path / "memory.max").write_text(str(limit))
-                _write_if_there(self.path / "memory.swap.max", "0")
-            else:
-                (self.path / "memory.limit_in_bytes").write_text(str(limit))
-                _write_if_there(self.path / "memory.memsw.limit_in_bytes", str(limit))
-        except OSError as e:
-            self.remove()
-            raise SandboxError(f"cannot set up the task's memory cgroup {self.path}: {e}") from e
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        """``argv`` run inside the cgroup: a shell joins it, then becomes the command (same process)."""
-        return [program("sh"), "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
+    def __init__(self, mechanism: Mechanism, path: Path) -> None:
+        self.mechanism, self.path = mechanism, path
 
     def current(self) -> int | None:
         """Bytes the task's processes use now (page cache and shared memory included)."""
@@ -165,6 +146,45 @@ class MemoryCgroup:
         except (OSError, ValueError):
             pass
         return 0
+
+
+def cgroup_of(pid: int) -> CgroupMemory | None:
+    """The memory cgroup a process runs in (a container's, which its engine made), where this process can
+    read it; None where not (another machine's engine, no memory controller mounted)."""
+    dirs = _own_cgroup_dirs(str(pid))
+    v2 = dirs.get("cgroup2")
+    if v2 is not None and (v2 / "memory.max").exists():
+        return CgroupMemory("cgroup2", v2)
+    v1 = dirs.get("memory")
+    if v1 is not None and (v1 / "memory.limit_in_bytes").exists():
+        return CgroupMemory("cgroup1", v1)
+    return None
+
+
+class MemoryCgroup(CgroupMemory):
+    """A task's own memory cgroup, with its limit; processes join it through ``wrap``."""
+
+    def __init__(self, label: str, limit: int) -> None:
+        parent = cgroup_parent()
+        if parent is None:
+            raise SandboxError("cannot make a memory cgroup here")
+        mechanism, base = parent
+        super().__init__(mechanism, base / f"super-bench-{label[:40]}-{secrets.token_hex(4)}")
+        try:
+            self.path.mkdir()
+            if self.mechanism == "cgroup2":
+                (self.path / "memory.max").write_text(str(limit))
+                _write_if_there(self.path / "memory.swap.max", "0")
+            else:
+                (self.path / "memory.limit_in_bytes").write_text(str(limit))
+                _write_if_there(self.path / "memory.memsw.limit_in_bytes", str(limit))
+        except OSError as e:
+            self.remove()
+            raise SandboxError(f"cannot set up the task's memory cgroup {self.path}: {e}") from e
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` run inside the cgroup: a shell joins it, then becomes the command (same process)."""
+        return [program("sh"), "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
 
     def kill(self) -> None:
         """Kill every process of the cgroup, which stays."""

@@ -1,0 +1,293 @@
+"""The docker sandbox's images, built by ``super-bench sandbox build --backend docker`` in two layers.
+
+- The kernel layer (``super-bench-kernel:VERSION``, small): any Debian-like base image with a Python,
+  given python3 and venv (installed with apt where the base lacks them) and tini; the task's environment
+  at ``/venv`` (first on PATH, so that agents ``pip install`` as on Colab); the notebook kernel's own
+  packages in ``/opt/super-bench/kernel``, apart from the task's. Those packages are prepared on the host
+  (copied from the harness's own where the Python versions agree, else downloaded by the host's pip for
+  the image's version), so this layer needs no package index inside the build.
+- The SUPER layer (``super-bench-task:VERSION``, about 6 GB): over the kernel layer, the build tools and
+  SUPER's package list, installed by pip inside the build.
+
+Python 3.10, SUPER's, is used where the base has it, else the base's own ``python3``; what differs from
+the paper's environment is written into the image's labels, and runs record it. A CA bundle given for
+the build (the host's trust store, for hosts behind a TLS-intercepting proxy) is mounted read-only into
+the steps that download, never copied into a layer; nothing else of the host's pip configuration is used
+inside the build.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from super_bench._version import __version__
+from super_bench.errors import SandboxError
+from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
+from super_bench.sandbox.kernel.kernel_env import kernel_env
+from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, PAPER_PYTHON
+from super_bench.sandbox.pyenv.task_env import DEFAULT_PACKAGES
+
+DEFAULT_IMAGE = f"super-bench-task:{__version__}"
+KERNEL_IMAGE = f"super-bench-kernel:{__version__}"
+# Where the image keeps the kernel's own packages and its boot script (see kernel_boot.py).
+IMAGE_KERNEL_DIR = "/opt/super-bench/kernel"
+IMAGE_KERNEL_BOOT = f"{IMAGE_KERNEL_DIR}/kernel_boot.py"
+LABEL = "io.super-bench.image"
+# Where a CA bundle given to tasks or builds appears inside.
+CA_BUNDLE_INSIDE = "/etc/super-bench/ca-bundle.crt"
+
+# Which interpreter the base has: SUPER's 3.10 first, with venv and ensurepip (Debian splits them out).
+_PROBE = """
+for p in python3.10 python3; do
+  if command -v "$p" >/dev/null 2>&1; then
+    venv=no; "$p" -c 'import venv, ensurepip' >/dev/null 2>&1 && venv=yes
+    echo "python=$p"; echo "venv=$venv"; "$p" -c 'import sys; print("version=%d.%d" % sys.version_info[:2])'
+    break
+  fi
+done
+command -v apt-get >/dev/null 2>&1 && echo apt=yes
+command -v tini >/dev/null 2>&1 && echo tini=yes
+command -v git >/dev/null 2>&1 && echo git=yes
+true
+"""
+_SUPER_TOOLS = (
+    "build-essential cmake default-jdk-headless git git-lfs less nano procps unzip util-linux vim-tiny wget zip"
+)
+
+
+class ImageInfo(BaseModel):
+    """What a built image is, from its label: recorded in each run's manifest."""
+
+    image: str
+    layer: str = Field(description="kernel (no SUPER packages) or super")
+    base: str
+    python: str
+    differences: list[str] = Field(default_factory=list, description="How it differs from the paper's environment")
+
+    @property
+    def summary(self) -> str:
+        what = "SUPER's package list" if self.layer == "super" else "the kernel layer only, no SUPER packages"
+        return f"the image {self.image} ({what}, Python {self.python}, over {self.base})"
+
+
+def image_info(engine: Engine, image: str) -> ImageInfo | None:
+    """The label ``sandbox build`` wrote into ``image`` (None for an image made otherwise)."""
+    proc = subprocess.run(
+        [*engine.command, "image", "inspect", "--format", "{{json .Config.Labels}}", image],
+        capture_output=True,
+        text=True,
+    )
+    try:
+        labels = json.loads(proc.stdout) or {}
+        return ImageInfo.model_validate_json(labels[LABEL])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def default_image(engine: Engine) -> str:
+    """The SUPER image where it is built, else the kernel image (``--kernel-only``)."""
+    for image in (DEFAULT_IMAGE, KERNEL_IMAGE):
+        if image_exists(engine, image):
+            return image
+    return DEFAULT_IMAGE
+
+
+def build_images(
+    base: str,
+    *,
+    engine_name: str | None = None,
+    tag: str = DEFAULT_IMAGE,
+    kernel_tag: str = KERNEL_IMAGE,
+    requirements: Path = COLAB_REQUIREMENTS,
+    kernel_only: bool = False,
+    ca_bundle: Path | None = None,
+    echo: Callable[[str], None] = print,
+) -> ImageInfo:
+    """Build the kernel image over ``base``, then (unless ``kernel_only``) the SUPER image over it."""
+    engine = find_engine(engine_name)
+    if not image_exists(engine, base) and _engine(engine, ["pull", base]).returncode != 0:
+        raise SandboxError(
+            f"the base image {base} is not here and cannot be pulled; make one from Debian packages "
+            "(debootstrap, then import it: see docs/sandboxes.md) or pull one where a registry is reachable"
+        )
+    engine = find_engine(engine_name, base)
+    found = _probe(engine, base)
+    if "python" not in found and "apt" not in found:
+        raise SandboxError(f"the base image {base} has no python3 and no apt-get to install one: choose another")
+    with tempfile.TemporaryDirectory(prefix="super-bench-image-") as tmp:
+        build = _Build(engine, Path(tmp), ca_bundle)
+        echo(f"Building the kernel layer over {base} with {engine.describe()}")
+        # The system part goes under a tag of its own, so that the kernel image is never half built.
+        system = f"super-bench-build-{secrets.token_hex(6)}:system"
+        build(_system_layer(base, found), system)
+        try:
+            info = _kernel_layer(build, base, system, kernel_tag)
+        finally:
+            _engine(engine, ["rmi", system], capture_output=True)  # the tag only: the layers are the kernel's
+        if kernel_only:
+            return info
+        echo(f"Building SUPER's layer over {kernel_tag} (SUPER's package list: several GB)")
+        shutil.copy(requirements, build.context / "task-requirements.txt")
+        differences = [d for d in info.differences if d != _KERNEL_ONLY]
+        info = info.model_copy(update={"image": tag, "layer": "super", "differences": differences})
+        build(_super_layer(kernel_tag, info, ca_bundle is not None), tag)
+        return info
+
+
+_KERNEL_ONLY = "none of SUPER's packages: the kernel layer only"
+
+
+def _kernel_layer(build: _Build, base: str, system: str, kernel_tag: str) -> ImageInfo:
+    """The kernel's packages and the minimal default, prepared on the host for the image's Python."""
+    version = _probe(build.engine, system)["version"]
+    shutil.copytree(kernel_env(f"python{version}", version), build.context / "kernel")
+    _download_wheels(version, build.context / "wheels")
+    differences = [] if version == PAPER_PYTHON else [f"Python {version}, not {PAPER_PYTHON} as in the paper's"]
+    info = ImageInfo(
+        image=kernel_tag, layer="kernel", base=base, python=version, differences=[*differences, _KERNEL_ONLY]
+    )
+    build(
+        [
+            f"FROM {system}",
+            f"COPY kernel {IMAGE_KERNEL_DIR}",
+            # The task's environment starts as the other backends' minimal default (pip, setuptools, numpy).
+            "RUN --mount=type=bind,source=wheels,target=/tmp/wheels /venv/bin/python -m pip install --no-index "
+            f"--no-cache-dir --find-links /tmp/wheels {' '.join(_pinned(version))}",
+            f"LABEL {LABEL}={json.dumps(info.model_dump_json())}",
+        ],
+        kernel_tag,
+    )
+    return info
+
+
+def _pinned(version: str) -> list[str]:
+    """The minimal default's packages, at the harness's own versions where the Python versions agree."""
+    same = version == f"{sys.version_info[0]}.{sys.version_info[1]}"
+    pinned = []
+    for name in DEFAULT_PACKAGES:
+        try:
+            pinned.append(f"{name}=={metadata.version(name)}" if same else name)
+        except metadata.PackageNotFoundError:
+            pinned.append(name)
+    return pinned
+
+
+def _download_wheels(version: str, target: Path) -> None:
+    """Wheels of the minimal default for the image's Python, fetched by the host's pip as it is configured
+    (offline where it has them), so that the build needs no package index inside."""
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check"]
+    command += ["--only-binary=:all:", "--python-version", version, "--dest", str(target), *_pinned(version)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
+        raise SandboxError(f"cannot download {', '.join(DEFAULT_PACKAGES)} for Python {version}: {' / '.join(detail)}")
+
+
+def _engine(engine: Engine, args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*engine.command, *args], text=True, **kwargs)  # type: ignore[call-overload, no-any-return]
+
+
+def _probe(engine: Engine, image: str) -> dict[str, str]:
+    proc = _engine(
+        engine, ["run", "--rm", "--network", "none", *engine.run_args, image, "sh", "-c", _PROBE], capture_output=True
+    )
+    if proc.returncode != 0:
+        raise SandboxError(f"cannot run a shell in the image {image}: {proc.stderr.strip()}")
+    return dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+
+
+def _system_layer(base: str, found: dict[str, str]) -> list[str]:
+    """The base, with python3 and venv and tini (from apt where missing), and the task's environment at /venv."""
+    python = found.get("python", "python3")
+    packages = [] if "python" in found else ["python3", "python3-venv"]
+    if found.get("venv") == "no":
+        packages.append(f"{python}-venv" if python != "python3" else "python3-venv")
+    if "tini" not in found:
+        packages.append("tini")
+    if "git" not in found:  # tasks clone their repositories (from mirrors and bundles offline)
+        packages += ["git", "ca-certificates"]
+    lines = [
+        f"FROM {base}",
+        "ENV DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore "
+        "PYTHONUNBUFFERED=1 MPLBACKEND=module://matplotlib_inline.backend_inline",
+    ]
+    if packages:
+        if "apt" not in found:
+            raise SandboxError(f"the base image {base} lacks {' '.join(packages)} and has no apt-get to install them")
+        # The package lists are kept, so that agents can `apt-get install` as they could on Colab.
+        lines.append(f"RUN apt-get update && apt-get install -y --no-install-recommends {' '.join(packages)}")
+    lines += [
+        # The task's environment: what agents install goes here; the system's Python stays as built.
+        f"RUN {python} -m venv /venv",
+        "ENV PATH=/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin VIRTUAL_ENV=/venv",
+        "WORKDIR /content",
+        # tini reaps the orphans agent code leaves behind; super-bench runs `sleep` as the main process.
+        'ENTRYPOINT ["tini", "--"]',
+        'CMD ["sleep", "infinity"]',
+    ]
+    return lines
+
+
+def _super_layer(kernel_tag: str, info: ImageInfo, ca: bool) -> list[str]:
+    # A CA bundle is mounted into the steps that download, never copied into a layer.
+    mount = f"--mount=type=bind,source=ca-bundle.crt,target={CA_BUNDLE_INSIDE} " if ca else ""
+    cert = f"PIP_CERT={CA_BUNDLE_INSIDE} " if ca else ""
+    requirements = "/opt/super-bench/task-requirements.txt"
+    return [
+        f"FROM {kernel_tag}",
+        f"RUN apt-get update && apt-get install -y --no-install-recommends {_SUPER_TOOLS}",
+        f"RUN {mount}{cert}python -m pip install --no-cache-dir --upgrade pip",
+        f"COPY task-requirements.txt {requirements}",
+        # An entry that cannot be had (where the spaCy model's host is unreachable) is left out, saying so.
+        f"RUN {mount}{cert}sh -c 'python -m pip install --no-cache-dir -r {requirements} || "
+        f"(grep -v ^en-core-web-sm {requirements} > /tmp/reqs.txt && echo en-core-web-sm left out && "
+        f"python -m pip install --no-cache-dir -r /tmp/reqs.txt)'",
+        f"LABEL {LABEL}={json.dumps(info.model_dump_json())}",
+    ]
+
+
+@dataclass
+class _Build:
+    """Builds images from Dockerfile lines in one context directory, with the engine's settings."""
+
+    engine: Engine
+    context: Path
+    ca_bundle: Path | None
+
+    def __call__(self, lines: list[str], tag: str) -> None:
+        (self.context / "Dockerfile").write_text("\n".join(lines) + "\n")
+        if self.ca_bundle is not None:
+            shutil.copyfile(self.ca_bundle, self.context / "ca-bundle.crt")
+        # The build's downloads (apt, pip) use the host's network: the engine's own may not reach out.
+        command = ["build", "--network", "host", *_build_ulimits(self.engine), "-t", tag, str(self.context)]
+        if _engine(self.engine, command).returncode != 0:
+            raise SandboxError(f"building the image {tag} failed (the engine's output is above)")
+
+
+def _build_ulimits(engine: Engine) -> list[str]:
+    """Podman's builds start containers too, and need the same explicit ulimits as its runs."""
+    return list(engine.run_args) if engine.name == "podman" else []
+
+
+def host_ca_bundle() -> Path | None:
+    """The CA bundle pip on the host uses (``PIP_CERT``, else pip's ``cert`` setting), where one is set."""
+    import os
+
+    if os.environ.get("PIP_CERT"):
+        return Path(os.environ["PIP_CERT"])
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.cert"], capture_output=True, text=True, timeout=60
+    )
+    value = proc.stdout.strip()
+    return Path(value) if proc.returncode == 0 and value else None
