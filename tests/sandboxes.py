@@ -6,9 +6,7 @@ import base64
 import hashlib
 import os
 import secrets
-import time
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,34 +39,6 @@ def backend_settings(name: str) -> dict[str, Any]:
 def token() -> str:
     """A number no other process has on its command line: ``sleep 1000.<digits>`` is findable by it."""
     return f"1000.{secrets.randbelow(10**9):09d}"
-
-
-def pids_with(text: str) -> list[int]:
-    """Host PIDs of live (not zombie) processes whose command line contains ``text``."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                cmdline = f.read()
-            with open(f"/proc/{entry.name}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text.encode() in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> bool:
-    """Poll ``condition()`` until it is true or ``timeout`` seconds pass; its last value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = bool(condition())
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.1)
 
 
 def tiny_wheel(

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from tests.sandboxes import wait_for
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.errors import ConfigError
 from super_bench.runner.admission import ADMISSION, MIN_MEMORY, Need, free_disk, free_memory
 from super_bench.runner.progress import RunProgress
+from super_bench.sandbox.conformance import wait_for
 
 
 def most_of_the_free_disk(path: Path) -> int:

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 from tests.conftest import make_task
-from tests.sandboxes import backend_settings, pids_with, token, wait_for
+from tests.sandboxes import backend_settings, token
 
 from super_bench import Action, Environment
+from super_bench.sandbox.conformance import pids_with, wait_for
 from super_bench.sandbox.lifetime.reaper import processes_with_marker
 from super_bench.sandbox.limits.memory import cgroup_parent
 

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 from tests.conftest import make_task
-from tests.sandboxes import backend_settings, token, wait_for
+from tests.sandboxes import backend_settings, token
 from tests.test_lifetime import _parent, pids_with, start_run
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
+from super_bench.sandbox.conformance import wait_for
 from super_bench.sandbox.lifetime.scratch import scratch_dir
 from super_bench.sandbox.lifetime.supervisor import watchdog_command
 from super_bench.sandbox.limits import disk

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.sandboxes import backend_settings, pids_with, token, wait_for
+from tests.sandboxes import backend_settings, token
 
+from super_bench.sandbox.conformance import pids_with, wait_for
 from super_bench.sandbox.lifetime import reaper
 from super_bench.sandbox.lifetime.scratch import runtime_tag, scratch_dir
 from super_bench.sandbox.lifetime.supervisor import watchdog_command

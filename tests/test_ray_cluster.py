@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.sandboxes import wait_for
 
 from super_bench import load_tasks
+from super_bench.sandbox.conformance import wait_for
 
 
 def free_port() -> int:

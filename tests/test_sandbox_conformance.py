@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 from tests.conftest import make_task
-from tests.sandboxes import BACKENDS, backend_settings, pids_with, tiny_wheel, token, wait_for
+from tests.sandboxes import BACKENDS, backend_settings, tiny_wheel, token
 
 from super_bench import Action, Environment
+from super_bench.sandbox.conformance import pids_with, wait_for
 
 
 @pytest.fixture(params=BACKENDS)

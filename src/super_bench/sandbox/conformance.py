@@ -178,14 +178,15 @@ def _stop(sandbox: Sandbox) -> None:
     mark = f"1000.{secrets.randbelow(10**9):09d}"
     launch = sandbox.launch_kernel([], timeout=60)
     _execute(sandbox, launch, f"import subprocess\nsubprocess.Popen(['setsid', 'sleep', '{mark}'])")
-    _expect(_wait(lambda: _pids_with(mark)), "a daemon started by agent code could not be found")
+    _expect(wait_for(lambda: pids_with(mark)), "a daemon started by agent code could not be found")
     runtime = sandbox.runtime_dir
     sandbox.stop()
-    _expect(_wait(lambda: not _pids_with(mark)), "a daemon started by agent code outlived stop()")
+    _expect(wait_for(lambda: not pids_with(mark)), "a daemon started by agent code outlived stop()")
     _expect(not Path(runtime).exists(), f"stop() left the runtime directory {runtime}")
 
 
-def _pids_with(text: str) -> list[int]:
+def pids_with(text: str) -> list[int]:
+    """Host PIDs of live (not zombie) processes whose command line contains ``text``."""
     found = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -201,13 +202,14 @@ def _pids_with(text: str) -> list[int]:
     return found
 
 
-def _wait(condition: Callable[[], object], timeout: float = 10.0) -> bool:
+def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> bool:
+    """Poll ``condition()`` until it is true or ``timeout`` seconds pass; its last value."""
     deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
+    while True:
+        value = bool(condition())
+        if value or time.monotonic() > deadline:
+            return value
         time.sleep(0.1)
-    return True
 
 
-__all__ = ["CheckResult", "ConformanceReport", "check_conformance"]
+__all__ = ["CheckResult", "ConformanceReport", "check_conformance", "pids_with", "wait_for"]
