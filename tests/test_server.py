@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -351,25 +352,35 @@ def test_stopping_the_server_stops_every_sandbox(
     assert list(tmp_sandbox_root.iterdir()) == []
 
 
+@contextlib.contextmanager
+def serving(cwd: Path, env: dict[str, str], *options: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`super-bench serve` on a port the OS picks, and its URL (from its banner); Ctrl-C ends it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "super_bench", "serve", "--port", "0", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=cwd,
+    )
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline()
+        assert banner.startswith("super-bench environment server on http://127.0.0.1:"), banner
+        yield process, banner.split()[4]
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(60)
+
+
 @pytest.mark.slow
 def test_serve_command(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SUPER_BENCH_TOKEN"}
     for given in (None, "s3cret"):
         if given:
             env["SUPER_BENCH_TOKEN"] = given
-        process = subprocess.Popen(
-            [sys.executable, "-m", "super_bench", "serve", "--port", "0", "--max-sessions", "2"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-        )
-        try:
+        with serving(tmp_path, env, "--max-sessions", "2") as (process, url):
             assert process.stdout is not None
-            banner = process.stdout.readline()
-            assert banner.startswith("super-bench environment server on http://127.0.0.1:"), banner
-            url = banner.split()[4]
             token_line = process.stdout.readline().strip()
             if given is None:
                 token = token_line.removeprefix("token: ")
@@ -387,9 +398,6 @@ def test_serve_command(tmp_path: Path) -> None:
                     time.sleep(0.1)
             assert response.status_code == 200 and response.json() == []
             assert httpx.get(url + "/v1/sessions").status_code == 401
-        finally:
-            process.send_signal(signal.SIGINT)
-            process.wait(30)
         assert process.returncode == 0
 
 
@@ -415,27 +423,12 @@ def test_the_documented_curl_recipe_runs_as_written(tmp_path: Path) -> None:
     """docs/integrations.md's shell block, run by bash against `super-bench serve` (only its port is this test's)."""
     doc = (Path(__file__).resolve().parents[1] / "docs" / "integrations.md").read_text()
     (recipe,) = [block for block in re.findall(r"```bash\n(.*?)```", doc, re.DOTALL) if "curl" in block]
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        port = probe.getsockname()[1]
     env = {**os.environ, "SUPER_BENCH_TOKEN": "recipe-token", "TMPDIR": str(tmp_path)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "super_bench", "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline().startswith("super-bench environment server on")
-        script = recipe.replace("127.0.0.1:8765", f"127.0.0.1:{port}")
+    with serving(tmp_path, env) as (_, url):
+        script = recipe.replace("http://127.0.0.1:8765", url)
         result = subprocess.run(
             ["bash", "-c", "set -e\n" + script], capture_output=True, text=True, env=env, timeout=300
         )
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(60)
     assert result.returncode == 0, result.stderr
     observation, done, metrics = result.stdout.split("\n", 2)
     assert "Cloning into 'tinyreg'" in observation
