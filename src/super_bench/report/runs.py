@@ -152,28 +152,32 @@ def board_runs(paths: Iterable[Path]) -> tuple[list[RunData], list[str]]:
     loaded: list[RunData] = []
     skipped: list[str] = []
     for path in paths:
-        reason = _not_a_board_run(path)
+        reason = _unfinished(path)
         if reason is None:
             try:
-                loaded.append(load_run(path))
-                continue
+                run = load_run(path)
             except RunDirError as e:
                 reason = str(e)
+            else:
+                reason = _not_an_agent_run(run.manifest)
+                if reason is None:
+                    loaded.append(run)
+                    continue
         skipped.append(f"{path}: {reason}")
     return loaded, skipped
 
 
-def _not_a_board_run(path: Path) -> str | None:
+def _unfinished(path: Path) -> str | None:
     if not (path / "results.jsonl").is_file():
         return "not a run directory (no results.jsonl)"
     if (path / ".lock").exists():
         return "a run still going (or killed: rerun it to finish)"
     if not (path / "summary.json").is_file():
         return "an unfinished run (no summary.json: rerun its command to finish it)"
-    try:
-        manifest = RunDir(path).read_manifest() or RunManifest()
-    except RunDirError:
-        return None  # load_run says what it cannot read
+    return None
+
+
+def _not_an_agent_run(manifest: RunManifest) -> str | None:
     command = manifest.command[1:2]
     if manifest.config.get("agent") == "human" or command == ["play"]:
         return "a `play` session"
