@@ -117,13 +117,7 @@ def content_problem(
 
 
 def _unencodable(text: str) -> bool:
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    return valid_text(text) is not text
 
 
 def _surrogate(text: str) -> str:
