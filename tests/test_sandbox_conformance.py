@@ -297,11 +297,14 @@ def test_harness_files_cannot_be_turned_against_the_host(start: Any, tmp_path: P
 
 
 @pytest.mark.slow
-def test_an_edit_of_a_fifo_gives_up_instead_of_hanging(env_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("backend", ["bwrap", "local"])
+def test_an_edit_of_a_fifo_gives_up_instead_of_hanging(
+    env_factory: Any, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
     from super_bench.sandbox.backends import bwrap
 
     monkeypatch.setattr(bwrap, "FILE_TIMEOUT", 2.0)
-    env: Environment = env_factory(sandbox=backend_settings("bwrap"))
+    env: Environment = env_factory(sandbox=backend_settings(backend))
     env.reset(make_task())
     run(env, "import os\nos.mkfifo('pipe.py')")
     started = time.monotonic()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import uuid
 from collections.abc import Callable
@@ -342,7 +343,13 @@ class HostSandbox(Sandbox):
         return Path(self.workdir, path)  # an absolute ``path`` replaces the work directory
 
     def read_file(self, path: str) -> bytes:
-        return self._host_path(path).read_bytes()
+        # Opened without waiting for a writer and read only if it is a plain file: agent code chooses what
+        # the path is, and a FIFO would otherwise hold the harness forever.
+        fd = os.open(self._host_path(path), os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(f"{path} is not a regular file")
+            return f.read()
 
     def write_file(self, path: str, data: bytes) -> None:
         target = self._host_path(path)
