@@ -133,9 +133,9 @@ def test_only_the_agents_cells_count_not_harness_messages_or_given_cells() -> No
     refused = step(2, Action.execute("x"), "[super-bench] 7.4031 refused", outcome="invalid")
     submitted = step(3, Action.submit(answer), "7.4031")
     traced = trace_answer(answer, [given, edit, refused, submitted])
-    assert traced is not None and traced.status == "unobserved"
+    assert traced is not None and traced.status == "given"  # a label of its own: not the agent's output
     (field,) = traced.fields
-    assert field.step is None and field.pre_executed_step == 0  # a weaker sign, noted apart
+    assert field.step is None and field.pre_executed_step == 0 and (field.offset, field.text) == (10, "7.4031")
 
     waited = step(4, Action(type="continue_wait"), "...\nTest MSE: 7.4031")
     traced = trace_answer(answer, [given, edit, refused, waited])
@@ -311,6 +311,33 @@ def test_scoring_reports_provenance_beside_output_match_in_both_modes() -> None:
     assert details.model_dump()["provenance"]["fields"][0]["step"] == 0
     _, details = score_trajectory(trajectory(step(0, RUN, "7.4031")), task)
     assert details.answer_provenance is None  # nothing submitted
+
+
+def test_given_is_every_value_shown_some_only_by_given_cells() -> None:
+    # A Masked task: its first cells are given (pre-executed); one of them prints the result.
+    given = step(0, Action.execute("!python eval.py --checkpoint given"), "loss 0.25\nacc 0.8523", pre=True)
+    setup = step(1, Action.execute("!pip install -e ."), "Successfully installed repo")
+    run = step(2, RUN, "loss 0.25")
+    submitted = {"loss": 0.25, "acc": 0.85}
+    traced = trace_answer(submitted, [given, setup, run, step(3, Action.submit(submitted))])
+    assert traced is not None and traced.status == "given"
+    assert [(f.step, f.pre_executed_step) for f in traced.fields] == [(2, None), (None, 0)]
+    assert traced.fields[1].given and not traced.fields[0].given
+    # A value nobody showed: not given, whatever else is.
+    traced = trace_answer({"acc": 0.85, "f1": 0.61}, [given, setup, run])
+    assert traced is not None and traced.status == "unobserved"
+    traced = trace_answer({"loss": 0.25, "acc": 0.85, "f1": 0.61}, [given, setup, run])
+    assert traced is not None and traced.status == "partly_observed"
+
+
+def test_the_summary_counts_given_answers_apart() -> None:
+    def row(task_id: str, provenance: str | None) -> TaskResult:
+        return TaskResult(task_id=task_id, task_set="masked", status="completed", answer_provenance=provenance)  # type: ignore[arg-type]
+
+    summary = summarize([row("a", "observed"), row("b", "given"), row("c", "unobserved"), row("d", "given")])
+    assert (summary.answer_observed, summary.answer_given) == (0.25, 0.5)
+    assert summarize([row("a", "observed")]).answer_given == 0.0
+    assert summarize([row("e", None)]).answer_given is None
 
 
 def test_the_summary_counts_scored_answers_fully_observed() -> None:

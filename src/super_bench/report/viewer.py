@@ -135,6 +135,7 @@ def page_data(run: RunData, verification: dict[tuple[str, int], VerifyResult] | 
         "waste": summary.waste.model_dump() if summary.waste is not None else None,
         "waited": summary.waited,
         "answer_observed": summary.answer_observed,
+        "answer_given": summary.answer_given,
         "answers_traced": sum(r.in_means and r.answer_provenance is not None for r in run.results),
         "reproduced": reproduced.model_dump(mode="json") if reproduced is not None else None,
         "columns": columns,
@@ -155,7 +156,7 @@ def names() -> dict[str, Any]:
         "submitted": submitted,
         "completed": completed,
         "ok": ok,
-        "answer": {_label(s): badge for s, badge in zip(PROVENANCE_STATUSES, ("good", "warn", "bad"))},
+        "answer": {_label(s): badge for s, badge in zip(PROVENANCE_STATUSES, ("good", "warn", "warn", "bad"))},
         "reproduced": dict(zip(REPRODUCED.values(), ("good", "bad", ""))),
     }
 
@@ -230,11 +231,14 @@ def task_payload(run: RunData, result: TaskResult, verified: VerifyResult | None
 
 
 def _answer_spans(provenance: Any) -> dict[int, list[Span]]:
-    """Where each observed value of the answer was printed, by step: ``(start, end, field)``."""
+    """Where each value of the answer was printed, by step: ``(start, end, field)``; at the agent's step that
+    showed it, else at the given (pre-executed) cell that did."""
     spans: dict[int, list[Span]] = {}
     fields = provenance.get("fields", []) if isinstance(provenance, dict) else []
     for field in fields:
-        step, offset, text = field.get("step"), field.get("offset"), field.get("text")
+        step = field.get("step")
+        step = step if step is not None else field.get("pre_executed_step")
+        offset, text = field.get("offset"), field.get("text")
         if isinstance(step, int) and isinstance(offset, int) and isinstance(text, str):
             spans.setdefault(step, []).append((offset, offset + len(text), str(field.get("field") or "(answer)")))
     return spans
