@@ -501,3 +501,19 @@ def test_a_value_shown_only_by_a_given_cell_is_given_in_summary_closing_lines_an
     # The pointer: the given cell's print of the value is marked, and only there.
     assert [s["ans"] for s in task["steps"]] == [["acc"], [], []]
     assert _marks(task["steps"][0]) == [("0.8523", "acc")]
+
+
+def test_the_pointer_lands_on_the_value_inside_a_landmark_that_covers_it(tmp_path: Path) -> None:
+    answer = {"exact": 0.0}
+    printed = "{'exact': 0.0, 'f1': 12.5}\n"
+    steps = [step(0, Action.execute("!python run.py --learning_rate 3e-5"), printed), step(1, Action.submit(answer))]
+    run_dir = _scored_run(tmp_path, steps, answer, [r"'exact': \d+\.\d+, 'f1'"])
+    (task,) = by_id(build_view(run_dir).read_text(encoding="utf-8")).values()
+    entry = task["steps"][0]
+    assert entry["ans"] == ["exact"] and entry["lm"] == [0]
+    # The landmark is marked around the value, the value itself as the answer's: the link finds its mark.
+    assert sorted(_marks(entry), key=lambda m: printed.index(m[0])) == [
+        ("'exact': ", 0),
+        ("0.0", "exact"),
+        (", 'f1'", 0),
+    ]

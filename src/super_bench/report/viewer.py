@@ -247,7 +247,10 @@ def _answer_spans(provenance: Any) -> dict[int, list[Span]]:
 def _step(
     step: Step, start: datetime, patterns: list[tuple[int, regex.Pattern[str]]], answers: Sequence[Span] = ()
 ) -> dict[str, Any]:
-    spans = [*(landmark_spans(step.raw_output, patterns) if patterns else []), *answers]
+    landmarks = landmark_spans(step.raw_output, patterns) if patterns else []
+    # An answer's value is marked whole: a landmark that covers it (``'exact': 0.0``) is marked around it, not
+    # over it, so that the page's pointer to the value lands on the print itself.
+    spans = [*_around(landmarks, answers), *answers]
     content = step.action.content
     if isinstance(content, str):
         action_text: str | None = content
@@ -268,7 +271,7 @@ def _step(
         "untimed": bool(step.metadata.get("untimed")),
         "thought": capped(step.thought, THOUGHT_LIMIT),
         "action": excerpt(action_text, head=ACTION_HEAD, tail=ACTION_TAIL) if action_text else None,
-        "lm": [n for _, _, n in spans if isinstance(n, int)],
+        "lm": [n for _, _, n in landmarks],
         "ans": [n for _, _, n in answers],
     }
     if step.output is None:
@@ -278,6 +281,23 @@ def _step(
         entry["obs"] = excerpt(step.observation)
         entry["raw"] = excerpt(step.output, spans)
     return entry
+
+
+def _around(spans: Sequence[Span], holes: Sequence[Span]) -> list[Span]:
+    """``spans`` with the ranges of ``holes`` cut out of them (a span cut in two where a hole lies inside it)."""
+    pieces = list(spans)
+    for hole_start, hole_end, _ in holes:
+        cut: list[Span] = []
+        for start, end, name in pieces:
+            if end <= hole_start or start >= hole_end:
+                cut.append((start, end, name))
+                continue
+            if start < hole_start:
+                cut.append((start, hole_start, name))
+            if end > hole_end:
+                cut.append((hole_end, end, name))
+        pieces = cut
+    return pieces
 
 
 def _landmarks(task: Task | None, result: TaskResult, trajectory: Trajectory | None) -> list[int | None]:
