@@ -39,6 +39,12 @@ def first_step(submission: Any, *outputs: str) -> list[int | None]:
     ("printed", "submitted", "observed"),
     [
         ("test MSE: 7.4031", 7.4031, True),
+        ("  Downloading sklearn-0.0.post12.tar.gz (2.6 kB)", 0.0, False),  # a version, on a pip line
+        ("version 0.0.post12", 0.0, False),
+        ("Requirement already satisfied: tokenizers<0.20,>=0.19 in /usr/lib", 0.2, False),
+        ("x.unsqueeze(0)\n{0: 'terrible'}\npack-reused 0", 0.0, False),  # a bare 0 does not show a float zero
+        ("accuracy = 0.0", 0.0, True),
+        ("errors: 0", 0, True),  # an integer zero it does
         ("test MSE: 7.40", 7.4031, False),  # printed with fewer decimals than submitted: the rest came from elsewhere
         ("acc 0.8523", 0.85, True),  # rounds to it
         ("acc 0.8523", 0.852, True),
@@ -230,6 +236,7 @@ def _every_number_read(value: float, text: str) -> tuple[int, str] | None:
             number is not None
             and finder.supports(number[2])
             and not not_evidence(text, number[0], number[0] + len(number[1]))
+            and not (isinstance(value, float) and value == 0 and not any(c in number[1] for c in ".eE"))
         ):
             first = (number[0], number[1])
             break
