@@ -39,6 +39,12 @@ def first_step(submission: Any, *outputs: str) -> list[int | None]:
     ("printed", "submitted", "observed"),
     [
         ("test MSE: 7.4031", 7.4031, True),
+        ("  Downloading sklearn-0.0.post12.tar.gz (2.6 kB)", 0.0, False),  # a version, on a pip line
+        ("version 0.0.post12", 0.0, False),
+        ("Requirement already satisfied: tokenizers<0.20,>=0.19 in /usr/lib", 0.2, False),
+        ("x.unsqueeze(0)\n{0: 'terrible'}\npack-reused 0", 0.0, False),  # a bare 0 does not show a float zero
+        ("accuracy = 0.0", 0.0, True),
+        ("errors: 0", 0, True),  # an integer zero it does
         ("test MSE: 7.40", 7.4031, False),  # printed with fewer decimals than submitted: the rest came from elsewhere
         ("acc 0.8523", 0.85, True),  # rounds to it
         ("acc 0.8523", 0.852, True),
@@ -133,9 +139,9 @@ def test_only_the_agents_cells_count_not_harness_messages_or_given_cells() -> No
     refused = step(2, Action.execute("x"), "[super-bench] 7.4031 refused", outcome="invalid")
     submitted = step(3, Action.submit(answer), "7.4031")
     traced = trace_answer(answer, [given, edit, refused, submitted])
-    assert traced is not None and traced.status == "unobserved"
+    assert traced is not None and traced.status == "given"  # a label of its own: not the agent's output
     (field,) = traced.fields
-    assert field.step is None and field.pre_executed_step == 0  # a weaker sign, noted apart
+    assert field.step is None and field.pre_executed_step == 0 and (field.offset, field.text) == (10, "7.4031")
 
     waited = step(4, Action(type="continue_wait"), "...\nTest MSE: 7.4031")
     traced = trace_answer(answer, [given, edit, refused, waited])
@@ -230,6 +236,7 @@ def _every_number_read(value: float, text: str) -> tuple[int, str] | None:
             number is not None
             and finder.supports(number[2])
             and not not_evidence(text, number[0], number[0] + len(number[1]))
+            and not (isinstance(value, float) and value == 0 and not any(c in number[1] for c in ".eE"))
         ):
             first = (number[0], number[1])
             break
@@ -311,6 +318,33 @@ def test_scoring_reports_provenance_beside_output_match_in_both_modes() -> None:
     assert details.model_dump()["provenance"]["fields"][0]["step"] == 0
     _, details = score_trajectory(trajectory(step(0, RUN, "7.4031")), task)
     assert details.answer_provenance is None  # nothing submitted
+
+
+def test_given_is_every_value_shown_some_only_by_given_cells() -> None:
+    # A Masked task: its first cells are given (pre-executed); one of them prints the result.
+    given = step(0, Action.execute("!python eval.py --checkpoint given"), "loss 0.25\nacc 0.8523", pre=True)
+    setup = step(1, Action.execute("!pip install -e ."), "Successfully installed repo")
+    run = step(2, RUN, "loss 0.25")
+    submitted = {"loss": 0.25, "acc": 0.85}
+    traced = trace_answer(submitted, [given, setup, run, step(3, Action.submit(submitted))])
+    assert traced is not None and traced.status == "given"
+    assert [(f.step, f.pre_executed_step) for f in traced.fields] == [(2, None), (None, 0)]
+    assert traced.fields[1].given and not traced.fields[0].given
+    # A value nobody showed: not given, whatever else is.
+    traced = trace_answer({"acc": 0.85, "f1": 0.61}, [given, setup, run])
+    assert traced is not None and traced.status == "unobserved"
+    traced = trace_answer({"loss": 0.25, "acc": 0.85, "f1": 0.61}, [given, setup, run])
+    assert traced is not None and traced.status == "partly_observed"
+
+
+def test_the_summary_counts_given_answers_apart() -> None:
+    def row(task_id: str, provenance: str | None) -> TaskResult:
+        return TaskResult(task_id=task_id, task_set="masked", status="completed", answer_provenance=provenance)  # type: ignore[arg-type]
+
+    summary = summarize([row("a", "observed"), row("b", "given"), row("c", "unobserved"), row("d", "given")])
+    assert (summary.answer_observed, summary.answer_given) == (0.25, 0.5)
+    assert summarize([row("a", "observed")]).answer_given == 0.0
+    assert summarize([row("e", None)]).answer_given is None
 
 
 def test_the_summary_counts_scored_answers_fully_observed() -> None:

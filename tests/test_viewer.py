@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import pytest
 from tests.conftest import REFERENCE_TRAJECTORIES
-from tests.helpers import cli
+from tests.helpers import cli, step, trajectory
 from tests.trajectory_notebooks import (
     EPOCH_LINE,
     EXPERT_QUERY,
@@ -30,11 +30,15 @@ from tests.trajectory_notebooks import (
 )
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run
+from super_bench.actions import Action
 from super_bench.report.importer import import_trajectories
 from super_bench.report.viewer import build_view
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
 from super_bench.runner.verify_records import VerifyResult
+from super_bench.scoring import score_trajectory
+from super_bench.tasks.model import Task
+from super_bench.trajectory import Step
 
 N_EXTRA = 30  # more tasks, so that sorting and filtering have something to do
 
@@ -444,3 +448,72 @@ def test_viewer_shows_where_the_answer_came_from_and_its_reproduction(
     assert mark.inner_text() == "7.4031" and mark.is_visible()
     assert view.errors == [] and view.requests == [view.url]
     page.close()
+
+
+def _scored_run(tmp_path: Path, steps: list[Step], answer: Any, landmarks: list[str]) -> Path:
+    """A run directory of one Masked-style task, scored as a run scores it."""
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.create()
+    traj = trajectory(*steps, submission=answer, submitted=True)
+    path = traj.save(run_dir.task_dir("t"), notebook=False)
+    task = Task(task_id="t", query="q", answer=answer, landmarks=landmarks)
+    metrics, details = score_trajectory(traj, task)
+    run_dir.write_tasks([task])
+    row = TaskResult.from_trajectory(
+        traj,
+        "masked",
+        metrics=metrics,
+        details=details.model_dump(),
+        answer_provenance=details.answer_provenance,
+        mode="corrected",
+        trajectory=str(path.relative_to(run_dir.path)),
+    )
+    run_dir.write_results([row])
+    return run_dir.path
+
+
+def _marks(entry: dict[str, Any]) -> list[tuple[str, Any]]:
+    """What a step's shown output marks: ``(marked text, field or landmark number)``."""
+    shown = entry.get("raw") or entry["obs"]
+    text = "".join(t for _, t in shown["p"])
+    first = shown["p"][0][0]
+    return [(text[s - first : e - first], n) for s, e, n in shown["m"]]
+
+
+def test_a_value_shown_only_by_a_given_cell_is_given_in_summary_closing_lines_and_viewer(tmp_path: Path) -> None:
+    answer = {"acc": 0.8523}
+    given = step(0, Action.execute("!python eval.py --given"), "loading\nacc 0.8523\n", pre=True)
+    steps = [given, step(1, Action.execute("!ls"), "eval.py"), step(2, Action.submit(answer))]
+    run_dir = _scored_run(tmp_path, steps, answer, [])
+    assert json.loads((run_dir / "results.jsonl").read_text())["answer_provenance"] == "given"
+    scored = cli("score", "--in-place", str(run_dir))
+    assert scored.returncode == 0, scored.stderr
+    assert "answers given (some values shown only by pre-executed cells): 1 of 1" in scored.stdout
+    assert "answers shown by the run's own output: 0 of 1" in scored.stdout
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["answer_observed"], summary["answer_given"]) == (0.0, 1.0)
+
+    html = build_view(run_dir).read_text(encoding="utf-8")
+    assert '"answer_given":1.0' in html and '"given":"warn"' in html
+    (task,) = by_id(html).values()
+    (field,) = task["provenance"]["fields"]
+    assert (field["step"], field["pre_executed_step"], field["text"]) == (None, 0, "0.8523")
+    # The pointer: the given cell's print of the value is marked, and only there.
+    assert [s["ans"] for s in task["steps"]] == [["acc"], [], []]
+    assert _marks(task["steps"][0]) == [("0.8523", "acc")]
+
+
+def test_the_pointer_lands_on_the_value_inside_a_landmark_that_covers_it(tmp_path: Path) -> None:
+    answer = {"exact": 0.0}
+    printed = "{'exact': 0.0, 'f1': 12.5}\n"
+    steps = [step(0, Action.execute("!python run.py --learning_rate 3e-5"), printed), step(1, Action.submit(answer))]
+    run_dir = _scored_run(tmp_path, steps, answer, [r"'exact': \d+\.\d+, 'f1'"])
+    (task,) = by_id(build_view(run_dir).read_text(encoding="utf-8")).values()
+    entry = task["steps"][0]
+    assert entry["ans"] == ["exact"] and entry["lm"] == [0]
+    # The landmark is marked around the value, the value itself as the answer's: the link finds its mark.
+    assert sorted(_marks(entry), key=lambda m: printed.index(m[0])) == [
+        ("'exact': ", 0),
+        ("0.0", "exact"),
+        (", 'f1'", 0),
+    ]

@@ -309,7 +309,10 @@ def _provenance_notes(results: list[TaskResult]) -> list[str]:
         return []
     observed = sum(r.answer_provenance == "observed" for r in traced)
     notes = [f"answers shown by the run's own output: {observed} of {len(traced)} (answer provenance)"]
-    flagged = [r.task_id for r in traced if r.answer_provenance != "observed"]
+    given = [r.task_id for r in traced if r.answer_provenance == "given"]
+    if given:
+        notes.append(f"answers given (some values shown only by pre-executed cells): {len(given)} of {len(traced)}")
+    flagged = [r.task_id for r in traced if r.answer_provenance not in ("observed", "given")]
     if flagged:
         more = f" and {len(flagged) - 10} more" if len(flagged) > 10 else ""
         notes.append("not every value shown (see the viewer): " + ", ".join(map(shown, flagged[:10])) + more)

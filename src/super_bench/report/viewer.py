@@ -135,6 +135,7 @@ def page_data(run: RunData, verification: dict[tuple[str, int], VerifyResult] | 
         "waste": summary.waste.model_dump() if summary.waste is not None else None,
         "waited": summary.waited,
         "answer_observed": summary.answer_observed,
+        "answer_given": summary.answer_given,
         "answers_traced": sum(r.in_means and r.answer_provenance is not None for r in run.results),
         "reproduced": reproduced.model_dump(mode="json") if reproduced is not None else None,
         "columns": columns,
@@ -155,7 +156,7 @@ def names() -> dict[str, Any]:
         "submitted": submitted,
         "completed": completed,
         "ok": ok,
-        "answer": {_label(s): badge for s, badge in zip(PROVENANCE_STATUSES, ("good", "warn", "bad"))},
+        "answer": {_label(s): badge for s, badge in zip(PROVENANCE_STATUSES, ("good", "warn", "warn", "bad"))},
         "reproduced": dict(zip(REPRODUCED.values(), ("good", "bad", ""))),
     }
 
@@ -230,11 +231,14 @@ def task_payload(run: RunData, result: TaskResult, verified: VerifyResult | None
 
 
 def _answer_spans(provenance: Any) -> dict[int, list[Span]]:
-    """Where each observed value of the answer was printed, by step: ``(start, end, field)``."""
+    """Where each value of the answer was printed, by step: ``(start, end, field)``; at the agent's step that
+    showed it, else at the given (pre-executed) cell that did."""
     spans: dict[int, list[Span]] = {}
     fields = provenance.get("fields", []) if isinstance(provenance, dict) else []
     for field in fields:
-        step, offset, text = field.get("step"), field.get("offset"), field.get("text")
+        step = field.get("step")
+        step = step if step is not None else field.get("pre_executed_step")
+        offset, text = field.get("offset"), field.get("text")
         if isinstance(step, int) and isinstance(offset, int) and isinstance(text, str):
             spans.setdefault(step, []).append((offset, offset + len(text), str(field.get("field") or "(answer)")))
     return spans
@@ -243,7 +247,10 @@ def _answer_spans(provenance: Any) -> dict[int, list[Span]]:
 def _step(
     step: Step, start: datetime, patterns: list[tuple[int, regex.Pattern[str]]], answers: Sequence[Span] = ()
 ) -> dict[str, Any]:
-    spans = [*(landmark_spans(step.raw_output, patterns) if patterns else []), *answers]
+    landmarks = landmark_spans(step.raw_output, patterns) if patterns else []
+    # An answer's value is marked whole: a landmark that covers it (``'exact': 0.0``) is marked around it, not
+    # over it, so that the page's pointer to the value lands on the print itself.
+    spans = [*_around(landmarks, answers), *answers]
     content = step.action.content
     if isinstance(content, str):
         action_text: str | None = content
@@ -264,7 +271,7 @@ def _step(
         "untimed": bool(step.metadata.get("untimed")),
         "thought": capped(step.thought, THOUGHT_LIMIT),
         "action": excerpt(action_text, head=ACTION_HEAD, tail=ACTION_TAIL) if action_text else None,
-        "lm": [n for _, _, n in spans if isinstance(n, int)],
+        "lm": [n for _, _, n in landmarks],
         "ans": [n for _, _, n in answers],
     }
     if step.output is None:
@@ -274,6 +281,23 @@ def _step(
         entry["obs"] = excerpt(step.observation)
         entry["raw"] = excerpt(step.output, spans)
     return entry
+
+
+def _around(spans: Sequence[Span], holes: Sequence[Span]) -> list[Span]:
+    """``spans`` with the ranges of ``holes`` cut out of them (a span cut in two where a hole lies inside it)."""
+    pieces = list(spans)
+    for hole_start, hole_end, _ in holes:
+        cut: list[Span] = []
+        for start, end, name in pieces:
+            if end <= hole_start or start >= hole_end:
+                cut.append((start, end, name))
+                continue
+            if start < hole_start:
+                cut.append((start, hole_start, name))
+            if end > hole_end:
+                cut.append((hole_end, end, name))
+        pieces = cut
+    return pieces
 
 
 def _landmarks(task: Task | None, result: TaskResult, trajectory: Trajectory | None) -> list[int | None]:

@@ -49,7 +49,8 @@ class TaskResult(VersionedRecord):
     answer_provenance: ProvenanceStatus | None = Field(
         None,
         description="Whether the run's own output showed the submitted values: observed (all), partly_observed, "
-        "unobserved; null when nothing was submitted (details.provenance has each value's step)",
+        "given (all shown, some only by given cells), unobserved; null when nothing was submitted "
+        "(details.provenance has each value's step)",
     )
     replay_divergence: Divergence | None = Field(
         None,
@@ -151,6 +152,11 @@ class Summary(VersionedRecord):
     answer_observed: float | None = Field(
         None, description="Of the scored results with a submitted answer, the fraction whose every value was observed"
     )
+    answer_given: float | None = Field(
+        None,
+        description="Of the same results, the fraction labelled given: every value shown, some only by given "
+        "(pre-executed) cells and never by the agent's own output",
+    )
 
 
 MIXED_MODE = "mixed"
@@ -194,6 +200,7 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
         waste=total(r.waste for r in results),
         waited=sum(r.waited for r in results),
         answer_observed=traced.count("observed") / len(traced) if traced else None,
+        answer_given=traced.count("given") / len(traced) if traced else None,
     )
 
 

@@ -17,7 +17,8 @@ depth) in the raw output of the agent's own cells, in order, and records the fir
 Only the output of the agent's cells counts (``execute``, and ``continue_wait``/``interrupt`` of a
 cell it started), not what the harness wrote for it (an edit's report, an invalid action's message)
 and not a pre-executed cell's (a Masked task's given cells: not the agent's work; such a sighting is
-noted as ``pre_executed_step``). A number the agent's own code spelled out as a non-integer literal
+noted as ``pre_executed_step``, and an answer whose values were all shown, some only by given cells, is
+``given``: neither observed nor unobserved). A number the agent's own code spelled out as a non-integer literal
 (``print(7.4031)``, an edited file) before any output showed it no longer counts from that step on:
 the output only echoes what the agent typed (``typed_step``). docs/verification.md has the rules
 and their limits.
@@ -40,8 +41,8 @@ from super_bench.scoring.submission import utf8_text
 from super_bench.scoring.texts import Chunks, outputs
 from super_bench.trajectory import Step
 
-ProvenanceStatus = Literal["observed", "partly_observed", "unobserved"]
-PROVENANCE_STATUSES: tuple[str, ...] = ("observed", "partly_observed", "unobserved")
+ProvenanceStatus = Literal["observed", "partly_observed", "given", "unobserved"]
+PROVENANCE_STATUSES: tuple[str, ...] = ("observed", "partly_observed", "given", "unobserved")
 # An answer is a few values; a submission of thousands (a list of predictions) is traced in its first
 # values and counted unobserved beyond them, so that no answer can make scoring slow.
 MAX_TRACED_VALUES = 64
@@ -59,8 +60,10 @@ class FieldProvenance(BaseModel):
     field: str = Field(description="Its place in the submission (results.acc, scores[0]); empty for a bare answer")
     value: Any
     step: int | None = Field(None, description="The first step of the agent whose output showed it; null if none")
-    text: str | None = Field(None, description="The value as printed there")
-    offset: int | None = Field(None, description="Where that text starts in the step's raw output")
+    text: str | None = Field(
+        None, description="The value as printed at step, or (where only a given cell showed it) at pre_executed_step"
+    )
+    offset: int | None = Field(None, description="Where that text starts in that step's raw output")
     pre_executed_step: int | None = Field(None, description="The first pre-executed (given) cell that showed it")
     typed_step: int | None = Field(
         None, description="The step whose code spelled it out before any output showed it; later output does not count"
@@ -69,6 +72,11 @@ class FieldProvenance(BaseModel):
     @property
     def observed(self) -> bool:
         return self.step is not None
+
+    @property
+    def given(self) -> bool:
+        """Shown by a given (pre-executed) cell and never by the agent's own output."""
+        return self.step is None and self.pre_executed_step is not None
 
 
 class AnswerProvenance(BaseModel):
@@ -81,12 +89,17 @@ class AnswerProvenance(BaseModel):
 
     @property
     def status(self) -> ProvenanceStatus | None:
-        """observed (every value), partly_observed, unobserved (none), or None with no value to trace."""
+        """observed (the agent's output showed every value), given (every value shown, some only by given
+        cells), partly_observed (it showed some), unobserved (none), or None with no value to trace."""
         total = len(self.fields) + self.untraced
         if total == 0:
             return None
         seen = sum(f.observed for f in self.fields)
-        return "observed" if seen == total else "unobserved" if seen == 0 else "partly_observed"
+        if seen == total:
+            return "observed"
+        if seen + sum(f.given for f in self.fields) == total:
+            return "given"
+        return "unobserved" if seen == 0 else "partly_observed"
 
 
 def trace_answer(submission: Any, steps: Sequence[Step], shown: Chunks | None = None) -> AnswerProvenance | None:
@@ -117,8 +130,8 @@ def trace_answer(submission: Any, steps: Sequence[Step], shown: Chunks | None = 
             cells = [s for s in steps if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid"]
             given = Chunks(cells, outputs)
         hit = _first(finder, given, _anything)
-        pre_executed = hit[0].index if hit is not None else None
-        fields.append(FieldProvenance(field=path, value=value, typed_step=typed_step, pre_executed_step=pre_executed))
+        where = {"pre_executed_step": hit[0].index, "offset": hit[1], "text": hit[2]} if hit is not None else {}
+        fields.append(FieldProvenance(field=path, value=value, typed_step=typed_step, **where))
     return AnswerProvenance(fields=fields, untraced=untraced)
 
 

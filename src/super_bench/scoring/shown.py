@@ -63,8 +63,8 @@ def _number_at(text: str, i: int) -> tuple[int, str, Decimal] | None:
     if match is None:
         return None
     end = match.end()
-    if text[end : end + 1] == "." and text[end + 1 : end + 2].isdigit():
-        return None  # a version or a dotted name
+    if text[end : end + 1] == "." and text[end + 1 : end + 2].isalnum():
+        return None  # a version or a dotted name (``1.2.3``, ``0.0.post12``)
     start, negative = i, False
     if i > 0 and text[i - 1] in "+-" and (i == 1 or not _glued(text[i - 2])):
         start, negative = i - 1, text[i - 1] == "-"
@@ -82,6 +82,12 @@ _HYPER = re.compile(
     r"label[_ -]?smoothing|temperature|top[_ -]?[pk])['\"]?\s*[:=]?\s*['\"]?\Z",
     re.IGNORECASE,
 )
+# pip's lines about packages (``Requirement already satisfied: tokenizers<0.20,>=0.19``): versions, not results.
+_PIP_LINE = re.compile(
+    r"\s*(?:Requirement already satisfied|Collecting|Downloading|Using cached|Installing|Successfully|Building wheel|"
+    r"Created wheel|Stored in directory|Found existing installation|Uninstalling|Attempting uninstall|Obtaining|"
+    r"Preparing metadata|Getting requirements)\b"
+)
 _TOKEN_END = re.compile(r"[\s'\"`,;()\[\]{}<>=]")
 
 
@@ -92,6 +98,8 @@ def not_evidence(text: str, start: int, end: int) -> bool:
     line_end = text.find("\n", end)
     line = text[line_start : line_end if line_end >= 0 else len(text)]
     if _PROGRESS_LINE.search(line) and text[start - 1 : start] != "=":
+        return True
+    if _PIP_LINE.match(line):
         return True
     if _HYPER.search(text, max(line_start, start - 48), start):
         return True
@@ -167,6 +175,9 @@ class Number(Finder):
 
     def __init__(self, value: int | float) -> None:
         self.target = Decimal(value) if isinstance(value, int) else Decimal(repr(value))
+        # A bare ``0`` is everywhere (an index, a count, a dict key, ``unsqueeze(0)``): a submitted float zero is
+        # shown only by a number written as a non-integer (``0.0``, ``0.000``, ``3e-05``).
+        self.float_zero = isinstance(value, float) and value == 0
         _, digits, exponent = self.target.as_tuple()
         assert isinstance(exponent, int)  # a finite number
         decimals = max(-exponent, 0)
@@ -219,7 +230,9 @@ class Number(Finder):
         if typed:
             if not _NON_INTEGER.search(number[1]) or not self._spelled(number[2]):
                 return None
-        elif not_evidence(text, number[0], number[0] + len(number[1])):
+        elif (self.float_zero and not _NON_INTEGER.search(number[1])) or not_evidence(
+            text, number[0], number[0] + len(number[1])
+        ):
             return None
         return number[0], number[1]
 

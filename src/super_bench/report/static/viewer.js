@@ -81,6 +81,11 @@ function renderSummary() {
     cards.push(el("div", { class: "card", id: "answer-observed" }, el("div", { class: "label", text: "answer observed" }),
       el("div", { class: "value", text: pct(DATA.answer_observed) }),
       el("div", { class: "ci", text: `of ${DATA.answers_traced} submitted answers: every value shown by the run's own output` })));
+    if (DATA.answer_given) {
+      cards.push(el("div", { class: "card", id: "answer-given" }, el("div", { class: "label", text: "answer given" }),
+        el("div", { class: "value", text: pct(DATA.answer_given) }),
+        el("div", { class: "ci", text: `of ${DATA.answers_traced} submitted answers: some values shown only by pre-executed (given) cells` })));
+    }
   }
   if (DATA.reproduced) {
     const r = DATA.reproduced;
@@ -351,7 +356,12 @@ function provenanceNode(d) {
     }
     const why = ["never shown by the agent's own output"];
     if (f.typed_step !== null) why.push(`its code spelled it out in step ${f.typed_step + 1} before any output showed it`);
-    if (f.pre_executed_step !== null) why.push(`shown only by the pre-executed step ${f.pre_executed_step + 1}`);
+    if (f.pre_executed_step !== null) {
+      list.append(el("li", { class: "given" }, head, `${why.join("; ")}; given: `, el("a", { class: "step-link",
+        onclick: () => goToStep(f.pre_executed_step, `mark.ans[data-field="${CSS.escape(fieldName(f))}"]`),
+        text: `shown only by the pre-executed step ${f.pre_executed_step + 1}` }), f.text ? ` as ` : "", f.text ? el("code", { text: f.text }) : ""));
+      continue;
+    }
     list.append(el("li", { class: "unobserved" }, head, el("span", { class: "v-zero", text: why.join("; ") })));
   }
   box.append(list);
