@@ -278,10 +278,11 @@ def test_scoring_an_imported_run_needs_gold_tasks_and_copies_nothing_without(tmp
     import_trajectories(expert, tmp_path / "run")
     result = cli("score", str(tmp_path / "run"))
     assert result.returncode == 2 and "pass the task source with --tasks" in result.stderr
-    assert not (tmp_path / "run-corrected").exists()
+    rescored = tmp_path.with_name(f"{tmp_path.name}-rescored") / "run-corrected"  # beside the folder of runs
+    assert not rescored.exists()
     result = cli("score", str(tmp_path / "run"), "--tasks", str(write_gold_tasks(tmp_path / "gold.jsonl")))
     assert result.returncode == 0, result.stderr
-    summary = json.loads((tmp_path / "run-corrected" / "summary.json").read_text())
+    summary = json.loads((rescored / "summary.json").read_text())
     assert summary["mode"] == "corrected" and summary["metrics"]["output_match"] == 0.5
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["mode"] == "recorded"
 

@@ -175,7 +175,13 @@ def test_through_the_runner_a_surrogate_answer_and_a_late_edit_are_the_agents_fa
     edit = {"type": "edit", "content": "f.txt\n<<<BEFORE_EDIT>>>\nhello\n<<<AFTER_EDIT>>>\nbye\n"}
     actions = [
         {"type": "execute", "content": "open('f.txt', 'w').write('hello\\n')"},
-        *([{"type": "execute", "content": "import time; time.sleep(4)"}, edit] if late else []),
+        # The sleep outlasts its cell timeout, and waiting on it outlasts the wall-time limit (3 s, from the
+        # sandbox's start): the limit passes during the agent's own step, whatever the machine's speed.
+        *(
+            [{"type": "execute", "content": "import time; time.sleep(4)"}, {"type": "continue_wait"}, edit]
+            if late
+            else []
+        ),
         {"type": "execute", "content": "print('\\ud800'.encode('utf-8', 'surrogatepass'))"},
         {"type": "submit", "content": {"test_mse": "\ud800"}},
     ]
