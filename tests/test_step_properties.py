@@ -6,6 +6,7 @@ classes"). Real kernels in real sandboxes; one environment is reused while its e
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import time
@@ -16,12 +17,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.conftest import make_task
+from tests.helpers import make_task
 from tests.sandboxes import backend_settings
 
 from super_bench import EnvConfig, Environment, RunConfig, SandboxConfig, run
 from super_bench.sandbox.limits import disk
-from super_bench.trajectory import Trajectory, step_line
+from super_bench.trajectory import Trajectory, write_step_line
 
 # Text an agent (or a model, or a kernel's output) can hold: lone surrogates, ESC sequences, NULs, markup.
 NASTY_TEXT = st.one_of(
@@ -89,7 +90,7 @@ ACTIONS = st.one_of(
 def _kept(env: Environment) -> None:
     """The episode so far can be written and read back."""
     for step in env.trajectory.steps:
-        step_line(step)
+        write_step_line(io.BytesIO(), step)
     Trajectory.model_validate_json(env.trajectory.model_dump_json())
 
 
