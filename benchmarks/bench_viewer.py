@@ -95,7 +95,7 @@ def make_run(
         steps.append(Step(index=n_steps, action=Action.submit(submission), start_time=clock, end_time=clock))
         trajectory = Trajectory(task_id=task_id, query=f"Train {task_id}.", steps=steps, started_at=start)
         trajectory.submitted, trajectory.submission = True, submission
-        path = trajectory.save(run_dir.task_dir(task_id), notebook=False)
+        path = trajectory.save(run_dir.task_dir(task_id))
         tasks.append(
             Task(
                 task_id=task_id,

@@ -14,24 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import make_task
 
-from super_bench import EnvConfig, Environment, SandboxConfig, Task
-
-# The paper's sample trajectories: beside the repository (<repo>/../shared/...), or where the variable says.
-REFERENCE_TRAJECTORIES = Path(
-    os.environ.get("SUPER_BENCH_REFERENCE_TRAJECTORIES")
-    or Path(__file__).resolve().parents[2] / "shared" / "reference" / "super-trajectories"
-)
-
-# Git bundles of real research repositories from SUPER's Expert set, located the same way.
-REFERENCE_REPOS = Path(
-    os.environ.get("SUPER_BENCH_REFERENCE_REPOS")
-    or Path(__file__).resolve().parents[2] / "shared" / "reference" / "repos"
-)
-
-
-def make_task(task_id: str = "t", query: str = "do it", **fields: Any) -> Task:
-    return Task(task_id=task_id, query=query, **fields)
+from super_bench import EnvConfig, Environment, SandboxConfig
 
 
 @pytest.fixture

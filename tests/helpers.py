@@ -1,15 +1,37 @@
-"""Helpers shared by test modules: the command line, small git repositories, trajectories, the ReAct format."""
+"""Helpers shared by test modules: the reference data, ad-hoc tasks, the command line, small git repositories,
+trajectories, the ReAct format, the viewer's embedded tasks."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import os
+import re
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from super_bench import Action, Step, Trajectory
+from super_bench import Action, Step, Task, Trajectory
+
+# The paper's sample trajectories: beside the repository (<repo>/../shared/...), or where the variable says.
+REFERENCE_TRAJECTORIES = Path(
+    os.environ.get("SUPER_BENCH_REFERENCE_TRAJECTORIES")
+    or Path(__file__).resolve().parents[2] / "shared" / "reference" / "super-trajectories"
+)
+
+# Git bundles of real research repositories from SUPER's Expert set, located the same way.
+REFERENCE_REPOS = Path(
+    os.environ.get("SUPER_BENCH_REFERENCE_REPOS")
+    or Path(__file__).resolve().parents[2] / "shared" / "reference" / "repos"
+)
+
+
+def make_task(task_id: str = "t", query: str = "do it", **fields: Any) -> Task:
+    return Task(task_id=task_id, query=query, **fields)
+
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
@@ -84,3 +106,9 @@ def react(thought: str, action: str, content: str | None = None) -> str:
     return f"Thought: {thought}\nAction: {action}" + (
         f"\n<content>\n{content}\n</content>" if content is not None else ""
     )
+
+
+def payloads(html: str) -> dict[str, Any]:
+    """Each task a viewer page embeds, decoded as the page decodes it."""
+    found = re.findall(r'<script type="application/gzip\+base64" id="(t\d+)">([^<]*)</script>', html)
+    return {key: json.loads(gzip.decompress(base64.b64decode(blob))) for key, blob in found}

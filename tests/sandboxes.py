@@ -1,11 +1,15 @@
-"""Helpers for the sandbox tests: which backends run here, and processes found by their command line."""
+"""Helpers for the sandbox tests: which backends run here, marks findable on a command line, tiny wheels, a run
+in a process of its own and the parent of a process."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import secrets
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -73,3 +77,34 @@ def tiny_wheel(
         for path, data in files.items():
             zf.writestr(zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0)), data)  # as reproducible builds do
     return wheel
+
+
+def start_run(tmp_path: Path, backend: str, actions: list[dict[str, str]], *extra: str) -> subprocess.Popen[str]:
+    """``super-bench run`` of the demo task tinyreg in its own process, replaying ``actions`` on ``backend``,
+    into ``tmp_path/run`` with ``tmp_path/tmp`` as its temporary directory."""
+    replay = tmp_path / "actions.json"
+    replay.write_text(json.dumps(actions))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(exist_ok=True)
+    args = [
+        "--agent",
+        f"replay:{replay}",
+        "--task-ids",
+        "tinyreg",
+        "--sandbox",
+        backend,
+        "--out",
+        str(tmp_path / "run"),
+    ]
+    return subprocess.Popen(
+        [sys.executable, "-m", "super_bench", "run", *args, *extra],
+        env={**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def parent_pid(pid: int) -> int:
+    """The parent of process ``pid``, from /proc."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import make_task
 from tests.flaky_sandbox import OneKernelSandbox
+from tests.helpers import make_task
 
 from super_bench import Action, EnvConfig, Environment, RunConfig, SandboxConfig, Trajectory, run
 from super_bench.agents import AGENTS, replay

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import make_task
-from tests.helpers import ANSWER, CLONE, TRAIN, react
+from tests.helpers import ANSWER, CLONE, TRAIN, make_task, react
 from tests.model_server import error, model_server, raw
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, Task, load_tasks, run, score_trajectory

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import make_task
+from tests.helpers import make_task
 from tests.sandboxes import backend_settings, token
 
 from super_bench import Action, Environment

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import make_task
+from tests.helpers import make_task
 from tests.sandboxes import backend_settings, tiny_wheel
 
 from super_bench.sandbox import SandboxConfig

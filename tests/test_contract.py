@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import make_task
+from tests.helpers import make_task
 
 from super_bench import Action, Environment, Trajectory
 from super_bench.agents import AgentOptions
@@ -196,3 +196,22 @@ def test_agents_and_integrations_do_not_reach_into_the_environment() -> None:
     ]
     assert len(modules) > 15
     assert [use for path in modules for use in _reaches_into_the_environment(path)] == []
+
+
+def _environment_members_used(path: Path) -> set[str]:
+    """The members of ``env`` a module uses (``env.step``, ``env.trajectory``, ...)."""
+    return {
+        node.attr
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "env"
+    }
+
+
+def test_architecture_md_lists_the_environment_members_the_agents_use_and_no_other() -> None:
+    text = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text()
+    table = text.split("## What agents may use", 1)[1].split("\n## ", 1)[0]
+    documented = {line.split("`")[1].split("(")[0] for line in table.splitlines() if line.startswith("| `")}
+    used = set().union(*(_environment_members_used(path) for path in (PACKAGE / "agents").glob("*.py")))
+    assert used == documented
+    members = dir(Environment())  # not started: its members exist before reset (dir reads no property)
+    assert sorted(documented - set(members)) == []

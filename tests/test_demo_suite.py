@@ -29,7 +29,6 @@ def run_offline(offline: list[str], args: list[str], cwd: Path) -> subprocess.Co
 
 
 @pytest.mark.slow
-@pytest.mark.network_isolated
 @pytest.mark.parametrize("task_set", ["expert", "masked", "auto"])
 def test_gold_agent_solves_every_demo_task_offline(tmp_path: Path, offline: list[str], task_set: str) -> None:
     # `super-bench run` with no arguments is the Expert set: the promise of the README.

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import make_task
-from tests.sandboxes import backend_settings, token
-from tests.test_lifetime import _parent, pids_with, start_run
+from tests.helpers import make_task
+from tests.sandboxes import backend_settings, parent_pid, start_run, token
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
-from super_bench.sandbox.conformance import wait_for
+from super_bench.sandbox.conformance import pids_with, wait_for
 from super_bench.sandbox.lifetime.scratch import scratch_dir
 from super_bench.sandbox.lifetime.supervisor import watchdog_command
 from super_bench.sandbox.limits import disk
@@ -123,7 +122,7 @@ def test_a_killed_harness_leaves_no_task_file_system_mounted(tmp_path: Path) -> 
         try:
             assert wait_for(lambda: pids_with(mark) and mounts_under(scratch), timeout=120), "the task did not start"
         finally:
-            watchdogs = [pid for pid in pids_with(watchdog_command()[-1]) if _parent(pid) == proc.pid]
+            watchdogs = [pid for pid in pids_with(watchdog_command()[-1]) if parent_pid(pid) == proc.pid]
             for pid in [*(watchdogs if kill_watchdog else []), proc.pid]:
                 os.kill(pid, signal.SIGKILL)
             proc.communicate()

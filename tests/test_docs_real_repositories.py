@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.conftest import REFERENCE_TRAJECTORIES
+from tests.helpers import REFERENCE_TRAJECTORIES
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "real-repositories.md"
 RUNS = REFERENCE_TRAJECTORIES / "react-super_expert"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.helpers import make_task
 
 from super_bench import Environment
 from super_bench.edit import EditFailed, apply_edit, parse_edit
@@ -112,8 +113,6 @@ def test_failed_edits_in_the_environment_leave_the_file_alone(env: Environment, 
 @pytest.mark.slow
 def test_edit_interrupts_a_running_cell_first(env_factory: Any) -> None:
     env = env_factory(cell_timeout=0.5)
-    from tests.conftest import make_task
-
     env.reset(make_task())
     env.step({"type": "execute", "content": f"open('m.py', 'w').write({SOURCE!r})\nimport time\ntime.sleep(30)"})
     step = env.step({"type": "edit", "content": edit("m.py", "    return lr", "    return -lr")})

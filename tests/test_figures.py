@@ -10,9 +10,10 @@ from typing import Any
 
 import nbformat
 import pytest
-from tests.conftest import make_task
+from tests.helpers import make_task
 
 from super_bench import Action, Environment
+from super_bench.notebook import save_notebook
 
 pytest.importorskip("matplotlib")  # in the test extras
 
@@ -42,7 +43,7 @@ def test_a_figure_is_shown_as_text_and_kept_as_an_image(env: Environment, tmp_pa
     step = env.step(Action.execute("fig, ax = plt.subplots()\nax.plot([0, 1])\nfig"))
     assert step.observation.count("<Figure size") == 2 and len(step.figures) == 2
     # Kept in the trajectory and in its notebook, as a Jupyter notebook keeps them.
-    env.trajectory.save(tmp_path)
+    save_notebook(env.trajectory, tmp_path)
     notebook = nbformat.read(tmp_path / "trajectory.ipynb", as_version=4)
     nbformat.validate(notebook)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]

@@ -23,7 +23,7 @@ from pathlib import Path
 import click
 import pytest
 from packaging.requirements import Requirement
-from tests.conftest import REFERENCE_TRAJECTORIES
+from tests.helpers import REFERENCE_TRAJECTORIES
 
 import super_bench as sb
 from super_bench import RunConfig, load_tasks

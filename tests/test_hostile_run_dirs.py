@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import cli
+from tests.helpers import cli, payloads
 from tests.sandboxes import backend_settings
-from tests.test_viewer import payloads
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.errors import ConfigError, RunDirError

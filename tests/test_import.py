@@ -8,8 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from tests.conftest import REFERENCE_TRAJECTORIES
-from tests.helpers import cli
+from tests.helpers import REFERENCE_TRAJECTORIES, cli
 from tests.trajectory_notebooks import (
     EPOCH_LINE,
     GOLD,

@@ -8,40 +8,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from tests.sandboxes import backend_settings, token
+from tests.sandboxes import backend_settings, parent_pid, start_run, token
 
 from super_bench.sandbox.conformance import pids_with, wait_for
 from super_bench.sandbox.lifetime import reaper
 from super_bench.sandbox.lifetime.scratch import runtime_tag, scratch_dir
 from super_bench.sandbox.lifetime.supervisor import watchdog_command
-
-
-def start_run(tmp_path: Path, backend: str, actions: list[dict[str, str]], *extra: str) -> subprocess.Popen[str]:
-    replay = tmp_path / "actions.json"
-    replay.write_text(json.dumps(actions))
-    tmp = tmp_path / "tmp"
-    tmp.mkdir(exist_ok=True)
-    args = [
-        "--agent",
-        f"replay:{replay}",
-        "--task-ids",
-        "tinyreg",
-        "--sandbox",
-        backend,
-        "--out",
-        str(tmp_path / "run"),
-    ]
-    return subprocess.Popen(
-        [sys.executable, "-m", "super_bench", "run", *args, *extra],
-        env={**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 @pytest.mark.slow
@@ -79,7 +54,7 @@ def test_a_resumed_run_clears_what_a_killed_run_left(tmp_path: Path) -> None:
     try:
         assert wait_for(lambda: pids_with(mark), timeout=120), "the task did not start"
     finally:
-        watchdogs = [pid for pid in pids_with(watchdog_command()[-1]) if _parent(pid) == proc.pid]
+        watchdogs = [pid for pid in pids_with(watchdog_command()[-1]) if parent_pid(pid) == proc.pid]
         for pid in [*watchdogs, proc.pid]:
             os.kill(pid, signal.SIGKILL)
         proc.communicate()
@@ -94,10 +69,6 @@ def test_a_resumed_run_clears_what_a_killed_run_left(tmp_path: Path) -> None:
     assert resumed.returncode == 0, stderr
     assert not pids_with(mark)
     assert not scratch.exists() and not glob.glob(runtimes)
-
-
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def test_the_watchdog_imports_nothing_of_the_harness_but_the_reaper(tmp_path: Path) -> None:

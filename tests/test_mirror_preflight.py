@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.conftest import REFERENCE_REPOS, REFERENCE_TRAJECTORIES, make_task
-from tests.helpers import cli
+from tests.helpers import REFERENCE_REPOS, REFERENCE_TRAJECTORIES, cli, make_task
 from tests.mirror_fixtures import GIT_ENV, git, give_away, make_mirror, make_repo
 from tests.sandboxes import backend_settings
 

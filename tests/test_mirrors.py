@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import make_task
-from tests.helpers import cli
+from tests.helpers import cli, make_task
 from tests.mirror_fixtures import dated_index, give_away, make_mirror, pip26_python
 from tests.sandboxes import backend_settings
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import make_task
+from tests.helpers import make_task
 from tests.mirror_fixtures import package_index
 from tests.sandboxes import backend_settings
 from tests.source_packages import backend_wheel, sdist

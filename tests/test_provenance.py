@@ -368,7 +368,7 @@ def _run_with(tmp_path: Path, steps: list[Step], submission: Any) -> Path:
     run_dir = RunDir(tmp_path / "run")
     run_dir.create()
     traj = trajectory(*steps, submission=submission, submitted=True)
-    path = traj.save(run_dir.task_dir("t"), notebook=False)
+    path = traj.save(run_dir.task_dir("t"))
     task = Task(task_id="t", query="q", answer={"test_mse": 7.4031})
     metrics, details = score_trajectory(traj, task)
     run_dir.write_tasks([task])

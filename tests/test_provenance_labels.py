@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import REFERENCE_TRAJECTORIES
+from tests.helpers import REFERENCE_TRAJECTORIES
 
 from super_bench.report.importer import import_trajectories
 

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import make_task
-from tests.helpers import cli, step, trajectory
+from tests.helpers import cli, make_task, step, trajectory
 from tests.trajectory_notebooks import NbStep, write_notebook
 
 from super_bench import Action, load_tasks, score_answer, score_trajectory

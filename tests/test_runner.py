@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from tests.conftest import make_task
 from tests.flaky_sandbox import FlakySandbox
+from tests.helpers import make_task
 from tests.model_server import error, model_server
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run

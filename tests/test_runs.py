@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from tests.conftest import make_task
+from tests.helpers import make_task
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, Trajectory, load_tasks, rescore, run
 from super_bench.agents import create_agent

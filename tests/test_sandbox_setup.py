@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from tests.conftest import make_task
-from tests.helpers import cli
+from tests.helpers import cli, make_task
 from tests.sandboxes import backend_settings, tiny_wheel
 
 from super_bench import Action, EnvConfig, Environment, SandboxConfig

@@ -110,7 +110,7 @@ def _odd_run(tmp_path: Path) -> Path:
         steps = [step(0, Action.execute("print(1)"), "1"), step(1, Action.submit(text))]
         traj = trajectory(*steps, submission=submission, submitted=True)
         traj.task_id = task_id
-        path = traj.save(run_dir.task_dir(task_id), notebook=False)
+        path = traj.save(run_dir.task_dir(task_id))
         tasks.append(Task(task_id=task_id, query="q", answer=gold, landmarks=["1"]))
         rows.append(TaskResult.from_trajectory(traj, "expert", trajectory=str(path.relative_to(run_dir.path))))
     # A literal the importer keeps (a Python answer printed with str()): a lone surrogate read back.
@@ -118,7 +118,7 @@ def _odd_run(tmp_path: Path) -> Path:
     submit.metadata["answer_literal"] = "'\\ud800'"
     traj = trajectory(submit, submission="x", submitted=True)
     traj.task_id = "surrogate"
-    path = traj.save(run_dir.task_dir("surrogate"), notebook=False)
+    path = traj.save(run_dir.task_dir("surrogate"))
     tasks.append(Task(task_id="surrogate", query="q", answer=["x"]))
     rows.append(TaskResult.from_trajectory(traj, "expert", trajectory=str(path.relative_to(run_dir.path))))
     (run_dir.path / "tasks.jsonl").write_text("".join(json.dumps(t.model_dump()) + "\n" for t in tasks))

@@ -3,8 +3,6 @@ driven in a real headless Chromium."""
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import os
 import re
@@ -17,8 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from tests.conftest import REFERENCE_TRAJECTORIES
-from tests.helpers import cli, step, trajectory
+from tests.helpers import REFERENCE_TRAJECTORIES, cli, payloads, step, trajectory
 from tests.trajectory_notebooks import (
     EPOCH_LINE,
     EXPERT_QUERY,
@@ -79,12 +76,6 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = root / "run"
     import_trajectories(published_run(root), out, tasks=gold)
     return out
-
-
-def payloads(html: str) -> dict[str, Any]:
-    """Each embedded task, decoded as the page decodes it."""
-    found = re.findall(r'<script type="application/gzip\+base64" id="(t\d+)">([^<]*)</script>', html)
-    return {key: json.loads(gzip.decompress(base64.b64decode(blob))) for key, blob in found}
 
 
 def by_id(html: str) -> dict[str, Any]:
@@ -455,7 +446,7 @@ def _scored_run(tmp_path: Path, steps: list[Step], answer: Any, landmarks: list[
     run_dir = RunDir(tmp_path / "run")
     run_dir.create()
     traj = trajectory(*steps, submission=answer, submitted=True)
-    path = traj.save(run_dir.task_dir("t"), notebook=False)
+    path = traj.save(run_dir.task_dir("t"))
     task = Task(task_id="t", query="q", answer=answer, landmarks=landmarks)
     metrics, details = score_trajectory(traj, task)
     run_dir.write_tasks([task])

@@ -10,12 +10,20 @@ it is written from the same trajectory.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:  # trajectory writes notebooks through this module: only its types are needed here
-    from super_bench.trajectory import Step, Trajectory
+from super_bench.trajectory import Step, Trajectory, atomic_write
 
 _KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+def save_notebook(trajectory: Trajectory, directory: Path) -> Path:
+    """Write ``trajectory.ipynb`` (atomically) beside the ``trajectory.json`` that ``Trajectory.save`` writes."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "trajectory.ipynb"
+    atomic_write(path, trajectory_to_notebook(trajectory))
+    return path
 
 
 def trajectory_to_notebook(trajectory: Trajectory) -> str:

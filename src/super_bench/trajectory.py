@@ -192,16 +192,12 @@ class Trajectory(BaseModel):
         return found
 
     # -- files ---------------------------------------------------------------------------------
-    def save(self, directory: Path, *, notebook: bool = True) -> Path:
-        """Write ``trajectory.json`` (atomically) and, by default, ``trajectory.ipynb``."""
+    def save(self, directory: Path) -> Path:
+        """Write ``trajectory.json`` (atomically); ``notebook.save_notebook`` writes its notebook beside it."""
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "trajectory.json"
         # Encoded straight to bytes: one copy of a trajectory that may hold a hundred megabytes of output.
         atomic_write(path, self.__pydantic_serializer__.to_json(self, indent=1))
-        if notebook:
-            from super_bench.notebook import trajectory_to_notebook
-
-            atomic_write(directory / "trajectory.ipynb", trajectory_to_notebook(self))
         return path
 
     @classmethod

@@ -19,6 +19,7 @@ from typing import Any
 
 from super_bench._names import TASK_SETS
 from super_bench.errors import RunDirError, SuperBenchError, TrajectoryImportError
+from super_bench.notebook import save_notebook
 from super_bench.runner.records import RUN_SCHEMA_VERSION, RunManifest
 from super_bench.runner.rescore import rescore, with_provenance
 from super_bench.runner.results import RECORDED_MODE, TaskResult, summarize
@@ -152,7 +153,9 @@ def import_trajectories(
         trajectory.metadata["recorded_metrics"] = raw
         agents.add(trajectory.agent or "")
         provenance = note_provenance(trajectory)
-        path = trajectory.save(run_dir.task_dir(task_id))
+        task_dir = run_dir.task_dir(task_id)
+        path = trajectory.save(task_dir)
+        save_notebook(trajectory, task_dir)
         row = _result(trajectory, task_set, metrics, str(path.relative_to(run_dir.path)))
         results.append(with_provenance(row, provenance))
     run_dir.write_manifest(_manifest(source, task_set, model, agents, len(results)))

@@ -24,6 +24,7 @@ from super_bench.agents import AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
 from super_bench.errors import ConfigError, UnscorableError
 from super_bench.failures import Failure, classify_failure
+from super_bench.notebook import save_notebook
 from super_bench.runner.admission import ADMISSION, Need, Slot
 from super_bench.runner.results import TaskResult
 from super_bench.scoring import Metrics, ScoreDetails, ScoreMode, note_provenance, score_trajectory
@@ -212,6 +213,7 @@ def _episode(
     trajectory.finished_at = trajectory.finished_at or trajectory.started_at
     note_provenance(trajectory)
     path = trajectory.save(task_dir)
+    save_notebook(trajectory, task_dir)
     (task_dir / "steps.jsonl").unlink(missing_ok=True)
     unscored = None
     try:
