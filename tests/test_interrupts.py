@@ -95,3 +95,47 @@ def test_an_interrupted_run_says_what_it_kept_and_the_command_that_resumes_it(
     assert [p.name for p in (cwd / "runs").iterdir()] == [run_dir.name], "the resume started another run"
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert sorted(r["task_id"] for r in rows) == TWO and all(r["status"] == "completed" for r in rows)
+
+
+def test_ctrl_c_in_play_interrupts_the_cell_and_twice_at_the_prompt_ends_the_episode(
+    home: tuple[Path, dict[str, str]],
+) -> None:
+    cwd, env = home
+    proc = subprocess.Popen(
+        ["super-bench", "play", "tinyreg"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write("import time; time.sleep(120)\n")
+        proc.stdin.flush()
+        wait_for_a_cell(cwd)
+        proc.send_signal(signal.SIGINT)  # interrupts the cell; the episode goes on
+        time.sleep(3)
+        proc.stdin.write("print('still', 'here')\n")
+        proc.stdin.flush()
+        time.sleep(3)
+        proc.send_signal(signal.SIGINT)  # at the prompt: twice ends the episode
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stdout + stderr
+    assert "KeyboardInterrupt" in stdout and "still here" in stdout
+    assert "resume" not in stdout + stderr
+    (run_dir,) = (cwd / "runs").iterdir()
+    (row,) = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert row["task_id"] == "tinyreg" and row["status"] == "completed"
+    trajectory = json.loads((run_dir / row["trajectory"]).read_text())
+    codes = [s["action"]["content"] for s in trajectory["steps"] if not s.get("pre_executed")]
+    assert codes == ["import time; time.sleep(120)", "print('still', 'here')"]
+    # The folder is a finished run, which the other commands take.
+    for command in (["view", str(run_dir)],):  # verify takes it too, but replays the two-minute cell
+        taken = subprocess.run(["super-bench", *command], cwd=cwd, env=env, capture_output=True, text=True)
+        assert taken.returncode == 0, taken.stdout + taken.stderr
