@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -68,3 +69,37 @@ def test_leaderboard_to_a_terminal_is_a_table_of_whole_words_and_markdown_when_p
         env={**os.environ, "COLUMNS": "80"},
     )
     assert piped.returncode == 0 and piped.stdout == markdown
+
+
+def test_import_trajectories_shows_its_table_whole_at_80_columns(tmp_path: Path) -> None:
+    source = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "super-trajectories"
+    if not source.is_dir():
+        pytest.skip("the published trajectories are not here")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "super_bench",
+            "import-trajectories",
+            str(source / "react-super_expert"),
+            "--out",
+            "imp",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "80"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), done.stdout
+    rows = [json.loads(line) for line in (tmp_path / "imp" / "results.jsonl").read_text().splitlines()]
+    words = set(done.stdout.split())
+    for row in rows:  # each task's row: its id whole, and its outcome's words whole (wrapped between them)
+        outcome = (row["stop_reason"] or "-").replace("_", " ").split()
+        assert any(re.match(rf"{re.escape(row['task_id'])}\s+{outcome[0]}\s", line) for line in lines), (
+            row["task_id"],
+            done.stdout,
+        )
+        assert set(outcome) <= words, (outcome, done.stdout)
