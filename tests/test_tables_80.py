@@ -103,3 +103,23 @@ def test_import_trajectories_shows_its_table_whole_at_80_columns(tmp_path: Path)
             done.stdout,
         )
         assert set(outcome) <= words, (outcome, done.stdout)
+
+
+def test_compare_shows_its_tables_whole_at_80_columns(tmp_path: Path) -> None:
+    from tests.test_reports import masked_ids, write_run
+
+    ids = masked_ids(40)
+    base = write_run(tmp_path / "base", {t: float(i % 4 == 0) for i, t in enumerate(ids)}, agent="react")
+    other = write_run(tmp_path / "other", {t: float(i % 4 < 2) for i, t in enumerate(ids)}, agent="react-super")
+    done = subprocess.run(
+        [sys.executable, "-m", "super_bench", "compare", str(base), str(other)],
+        env={**os.environ, "COLUMNS": "80"},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert all(len(line) <= 80 for line in done.stdout.splitlines()), done.stdout
+    words = set(re.findall(r"[\w%()=.,+\-\[\]]+", done.stdout))
+    for word in ("configuration", "dependencies", "significant", "difference", "interval", "landmarks"):
+        assert word in words, (word, done.stdout)
+    assert "…" not in done.stdout

@@ -39,6 +39,11 @@ class Fitted:
         yield fitted(self.layouts, options.max_width)
 
 
+def whole_words(table: Table) -> Fitted:
+    """``table`` with its columns fitted to the width it is printed at, no word cut where it can fit."""
+    return Fitted([lambda: table])
+
+
 def fitted(layouts: Iterable[Callable[[], Table]], width: int) -> Table:
     """The first of ``layouts`` (each more compact than the one before) that fits in ``width`` with every
     column at least as wide as its longest word, and columns made with ``no_wrap`` (task ids) whole. If

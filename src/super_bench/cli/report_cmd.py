@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from super_bench._names import METRICS
-from super_bench.cli._display import console, err_console
+from super_bench.cli._display import console, err_console, whole_words
 from super_bench.terminal import shown
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, allow_mixed_mode
                 f"[{_pct(d.diff.low, True)}, {_pct(d.diff.high, True)}]",
                 d.verdict,
             )
-        console.print(table)
+        console.print(whole_words(table))  # no word cut, at any width it can fit
         if c.only_base or c.only_other:
             console.print(
                 f"  not shared: {len(c.only_base)} task(s) only in the base, {len(c.only_other)} only in the other"
@@ -103,7 +103,7 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, allow_mixed_mode
                     f"[{_pct(row.diff.low, True)}, {_pct(row.diff.high, True)}]",
                     row.verdict,
                 )
-            console.print(cats)
+            console.print(whole_words(cats))
         spent = Table(title="time without result over the shared tasks (seconds)", title_justify="left")
         for column in ("where", "base", "other"):
             spent.add_column(column, justify="left" if column == "where" else "right")
