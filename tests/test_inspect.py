@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -177,3 +180,23 @@ def test_task_options_are_checked() -> None:
         super_task("demo", "expert", max_steps=0)
     task = super_task("demo", "expert", task_ids="tinyreg-lr")
     assert [s.id for s in task.dataset] == ["tinyreg-lr"]
+
+
+def test_a_misspelt_task_option_is_one_clear_line_from_inspect_eval(tmp_path: Path) -> None:
+    inspect = Path(sys.executable).parent / "inspect"
+    done = subprocess.run(
+        [str(inspect), "eval", "super_bench/demo_expert", "-T", "task_idz=tinyreg", "--model", "mockllm/model"],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "80"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    said = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    # One message, which the terminal's 80 columns wrap between words, and no traceback.
+    message = " ".join(" ".join(said).split())
+    assert message == (
+        "error: invalid task option(s) (-T): task_idz: Extra inputs are not permitted; the options are: task_ids, "
+        "limit, sandbox, cell_timeout, max_steps, max_compute, mode"
+    ), said

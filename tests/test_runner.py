@@ -159,7 +159,7 @@ def test_sigterm_stops_running_tasks_cleanly_and_the_run_resumes(tmp_path: Path,
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
-    assert "rerun the same command to resume" in stderr
+    assert f"--out {out}" in stderr.split("resume with: ")[1]
     assert not processes_with_home_under(tmp_path), "a task's processes outlived the run"
     assert not list((tmp_path / "tmp").glob("super-bench-*")), "a sandbox directory was left behind"
     finished = rows(out)

@@ -217,6 +217,13 @@ class Environment:
             trajectory.finished_at = utcnow()
         return trajectory
 
+    def request_interrupt(self) -> None:
+        """Interrupt the running cell, as Ctrl-C in Jupyter does: the step in flight returns the cell's
+        output up to its ``KeyboardInterrupt``. Safe from a signal handler; does nothing between cells."""
+        kernel = self._kernel
+        if kernel is not None:
+            kernel.request_interrupt()
+
     def kill_kernel(self) -> None:
         """Kill the kernel and everything it runs, at once. Safe from another thread, where it cuts short
         a step in flight; does nothing when no kernel runs."""

@@ -13,6 +13,9 @@ Commands start with a colon:
     :quit           stop without submitting
     :help           this list
 
+Ctrl-C interrupts the running cell, as in Jupyter; at the prompt, a second Ctrl-C in a row
+stops without submitting.
+
 The episode is recorded, saved and scored like any agent's, which is how benchmark builders
 record and check gold solutions.
 """
@@ -20,7 +23,11 @@ record and check gold solutions.
 from __future__ import annotations
 
 import codeop
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from super_bench.actions import Action
@@ -47,6 +54,24 @@ def _complete(source: str) -> bool:
         return True  # the kernel will report the error
 
 
+@contextmanager
+def _ctrl_c_interrupts(env: Environment) -> Iterator[None]:
+    """While a step runs, Ctrl-C interrupts the cell instead of ending the episode (only the main thread
+    receives signals: with the agent in another, Ctrl-C keeps its usual meaning)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        env.request_interrupt()
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class HumanAgent:
     name = "human"
 
@@ -71,18 +96,29 @@ class HumanAgent:
             self.write(f"[run before you started]\n{step.action.content}\n{step.observation}")
         self.write(f"Type a cell, or a command (:help lists them).\n{HELP}\n")
         note: str | None = None
+        interrupted = False  # the last prompt ended with Ctrl-C
         while not env.done:
             try:
                 action = self._next(env)
             except EOFError:
                 self.write("\nEnd of input: stopping without a submission.")
                 return
+            except KeyboardInterrupt:
+                if interrupted:
+                    self.write("\nStopping without a submission.")
+                    return
+                interrupted = True
+                self.write("\n(Ctrl-C again to stop without submitting, or type a cell)")
+                continue
+            interrupted = False
             if action is None:
                 return
             if isinstance(action, str):
                 note = action
                 continue
-            self._show(env, env.step(action, thought=note))
+            with _ctrl_c_interrupts(env):
+                step = env.step(action, thought=note)
+            self._show(env, step)
             note = None
 
     def _next(self, env: Environment) -> Action | str | None:

@@ -51,6 +51,12 @@ class _Group(click.Group):
         command: click.Command = getattr(importlib.import_module(module), attr)
         return command
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from super_bench.cli._interrupt import ARGV
+
+        ctx.meta[ARGV] = list(args)  # as typed, for the command that resumes an interrupted run
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

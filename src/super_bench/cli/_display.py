@@ -39,6 +39,11 @@ class Fitted:
         yield fitted(self.layouts, options.max_width)
 
 
+def whole_words(table: Table) -> Fitted:
+    """``table`` with its columns fitted to the width it is printed at, no word cut where it can fit."""
+    return Fitted([lambda: table])
+
+
 def fitted(layouts: Iterable[Callable[[], Table]], width: int) -> Table:
     """The first of ``layouts`` (each more compact than the one before) that fits in ``width`` with every
     column at least as wide as its longest word, and columns made with ``no_wrap`` (task ids) whole. If
@@ -114,6 +119,7 @@ class _Layout:
     merged: bool = False  # status and stop reason as one column
     compact: int = 0  # light rules: 1 with two spaces between columns, 2 with one
     intervals: bool = True  # the row of 95% intervals, nine characters a metric
+    short: bool = False  # metric headers abbreviated (a note spells them out), for the longest task ids
 
 
 _LAYOUTS = (
@@ -125,6 +131,7 @@ _LAYOUTS = (
     _Layout(uniform=False, time=False, steps=False, merged=True, compact=1),
     _Layout(uniform=False, time=False, steps=False, merged=True, compact=2),
     _Layout(uniform=False, time=False, steps=False, merged=True, compact=2, intervals=False),
+    _Layout(uniform=False, time=False, steps=False, merged=True, compact=2, intervals=False, short=True),
 )
 
 
@@ -179,7 +186,10 @@ def _score_table(results: list[TaskResult], summary: Summary, title: str, layout
             columns.append(("stop reason", lambda r: r.stop_reason or "-"))
     if layout.steps:
         columns.append(("steps", lambda r: str(r.n_steps)))
-    columns += [(m.replace("_", " "), partial(_metric_cell, m)) for m in metrics]
+    metric_of = {(_SHORT[m] if layout.short else m.replace("_", " ")): m for m in metrics}
+    columns += [(name, partial(_metric_cell, m)) for name, m in metric_of.items()]
+    if layout.short:
+        notes.append(", ".join(f"{name} = {m.replace('_', ' ')}" for name, m in metric_of.items()))
     if layout.time:
         columns.append(("time (s)", lambda r: f"{r.wall_time:.1f}"))
     for name, _ in columns:
@@ -200,10 +210,13 @@ def _score_table(results: list[TaskResult], summary: Summary, title: str, layout
         else:
             notes.append("95% intervals in summary.json")
     for label, values in footer.items():
-        cells = [values.get(name.replace(" ", "_"), "") for name in names]
+        cells = [values.get(metric_of.get(name, ""), "") for name in names]
         table.add_row(label, *cells, style="bold" if label == "mean" else None)
     table.caption = "; ".join(part for part in (_counts(summary), *notes) if part) or None
     return _compact(table, tight=layout.compact > 1) if layout.compact else table
+
+
+_SHORT = {"output_match": "output", "landmarks": "landm.", "entrypoint": "entry.", "submitted": "subm."}
 
 
 def _metric_cell(metric: str, result: TaskResult) -> str:

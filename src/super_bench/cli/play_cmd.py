@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,7 +42,7 @@ def play_command(
 
     The episode is saved and scored like any agent's run (use it to record or check a gold solution).
     """
-    from super_bench.cli._display import console, print_summary
+    from super_bench.cli._display import console, err_console, print_summary
     from super_bench.environment import EnvConfig
     from super_bench.runner.config import RunConfig
     from super_bench.runner.run import run
@@ -64,6 +65,11 @@ def play_command(
             sandbox=sandbox,
         ),
     )
-    outcome = run(config, tasks=[task], progress=False)  # no bar under the player's prompt
+    try:
+        outcome = run(config, tasks=[task], progress=False)  # no bar under the player's prompt
+    except KeyboardInterrupt:
+        # Outside a cell (while the sandbox starts, say): an episode cannot be resumed, so no resume advice.
+        err_console.print(f"interrupted before the episode ended: nothing was scored; {config.out} holds no result")
+        sys.exit(130)
     print_summary(outcome.results, outcome.summary, title=f"You on {task.task_id}")
     console.print(f"Run directory: {outcome.run_dir.path}")

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from super_bench._names import METRICS
-from super_bench.cli._display import console, err_console
+from super_bench.cli._display import console, err_console, whole_words
 from super_bench.terminal import shown
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, allow_mixed_mode
                 f"[{_pct(d.diff.low, True)}, {_pct(d.diff.high, True)}]",
                 d.verdict,
             )
-        console.print(table)
+        console.print(whole_words(table))  # no word cut, at any width it can fit
         if c.only_base or c.only_other:
             console.print(
                 f"  not shared: {len(c.only_base)} task(s) only in the base, {len(c.only_other)} only in the other"
@@ -103,13 +103,52 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, allow_mixed_mode
                     f"[{_pct(row.diff.low, True)}, {_pct(row.diff.high, True)}]",
                     row.verdict,
                 )
-            console.print(cats)
+            console.print(whole_words(cats))
         spent = Table(title="time without result over the shared tasks (seconds)", title_justify="left")
         for column in ("where", "base", "other"):
             spent.add_column(column, justify="left" if column == "where" else "right")
         for t in c.time:
             spent.add_row(t.kind.replace("_", " "), _seconds(t.base), _seconds(t.other))
         console.print(spent)
+
+
+def _print_board(runs: list[RunData]) -> None:
+    """The leaderboard as a table of whole words: one row per run where that fits the terminal, else one
+    column per run (a row per field), else a table per run."""
+    from rich.measure import Measurement
+
+    from super_bench.report.leaderboard import LABELS, leaderboard_cells
+
+    header, rows = leaderboard_cells(runs)
+
+    def fits(table: Table) -> bool:
+        natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
+        return natural <= console.width
+
+    wide = Table()
+    for i, name in enumerate(header):
+        wide.add_column(name, no_wrap=True, justify="left" if i < LABELS else "right")
+    for cells in rows:
+        wide.add_row(*map(Text, cells))
+    tall = Table()
+    tall.add_column("", no_wrap=True, style="bold")
+    for cells in rows:
+        tall.add_column(cells[0], no_wrap=True)
+    for i, name in enumerate(header[1:], start=1):
+        tall.add_row(name, *(Text(cells[i]) for cells in rows))
+    if fits(wide) or (not fits(tall) and len(rows) == 1):
+        console.print(wide if fits(wide) else tall)
+        return
+    if fits(tall):
+        console.print(tall)
+        return
+    for cells in rows:
+        one = Table(title=Text(cells[0]), title_justify="left", show_header=False)
+        one.add_column("", style="bold")
+        one.add_column("")
+        for name, value in zip(header[1:], cells[1:], strict=True):
+            one.add_row(name, Text(value))
+        console.print(one)
 
 
 def _seconds(value: float | None) -> str:
@@ -132,7 +171,10 @@ def _finished_runs(paths: tuple[Path, ...]) -> list[RunData]:
 @click.command("leaderboard")
 @_board_runs
 @click.option(
-    "--format", "fmt", type=click.Choice(["markdown", "csv"]), help="[default: from --out's suffix, else markdown]"
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "csv"]),
+    help="[default: from --out's suffix, else markdown; to a terminal, a table]",
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file instead of printing.")
 @_mixed_modes
@@ -142,12 +184,16 @@ def leaderboard_command(runs: tuple[Path, ...], fmt: str | None, out: Path | Non
     from super_bench.report.leaderboard import to_csv, to_markdown
     from super_bench.report.runs import check_modes
 
+    # A person at a terminal reads a table; a pipe or a file gets the Markdown to paste.
+    rendered = fmt is None and out is None and console.is_terminal
     fmt = fmt or ("csv" if out is not None and out.suffix.lower() == ".csv" else "markdown")
     loaded = _finished_runs(runs)
     if not allow_mixed_modes:
         check_modes(loaded)
     text = to_csv(loaded) if fmt == "csv" else to_markdown(loaded)
-    if out is None:
+    if rendered:
+        _print_board(loaded)
+    elif out is None:
         click.echo(text, nl=False)
     else:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -156,6 +155,7 @@ def run_command(
     Exits with status 3 when no task could be scored (every one an infrastructure failure).
     """
     from super_bench.cli._display import console, err_console, print_query_answer, print_summary
+    from super_bench.cli._interrupt import kept_line, resume_command, stop_twice
     from super_bench.environment import EnvConfig
     from super_bench.models import ModelOptions
     from super_bench.runner.config import RayOptions, RunConfig
@@ -198,9 +198,16 @@ def run_command(
         raise click.UsageError("no tasks selected")
     # Before the progress bar, so that a missing sandbox or a mirror agent code cannot clone is one clear message.
     check_backend(config.env.sandbox, pinned_commits(tasks))
-    # A scheduler's SIGTERM stops the run as Ctrl-C does: running tasks are stopped and cleaned up.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    with RunProgress() as progress:
+    # Named now, so that an interrupted run can say where it is and how to resume it.
+    config.out = out or config.default_out()
+    run_dir = config.out
+    ctx = click.get_current_context()
+
+    def advice() -> str:
+        total = len(tasks) * epochs
+        return f"{kept_line(run_dir, total)}\nresume with: {resume_command(ctx, run_dir, out is not None)}"
+
+    with stop_twice(advice), RunProgress() as progress:
         outcome = run(config, tasks=tasks, reporter=progress)
     print_summary(outcome.results, outcome.summary, title=f"{agent} on {len(tasks)} task(s)")
     if query is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -65,6 +66,7 @@ def sandbox_group() -> None:
     help="docker: a CA bundle mounted read-only into the build's downloads. [default: the one pip here uses "
     "(PIP_CERT, or pip's cert setting), where one is set]",
 )
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before downloading (asked only at a terminal).")
 def build_command(
     backend: str,
     python: str | None,
@@ -75,6 +77,7 @@ def build_command(
     base_image: str | None,
     kernel_only: bool,
     ca_bundle: Path | None,
+    yes: bool,
 ) -> None:
     """Build SUPER's task environment, once: the Docker image, or the base virtual environment.
 
@@ -84,8 +87,13 @@ def build_command(
     list that cannot be had here are reported and left out; runs record how the environment
     differs from the paper's.
     """
-    from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, build_base_env
+    from super_bench.sandbox.pyenv.super_base import BUILD_COST, COLAB_REQUIREMENTS, build_base_env
 
+    if not kernel_only:  # the kernel layer alone is small
+        cost = BUILD_COST if requirements is None else f"the packages of {requirements} to download"
+        console.print(f"Building SUPER's task environment: {cost}. The bundled demo tasks do not need it.")
+        if not yes and sys.stdin.isatty():
+            click.confirm("Go on?", abort=True)
     requirements = requirements or COLAB_REQUIREMENTS
     if backend == "docker":
         if python is not None or pip_args:

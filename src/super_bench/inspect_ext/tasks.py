@@ -13,6 +13,7 @@ from typing import Any
 
 from inspect_ai import Task as InspectTask
 from inspect_ai import task
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser
 from inspect_ai.scorer import Scorer
@@ -33,6 +34,15 @@ from super_bench.trajectory import Step
 
 # The defaults of the options are those of the harness's own settings.
 _ENV, _SANDBOX, _RUN = EnvConfig.model_fields, SandboxConfig.model_fields, RunConfig.model_fields
+
+
+class TaskOptionError(ConfigError, PrerequisiteError):
+    """A ``-T`` option Inspect cannot give a super_bench task. Inspect shows a ``PrerequisiteError`` as its
+    message alone, where any other error from making the task is a traceback of a hundred lines."""
+
+    def __init__(self, message: str) -> None:
+        ConfigError.__init__(self, message)
+        self.message = f"error: {message}"
 
 
 class TaskOptions(BaseModel):
@@ -69,7 +79,7 @@ def super_task(source: str, task_set: str | None, **options: Any) -> InspectTask
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
         known = ", ".join(TaskOptions.model_fields)
-        raise ConfigError(f"invalid task option(s): {problems}; the options are: {known}") from e
+        raise TaskOptionError(f"invalid task option(s) (-T): {problems}; the options are: {known}") from None
     tasks = load_tasks(source, task_set, task_ids=settings.task_ids, limit=settings.limit)
     scorers: list[Scorer] = []
     if any(t.answer is not None for t in tasks):

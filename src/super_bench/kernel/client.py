@@ -245,6 +245,15 @@ class NotebookKernel:
             raise KernelError("no cell is running")
         return self._collect(time.monotonic() + timeout)
 
+    def request_interrupt(self) -> None:
+        """Ask the kernel to interrupt the running cell and return at once; the cell's result goes to whoever
+        waits for it. Safe from a signal handler (Ctrl-C in ``play``); does nothing when no cell runs."""
+        client = self._client
+        if self._cell is None or client is None:
+            return
+        self._cell.interrupted = True
+        client.control_channel.send(client.session.msg("interrupt_request", {}))
+
     def interrupt(self) -> CellResult:
         """Interrupt the running cell (SIGINT to the kernel's process group, via the control channel).
 

@@ -64,14 +64,30 @@ def to_csv(runs: Sequence[RunData]) -> str:
     return out.getvalue()
 
 
-def to_markdown(runs: Sequence[RunData]) -> str:
-    """A Markdown table; metrics as percentages with their 95% bootstrap interval."""
+LABELS = 6  # the leading columns that name a run; the rest are numbers
+
+
+def leaderboard_cells(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
+    """The header and, per run (ranked), its cells as text: metrics as percentages with their 95% bootstrap
+    interval. Markdown and the terminal's table show the same."""
     header = [*COLUMNS[:-1], *(m.replace("_", " ") for m in METRICS), "cost ($)", "time (h)"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 6 + ["---:"] * (len(header) - 6)) + "|"]
+    rows = []
     for run in ranked(runs):
         cells = [run.name, run.agent or "", run.model or "", run.task_set, run.mode, str(run.summary.n_tasks)]
         cells += [format_estimate(run.estimates[m]) for m in METRICS]
         cells += ["-" if run.cost is None else f"{run.cost:.2f}", f"{run.wall_time / 3600:.2f}"]
+        rows.append(cells)
+    return header, rows
+
+
+def to_markdown(runs: Sequence[RunData]) -> str:
+    """A Markdown table; metrics as percentages with their 95% bootstrap interval."""
+    header, rows = leaderboard_cells(runs)
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] * LABELS + ["---:"] * (len(header) - LABELS)) + "|",
+    ]
+    for cells in rows:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 

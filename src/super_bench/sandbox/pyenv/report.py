@@ -9,7 +9,13 @@ from pydantic import BaseModel, Field, computed_field
 
 from super_bench.sandbox.base import SandboxConfig
 from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP
-from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, PAPER_PYTHON, built_record, task_base
+from super_bench.sandbox.pyenv.super_base import (
+    BUILD_COST,
+    COLAB_REQUIREMENTS,
+    PAPER_PYTHON,
+    built_record,
+    task_base,
+)
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*([^\s;#]+))?")
 
@@ -53,7 +59,8 @@ class TaskEnvironmentInfo(BaseModel):
         if self.kind == "default":
             head = (
                 f"the minimal default (Python {self.python}, pip and numpy), not SUPER's: {len(self.missing)} of "
-                f"its {total} packages are missing; build it once with `super-bench sandbox build`"
+                f"its {total} packages are missing. The bundled demo tasks do not need them; for SUPER's tasks, "
+                f"build it once with `super-bench sandbox build` ({BUILD_COST.split(',')[0]})"
             )
         else:
             label = "SUPER's, built by `super-bench sandbox build`" if self.kind == "built" else "--task-python's"

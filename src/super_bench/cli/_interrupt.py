@@ -1,0 +1,73 @@
+"""Ctrl-C (or a scheduler's SIGTERM) during a command that writes a run directory.
+
+The first one stops the running tasks cleanly (their kernels are killed, their sandboxes removed) and
+the command then says what was kept and the exact command that resumes it: the one typed, with ``--out``
+added where the run directory was a timestamped default (a plain rerun would start a new one) and without
+``--redo`` (which would throw the kept tasks away). A second one stops at once: finished tasks are
+already on disk (each result line is synced as it is written) and a resume clears what the first
+left half-done, so the run stays resumable.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+import click
+
+ARGV = "super_bench.argv"  # the root context's meta key for the arguments as typed
+INTERRUPTED = 130
+
+
+def resume_command(ctx: click.Context, run_dir: Path, out_given: bool) -> str:
+    """The command line that resumes this command's run in ``run_dir``."""
+    root = ctx.find_root()
+    argv = [a for a in root.meta.get(ARGV, []) if a != "--redo"]
+    if not out_given:
+        argv += ["--out", str(run_dir)]
+    return f"{root.info_name or 'super-bench'} {shlex.join(argv)}"
+
+
+def kept_line(run_dir: Path, total: int) -> str:
+    from super_bench.runner.rundir import RunDir
+
+    try:
+        kept = len(RunDir(run_dir).read_results())
+    except Exception:  # an unreadable results file: the resume says what it makes of it
+        kept = 0
+    return f"interrupted: {kept} of {total} task(s) finished, kept in {run_dir}"
+
+
+@contextmanager
+def stop_twice(advice: Callable[[], str]) -> Iterator[None]:
+    """Within: the first SIGINT or SIGTERM raises ``KeyboardInterrupt`` (the run stops its tasks); a
+    second prints ``advice`` and ends the process at once. ``KeyboardInterrupt`` leaving the block
+    prints ``advice`` and exits with status 130."""
+    count = 0
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal count
+        count += 1
+        if count == 1:
+            # os.write, not print: the main thread may be inside a write to stderr right now.
+            os.write(2, b"\nstopping the running tasks (Ctrl-C again to stop at once)\n")
+            raise KeyboardInterrupt
+        os.write(2, f"\nstopped at once\n{advice()}\n".encode())
+        os._exit(INTERRUPTED)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    except KeyboardInterrupt:
+        for s in previous:  # stopped already: one more would only cut the advice short
+            signal.signal(s, signal.SIG_IGN)
+        click.echo(advice(), err=True)
+        sys.exit(INTERRUPTED)
+    for s, old in previous.items():
+        signal.signal(s, old)
