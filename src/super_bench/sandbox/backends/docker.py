@@ -118,7 +118,7 @@ class DockerSandbox(Sandbox):
             info = image_info(engine, image)
             found = {"kind": "docker", "image": image, "engine": engine.model_dump()}
             if info is None:
-                found["summary"] = f"the image {image} (not built by super-bench sandbox build: unknown packages)"
+                found["summary"] = f"the image {image} (not made by `super-bench sandbox build`: packages unknown)"
             else:
                 found |= {"summary": info.summary, "python": info.python, "layer": info.layer, "base": info.base}
                 found["differences"] = info.differences
