@@ -77,13 +77,16 @@ def test_a_ca_bundle_reaches_tasks_read_only(
         "try:\n    open(os.environ['PIP_CERT'], 'a').write('x')\n    print('written')\n"
         "except OSError as e:\n    print('refused', e.strerror)\n"
         # Nothing else of the host's pip configuration is there.
-        "print(sorted(k for k in os.environ if k.startswith('PIP_')))"
+        "print(sorted(k for k in os.environ if k.startswith('PIP_')), os.environ.get('PIP_CONFIG_FILE'))"
     )
     lines = env.step(Action.execute(code)).observation.splitlines()
     assert lines[0] == f"{CA_BUNDLE_INSIDE} {CA_BUNDLE_INSIDE} {CA_BUNDLE_INSIDE}"
     assert lines[1] == "not a real one"
     assert lines[2] == "refused Read-only file system"
-    assert set(ast.literal_eval(lines[3])) <= {"PIP_CERT", "PIP_DISABLE_PIP_VERSION_CHECK", "PIP_ROOT_USER_ACTION"}
+    names, config_file = lines[3].rsplit(" ", 1)
+    # Only super-bench's own settings: the bundle, and no pip configuration file read at all.
+    allowed = {"PIP_CERT", "PIP_CONFIG_FILE", "PIP_DISABLE_PIP_VERSION_CHECK", "PIP_ROOT_USER_ACTION"}
+    assert set(ast.literal_eval(names)) <= allowed and config_file == "/dev/null"
     assert bundle.read_text().count("x") == 0
 
 
