@@ -20,6 +20,7 @@ from tests.sandboxes import backend_settings, tiny_wheel
 from super_bench import Action, EnvConfig, Environment, SandboxConfig
 from super_bench.errors import ConfigError
 from super_bench.sandbox import _auto_backend, create_sandbox, resolve_backend
+from super_bench.sandbox.backends import bwrap
 from super_bench.sandbox.backends.bwrap import bwrap_problem
 from super_bench.sandbox.base import parse_size, scrubbed_environ
 
@@ -67,7 +68,9 @@ def test_auto_is_bwrap_where_it_works_else_local_with_a_warning(
 ) -> None:
     expected = "bwrap" if bwrap_problem() is None else "local"
     assert resolve_backend("auto") == expected
-    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap here
+    # No bwrap where the harness looks for it (the system's directories: never the caller's PATH).
+    real = bwrap.find_program
+    monkeypatch.setattr(bwrap, "find_program", lambda name: None if name == "bwrap" else real(name))
     bwrap_problem.cache_clear()
     _auto_backend.cache_clear()
     try:
@@ -93,8 +96,25 @@ def test_the_local_sandbox_refuses_to_pretend_it_cuts_the_network(tmp_path: Path
     _one_clear_line(result, "the local sandbox cannot cut the network")
 
 
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None or not os.path.exists("/usr/bin/bwrap"),
+    reason="hides the system's bwrap in a mount namespace of its own: needs root, unshare and /usr/bin/bwrap",
+)
 def test_a_missing_bwrap_is_one_clear_line(tmp_path: Path) -> None:
-    result = _cli_with_path(tmp_path, "run", "--sandbox", "bwrap", "--out", str(tmp_path / "run"))
+    # The harness finds bwrap in the system's directories only, so it is hidden there: /usr/bin/bwrap is covered
+    # by a file that cannot be run, in a mount namespace that this command alone sees.
+    hide = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        'mount --bind /dev/null /usr/bin/bwrap && exec "$@"',
+        "sh",
+    ]
+    command = [*hide, *SUPER_BENCH, "run", "--sandbox", "bwrap", "--out", str(tmp_path / "run")]
+    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=120)
     _one_clear_line(result, "bubblewrap (bwrap) is not installed", "apt-get install bubblewrap")
 
 

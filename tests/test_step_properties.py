@@ -54,7 +54,9 @@ VALUES = st.one_of(
         lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(NASTY_TEXT, inner, max_size=4)),
         max_leaves=12,
     ),
-    st.sampled_from([60, 65, 200, 5000]).map(_deep),
+    # Deep enough to pass the limit on content depth, shallow enough for hypothesis to print a failing example
+    # (far deeper values: test_far_too_deep_content_is_refused_in_every_action below).
+    st.sampled_from([60, 65, 120]).map(_deep),
     st.just({str(i): i for i in range(20_000)}),
     st.just(list(range(300_000))),
     st.just({1: "a", (2, 3): "b"}),
@@ -117,6 +119,16 @@ def test_no_action_escapes_step_and_every_step_can_be_kept(
         step = env.step(action, thought=thought)
         assert step.outcome in ("ok", "error", "invalid", "timeout", "interrupted", "kernel_died")
         assert env.trajectory.stop_reason in (None, "submitted")
+    _kept(env)
+
+
+@pytest.mark.parametrize("kind", ["execute", "edit", "submit"])
+def test_far_too_deep_content_is_refused_in_every_action(shared_env: Environment, kind: str) -> None:
+    env = shared_env
+    if env._kernel is None or env.done:
+        env.reset(make_task())
+    step = env.step({"type": kind, "content": _deep(5000)})
+    assert step.outcome == "invalid" and env.trajectory.stop_reason is None
     _kept(env)
 
 
