@@ -522,8 +522,10 @@ def test_a_query_run_shows_the_answer_it_got(tmp_path: Path) -> None:
     # The answer as JSON, its text as typed: no markup read, no escape sequence reaching the terminal.
     assert 'Answer: {"sum": 4, "note": "[red]not markup\\u001b[2J"}' in result.stdout, result.stdout
     assert "\x1b" not in result.stdout
-    (tmp_path / "none.json").write_text(json.dumps(actions[:1]))
-    result = Home(tmp_path).sh('super-bench run --query "What is 2 + 2?" --agent replay:none.json')
+    # From a folder of its own: in the same second, the same command would name the same run directory.
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "none.json").write_text(json.dumps(actions[:1]))
+    result = Home(tmp_path / "other").sh('super-bench run --query "What is 2 + 2?" --agent replay:none.json')
     assert "No answer was submitted" in result.stdout, result.stdout
 
 

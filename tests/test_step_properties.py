@@ -99,7 +99,9 @@ def _kept(env: Environment) -> None:
 @pytest.fixture(scope="module")
 def shared_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Environment]:
     root = tmp_path_factory.mktemp("sandboxes")
-    env = Environment(EnvConfig(cell_timeout=5, sandbox=SandboxConfig(root=root, **backend_settings("bwrap"))))
+    # One episode serves many examples: no step budget may end it (that would be a stop, not a failure).
+    sandbox = SandboxConfig(root=root, **backend_settings("bwrap"))
+    env = Environment(EnvConfig(cell_timeout=5, max_steps=100_000, sandbox=sandbox))
     yield env
     env.close()
 
