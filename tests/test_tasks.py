@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from super_bench import Action, Task, load_tasks
 from super_bench.errors import TaskError, TaskSourceError, TaskValidationError
@@ -235,3 +237,19 @@ def test_an_id_of_another_set_says_which_set_holds_it() -> None:
         find_task("nope")
     total = sum(len(load_tasks("demo", s)) for s in ("expert", "masked", "auto"))
     assert f"--set expert|masked|auto` shows the {total} tasks of all sets" in str(caught.value)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(answer=_json_values)
+def test_every_gold_answer_survives_tasks_jsonl(answer: Any) -> None:
+    # A run re-reads its tasks from tasks.jsonl: a plain string ("foo", "0.5") must come back as the string.
+    task = Task(task_id="t", query="q", answer=json.dumps(answer))
+    again = Task.model_validate_json(task.model_dump_json())
+    assert again.answer == task.answer == answer
+    assert type(again.answer) is type(answer)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import regex
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from super_bench._names import TaskSet
 from super_bench.actions import Action
@@ -67,6 +67,12 @@ class Task(BaseModel):
             except json.JSONDecodeError as e:
                 raise ValueError(f"answer is not valid JSON ({e.msg} at char {e.pos}): {value[:80]!r}") from e
         return value
+
+    @field_serializer("answer", when_used="json")
+    def _answer_as_stored(self, value: Any) -> Any:
+        # A string is read as the dataset's JSON text (above): a plain string answer is written as that text,
+        # so that "foo" and "0.5" come back as strings from tasks.jsonl rather than failing or turning numeric.
+        return json.dumps(value) if isinstance(value, str) else value
 
     @field_validator("landmarks", mode="before")
     @classmethod
