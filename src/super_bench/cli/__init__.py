@@ -36,7 +36,32 @@ _COMMANDS = {
 }
 
 
-class _Group(click.Group):
+class WholeHelpGroup(click.Group):
+    """A group whose ``--help`` lists each command with the first sentence of its help whole, wrapped to
+    the terminal, where click cuts it to what fits on one line ("...")."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=sys.maxsize)))
+        if not rows:
+            return
+        import textwrap
+
+        with formatter.section("Commands"):
+            # As click's write_dl, but a hyphenated word ("GPU-only") is never split either.
+            column = max(len(name) for name, _ in rows) + 2
+            width = max(formatter.width - formatter.current_indent - column, 20)
+            for name, text in rows:
+                lines = textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False) or [""]
+                margin = " " * formatter.current_indent
+                formatter.write(f"{margin}{name.ljust(column)}{lines[0]}\n")
+                formatter.write("".join(f"{margin}{' ' * column}{line}\n" for line in lines[1:]))
+
+
+class _Group(WholeHelpGroup):
     """Loads subcommands lazily, and turns super-bench's own errors into one clear line and exit
     status 2 instead of a traceback."""
 
@@ -61,10 +86,14 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except SuperBenchError as e:
-            click.secho(f"error: {e}", fg="red", err=True)
+            from super_bench.terminal import wrapped
+
+            click.secho(wrapped(f"error: {e}", sys.stderr), fg="red", err=True)
             sys.exit(2)
         except KeyboardInterrupt:
-            click.secho("interrupted; finished tasks are saved, rerun the same command to resume", err=True)
+            # Commands that keep work say what they kept and how to resume it (``_interrupt``); the others
+            # have nothing to resume.
+            click.secho("interrupted", err=True)
             sys.exit(130)
 
 
@@ -77,8 +106,12 @@ def main(verbose: int) -> None:
 
     Start with `super-bench run`: it runs the bundled demo tasks with the gold agent, offline.
     """
+    from super_bench.terminal import WrappedFormatter
+
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(WrappedFormatter("%(levelname)s %(name)s: %(message)s", sys.stderr))
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def entry() -> None:

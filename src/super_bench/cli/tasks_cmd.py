@@ -9,10 +9,11 @@ from pathlib import Path
 
 import click
 
+from super_bench.cli import WholeHelpGroup
 from super_bench.cli._options import Default, git_mirror_option, harness_mirrors, set_option, source_option
 
 
-@click.group("tasks")
+@click.group("tasks", cls=WholeHelpGroup)
 def tasks_group() -> None:
     """Look at and check task sets."""
 
