@@ -3,19 +3,25 @@ that resumes it, and a second Ctrl-C stops at once and still leaves a run that r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import select
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 TWO = ["tinyreg", "tinyreg-lr"]
+TINYREG = "https://github.com/super-bench-demo/tinyreg"
 RESUME = re.compile(r"^resume with: (.+)$", re.MULTILINE)
 
 
@@ -238,3 +244,100 @@ def test_an_interrupted_mask_says_what_it_kept_and_whether_it_resumes(
         assert "the check runs were in a temporary folder, not kept; nothing to resume" in stderr
         assert f"give --runs: {' '.join(command)} --runs checks" in stderr.replace("\n", " ")
         assert not RESUME.findall(stderr)
+
+
+def stopped_when(command: list[str], cwd: Path, env: dict[str, str], ready: Callable[[], bool], **io: Any) -> str:
+    """What ``command`` printed (stdout and stderr) when stopped by Ctrl-C once ``ready()``; it exits 130."""
+    proc = subprocess.Popen(command, cwd=cwd, env=env, text=True, **io)
+    try:
+        deadline = time.monotonic() + 120
+        while not ready():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "never ready to be interrupted"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, (out, err)
+    return (out or "") + (err or "")
+
+
+def test_autogen_stopped_while_the_model_is_asked_says_nothing_was_added(home: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = home
+    asked: list[socket.socket] = []
+    with socket.create_server(("127.0.0.1", 0)) as server:  # a model server that never answers
+
+        def accept() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    asked.append(server.accept()[0])
+
+        threading.Thread(target=accept, daemon=True).start()
+        env = {
+            **env,
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{server.getsockname()[1]}/v1",
+            "OPENAI_API_KEY": "test",
+            "SUPER_BENCH_CACHE": str(cwd / "replies.sqlite"),
+        }
+        command = ["super-bench", "construct", "autogen", TINYREG, "--model", "openai/gpt-4o", "--out", "auto.jsonl"]
+        command.append("--offline")
+        shown = stopped_when(command, cwd, env, lambda: bool(asked), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for connection in asked:
+            connection.close()
+    assert not (cwd / "auto.jsonl").exists()
+    expected = (
+        f"interrupted: no task was added to auto.jsonl; the model's replies so far are cached: {' '.join(command)}"
+    )
+    assert expected in shown and "Traceback" not in shown, shown
+
+
+def test_from_notebook_stopped_at_its_prompt_says_nothing_was_added(home: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = home
+    made = subprocess.run(
+        ["super-bench", "run", "--task-ids", "tinyreg", "--sandbox", "local", "--out", "gold"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stderr
+    notebook = cwd / "gold" / "tasks" / "tinyreg" / "trajectory.ipynb"
+    command = [
+        "super-bench",
+        "construct",
+        "from-notebook",
+        str(notebook),
+        "--repo",
+        TINYREG,
+        "--query",
+        "Report the MSE.",
+    ]
+    controller, terminal = os.openpty()  # the landmarks are reviewed at a terminal only
+    seen = bytearray()
+
+    def at_the_prompt() -> bool:
+        if select.select([controller], [], [], 0)[0]:
+            seen.extend(os.read(controller, 65536))
+        return b"keep it?" in seen
+
+    try:
+        shown = stopped_when(
+            [*command, "--out", "expert.jsonl"],
+            cwd,
+            env,
+            at_the_prompt,
+            stdin=terminal,
+            stdout=terminal,
+            stderr=terminal,
+        )
+        os.close(terminal)
+        with contextlib.suppress(OSError):
+            while chunk := os.read(controller, 65536):
+                seen.extend(chunk)
+    finally:
+        os.close(controller)
+    assert shown == ""  # all of it went to the terminal
+    text = seen.decode().replace("\r", "")
+    assert "interrupted: no task was added to expert.jsonl; run the command again to start over" in text, text
+    assert "Aborted" not in text and not (cwd / "expert.jsonl").exists()

@@ -319,9 +319,9 @@ def autogen_command(
 
     def advice() -> str:
         again = (
-            "nothing to resume (--no-cache): run the command again to start over"
-            if no_cache
-            else f"the model's replies so far are cached: {resume_command(ctx)} asks them again at no cost"
+            f"the model's replies so far are cached: {resume_command(ctx)} asks them again at no cost"
+            if chat.cache is not None
+            else "nothing to resume (the cache of model replies is off): run the command again to start over"
         )
         return f"interrupted: no task was added to {out}; {again}"
 
