@@ -50,7 +50,11 @@ def wrapped(text: str, stream: TextIO) -> str:
     """``text`` wrapped at word boundaries to the width of the terminal ``stream`` is (its own line breaks and
     each line's indentation kept; a word longer than a line left whole, for the terminal to fold), so that
     the terminal never cuts a word; unchanged where ``stream`` is no terminal (a log file, a pipe)."""
-    if not stream.isatty():
+    try:
+        at_a_terminal = stream.isatty()
+    except ValueError:  # closed: whatever is written to it goes nowhere
+        at_a_terminal = False
+    if not at_a_terminal:
         return text
     width = shutil.get_terminal_size().columns
 
