@@ -3,6 +3,7 @@ never split mid-word by the terminal's edge."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -110,3 +111,15 @@ def test_plays_task_text_wraps_at_word_boundaries_at_80_columns(tmp_path: Path) 
     assert status == 0, shown
     text = shown.split("Type a cell")[0]
     whole_at_80(text, task.query)
+
+
+def test_a_task_files_problems_wrap_at_word_boundaries_at_80_columns(tmp_path: Path) -> None:
+    (tmp_path / "tasks.jsonl").write_text(json.dumps({"task_id": "a-task-with-nothing-else", "query": "Do it."}) + "\n")
+    args = ["tasks", "validate", "tasks.jsonl", "--no-repos", "--offline"]
+    piped = subprocess.run(
+        [sys.executable, "-m", "super_bench", *args], capture_output=True, text=True, env=ENV, cwd=tmp_path
+    )
+    assert piped.returncode == 1 and max(len(line) for line in piped.stderr.splitlines()) > 80, piped.stderr
+    status, shown = at_a_terminal(*args, cwd=tmp_path)
+    assert status == 1
+    whole_at_80(shown, piped.stderr)

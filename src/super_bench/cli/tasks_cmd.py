@@ -11,6 +11,7 @@ import click
 
 from super_bench.cli import WholeHelpGroup
 from super_bench.cli._options import Default, git_mirror_option, harness_mirrors, set_option, source_option
+from super_bench.terminal import wrapped
 
 
 @click.group("tasks", cls=WholeHelpGroup)
@@ -84,10 +85,10 @@ def validate_command(
     )
     problems = sorted(problems + report.problems, key=_row_order)
     for note in report.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(wrapped(f"note: {note}", sys.stderr), err=True)
     if problems:
         for problem in problems:
-            click.secho(problem, fg="red", err=True)
+            click.secho(wrapped(problem, sys.stderr), fg="red", err=True)
         click.echo(f"{len(problems)} problem(s) in {path}", err=True)
         sys.exit(1)
     click.echo(f"{len(located)} task(s) valid")
