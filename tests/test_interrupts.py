@@ -201,6 +201,7 @@ def test_an_interrupted_verification_says_what_it_kept_and_resumes(home: tuple[P
     # The local sandbox (which sees the holding file) cannot cut the network.
     verify = ["super-bench", "verify", "the-run", "--sandbox", "local", "--network", "on"]
     stderr = interrupted(cwd, env, [*verify, "--redo"])
+    assert "stopping the running replays (Ctrl-C again to stop at once)" in stderr
     assert "interrupted: 0 of 2 replay(s) finished, kept in the-run/verify.jsonl" in stderr
     # The same command resumes (the run directory is named), without --redo, which would start afresh.
     assert RESUME.findall(stderr) == [" ".join(verify)]
@@ -339,5 +340,6 @@ def test_from_notebook_stopped_at_its_prompt_says_nothing_was_added(home: tuple[
         os.close(controller)
     assert shown == ""  # all of it went to the terminal
     text = seen.decode().replace("\r", "")
+    assert "stopping the task's construction" in text and "running tasks" not in text, text
     assert "interrupted: no task was added to expert.jsonl; run the command again to start over" in text, text
     assert "Aborted" not in text and not (cwd / "expert.jsonl").exists()

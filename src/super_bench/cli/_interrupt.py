@@ -52,10 +52,11 @@ def kept_line(run_dir: Path, total: int) -> str:
 
 
 @contextmanager
-def stop_twice(advice: Callable[[], str]) -> Iterator[None]:
-    """Within: the first SIGINT or SIGTERM raises ``KeyboardInterrupt`` (the run stops its tasks); a
-    second prints ``advice`` and ends the process at once. ``KeyboardInterrupt`` leaving the block (or
-    click's ``Abort``, which a prompt raises for it) prints ``advice`` and exits with status 130."""
+def stop_twice(advice: Callable[[], str], stopping: str = "the running tasks") -> Iterator[None]:
+    """Within: the first SIGINT or SIGTERM says it is stopping ``stopping`` and raises ``KeyboardInterrupt``
+    (the run stops its tasks); a second prints ``advice`` and ends the process at once. ``KeyboardInterrupt``
+    leaving the block (or click's ``Abort``, which a prompt raises for it) prints ``advice`` and exits with
+    status 130."""
     count = 0
 
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -63,7 +64,7 @@ def stop_twice(advice: Callable[[], str]) -> Iterator[None]:
         count += 1
         if count == 1:
             # os.write, not print: the main thread may be inside a write to stderr right now.
-            os.write(2, b"\nstopping the running tasks (Ctrl-C again to stop at once)\n")
+            os.write(2, f"\nstopping {stopping} (Ctrl-C again to stop at once)\n".encode())
             raise KeyboardInterrupt
         os.write(2, f"\nstopped at once\n{advice()}\n".encode())
         os._exit(INTERRUPTED)

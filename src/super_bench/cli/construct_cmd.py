@@ -76,7 +76,11 @@ def from_notebook_command(
 
     # Nothing is written before the end: an interrupted build has nothing to resume.
     where = f"added to {out}" if out else "printed"
-    with stop_twice(lambda: f"interrupted: no task was {where}; run the command again to start over"):
+
+    def advice() -> str:
+        return f"interrupted: no task was {where}; run the command again to start over"
+
+    with stop_twice(advice, "the task's construction"):
         _from_notebook(notebook, repo, query, commit, task_id, landmarks, yes, max_landmarks, out, git_mirrors)
 
 
@@ -246,7 +250,7 @@ def mask_command(
         )
 
     with (
-        stop_twice(advice),
+        stop_twice(advice, "the running check runs"),
         tempfile.TemporaryDirectory(prefix="super-bench-mask-") as tmp,
         RunProgress() as progress,
     ):
@@ -325,7 +329,10 @@ def autogen_command(
         )
         return f"interrupted: no task was added to {out}; {again}"
 
-    with stop_twice(advice), console.status("screening repositories and asking the model"):
+    with (
+        stop_twice(advice, "the screening and the model's requests"),
+        console.status("screening repositories and asking the model"),
+    ):
         report = autogen(
             list(repos), chat, existing=existing, per_repo=per_repo, check_urls=not offline, min_runtime=min_runtime
         )

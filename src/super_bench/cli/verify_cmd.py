@@ -62,7 +62,7 @@ def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo:
         )
 
     err_console.print(f"super-bench: verifying {run_dir}")
-    with stop_twice(advice):
+    with stop_twice(advice, "the running replays"):
         outcome = verify(
             run_dir,
             task_ids=as_list(task_ids),
