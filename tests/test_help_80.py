@@ -3,6 +3,7 @@ never split mid-word by the terminal's edge."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -123,3 +124,28 @@ def test_a_task_files_problems_wrap_at_word_boundaries_at_80_columns(tmp_path: P
     status, shown = at_a_terminal(*args, cwd=tmp_path)
     assert status == 1
     whole_at_80(shown, piped.stderr)
+
+
+def every_command(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    context = click.Context(group)
+    found = [path]
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        if isinstance(command, click.Group):
+            found += every_command(command, (*path, name))
+        elif command is not None:
+            found.append((*path, name))
+    return found
+
+
+def test_every_commands_help_fits_80_columns_and_splits_no_word() -> None:
+    from click.testing import CliRunner
+
+    for path in every_command(main):
+        done = CliRunner().invoke(main, [*path, "--help"], terminal_width=80)
+        assert done.exit_code == 0, (path, done.output)
+        lines = done.output.splitlines()
+        assert all(len(line) <= 80 for line in lines), (path, done.output)
+        for line, after in itertools.pairwise(lines):
+            # A word cut at a hyphen ("swe-" then "agent", "--memory-" then "swap") is no longer one to copy.
+            assert not (re.search(r"\w-$", line) and re.match(r"\s*\w", after)), (path, line, after)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
@@ -36,9 +37,42 @@ _COMMANDS = {
 }
 
 
+_HYPHEN = "\u2011"  # a non-breaking hyphen, which text wrapping does not split at
+
+
+class _HelpFormatter(click.HelpFormatter):
+    """click's, but a hyphenated word (``swe-agent``, ``--memory-swap``) is never split at its hyphen: an
+    option's name cut in two cannot be copied."""
+
+    def write_text(self, text: str) -> None:
+        self._whole(lambda: super(_HelpFormatter, self).write_text(text.replace("-", _HYPHEN)))
+
+    def write_dl(self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2) -> None:
+        kept = [(first, second.replace("-", _HYPHEN)) for first, second in rows]
+        self._whole(lambda: super(_HelpFormatter, self).write_dl(kept, col_max, col_spacing))
+
+    def _whole(self, write: Callable[[], None]) -> None:
+        start = len(self.buffer)
+        write()
+        self.buffer[start:] = [part.replace(_HYPHEN, "-") for part in self.buffer[start:]]
+
+
+class _HelpContext(click.Context):
+    formatter_class = _HelpFormatter
+
+
 class WholeHelpGroup(click.Group):
     """A group whose ``--help`` lists each command with the first sentence of its help whole, wrapped to
-    the terminal, where click cuts it to what fits on one line ("...")."""
+    the terminal, where click cuts it to what fits on one line ("..."); its commands' help, like its own,
+    wraps without splitting hyphenated words."""
+
+    context_class = _HelpContext
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None:
+            command.context_class = _HelpContext
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []
@@ -46,19 +80,9 @@ class WholeHelpGroup(click.Group):
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:
                 rows.append((name, command.get_short_help_str(limit=sys.maxsize)))
-        if not rows:
-            return
-        import textwrap
-
-        with formatter.section("Commands"):
-            # As click's write_dl, but a hyphenated word ("GPU-only") is never split either.
-            column = max(len(name) for name, _ in rows) + 2
-            width = max(formatter.width - formatter.current_indent - column, 20)
-            for name, text in rows:
-                lines = textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False) or [""]
-                margin = " " * formatter.current_indent
-                formatter.write(f"{margin}{name.ljust(column)}{lines[0]}\n")
-                formatter.write("".join(f"{margin}{' ' * column}{line}\n" for line in lines[1:]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 class _Group(WholeHelpGroup):
@@ -74,6 +98,7 @@ class _Group(WholeHelpGroup):
             return super().get_command(ctx, name)
         module, _, attr = target.partition(":")
         command: click.Command = getattr(importlib.import_module(module), attr)
+        command.context_class = _HelpContext
         return command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
