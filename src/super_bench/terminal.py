@@ -11,9 +11,12 @@ it escapes it (``shown``), so that the agent's brackets are printed, never read 
 
 from __future__ import annotations
 
+import logging
 import re
+import shutil
+import textwrap
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.errors import MarkupError
@@ -41,6 +44,38 @@ def defang(text: str) -> str:
 def shown(value: object) -> str:
     """Text from elsewhere (an agent, a file) for a print that uses markup: brackets escaped, controls shown."""
     return escape(defang(str(value)))
+
+
+def wrapped(text: str, stream: TextIO) -> str:
+    """``text`` wrapped at word boundaries to the width of the terminal ``stream`` is (its own line breaks and
+    each line's indentation kept; a word longer than a line left whole, for the terminal to fold), so that
+    the terminal never cuts a word; unchanged where ``stream`` is no terminal (a log file, a pipe)."""
+    try:
+        at_a_terminal = stream.isatty()
+    except ValueError:  # closed: whatever is written to it goes nowhere
+        at_a_terminal = False
+    if not at_a_terminal:
+        return text
+    width = shutil.get_terminal_size().columns
+
+    def fill(line: str) -> str:
+        if len(line) <= width:
+            return line
+        indent = line[: len(line) - len(line.lstrip())]
+        return textwrap.fill(line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+
+    return "\n".join(fill(line) for line in text.split("\n"))
+
+
+class WrappedFormatter(logging.Formatter):
+    """Log records for a person at a terminal: wrapped at word boundaries (see ``wrapped``)."""
+
+    def __init__(self, fmt: str, stream: TextIO) -> None:
+        super().__init__(fmt)
+        self.stream = stream
+
+    def format(self, record: logging.LogRecord) -> str:
+        return wrapped(super().format(record), self.stream)
 
 
 def _unlinked(style: Style | None) -> Style | None:

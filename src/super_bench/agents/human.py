@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import codeop
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from super_bench.actions import Action
 from super_bench.agents.base import AgentOptions, refuse_model
 from super_bench.errors import AgentError
+from super_bench.terminal import wrapped
 
 if TYPE_CHECKING:
     from super_bench.environment import Environment
@@ -91,7 +93,8 @@ class HumanAgent:
 
     def run(self, env: Environment) -> None:
         task = env.task
-        self.write(f"Task {task.task_id} ({task.task_set}):\n{task.query}\n")
+        # Wrapped here, at word boundaries, since the terminal would cut the words at its edge.
+        self.write(wrapped(f"Task {task.task_id} ({task.task_set}):\n{task.query}\n", sys.stdout))
         for step in env.trajectory.steps:
             self.write(f"[run before you started]\n{step.action.content}\n{step.observation}")
         self.write(f"Type a cell, or a command (:help lists them).\n{HELP}\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
@@ -36,7 +37,55 @@ _COMMANDS = {
 }
 
 
-class _Group(click.Group):
+_HYPHEN = "\u2011"  # a non-breaking hyphen, which text wrapping does not split at
+
+
+class _HelpFormatter(click.HelpFormatter):
+    """click's, but a hyphenated word (``swe-agent``, ``--memory-swap``) is never split at its hyphen: an
+    option's name cut in two cannot be copied."""
+
+    def write_text(self, text: str) -> None:
+        self._whole(lambda: super(_HelpFormatter, self).write_text(text.replace("-", _HYPHEN)))
+
+    def write_dl(self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2) -> None:
+        kept = [(first, second.replace("-", _HYPHEN)) for first, second in rows]
+        self._whole(lambda: super(_HelpFormatter, self).write_dl(kept, col_max, col_spacing))
+
+    def _whole(self, write: Callable[[], None]) -> None:
+        start = len(self.buffer)
+        write()
+        self.buffer[start:] = [part.replace(_HYPHEN, "-") for part in self.buffer[start:]]
+
+
+class _HelpContext(click.Context):
+    formatter_class = _HelpFormatter
+
+
+class WholeHelpGroup(click.Group):
+    """A group whose ``--help`` lists each command with the first sentence of its help whole, wrapped to
+    the terminal, where click cuts it to what fits on one line ("..."); its commands' help, like its own,
+    wraps without splitting hyphenated words."""
+
+    context_class = _HelpContext
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None:
+            command.context_class = _HelpContext
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=sys.maxsize)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class _Group(WholeHelpGroup):
     """Loads subcommands lazily, and turns super-bench's own errors into one clear line and exit
     status 2 instead of a traceback."""
 
@@ -49,6 +98,7 @@ class _Group(click.Group):
             return super().get_command(ctx, name)
         module, _, attr = target.partition(":")
         command: click.Command = getattr(importlib.import_module(module), attr)
+        command.context_class = _HelpContext
         return command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -61,10 +111,14 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except SuperBenchError as e:
-            click.secho(f"error: {e}", fg="red", err=True)
+            from super_bench.terminal import wrapped
+
+            click.secho(wrapped(f"error: {e}", sys.stderr), fg="red", err=True)
             sys.exit(2)
         except KeyboardInterrupt:
-            click.secho("interrupted; finished tasks are saved, rerun the same command to resume", err=True)
+            # Commands that keep work say what they kept and how to resume it (``_interrupt``); the others
+            # have nothing to resume.
+            click.secho("interrupted", err=True)
             sys.exit(130)
 
 
@@ -77,8 +131,12 @@ def main(verbose: int) -> None:
 
     Start with `super-bench run`: it runs the bundled demo tasks with the gold agent, offline.
     """
+    from super_bench.terminal import WrappedFormatter
+
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(WrappedFormatter("%(levelname)s %(name)s: %(message)s", sys.stderr))
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def entry() -> None:

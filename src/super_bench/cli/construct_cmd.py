@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from super_bench.cli import WholeHelpGroup
 from super_bench.cli._options import (
     Default,
     ManyValues,
@@ -20,7 +21,7 @@ from super_bench.cli._options import (
     harness_mirrors,
     source_option,
 )
-from super_bench.terminal import shown
+from super_bench.terminal import shown, wrapped
 
 if TYPE_CHECKING:
     from super_bench.construct.notebook import NotebookTask
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from super_bench.tasks.model import Task
 
 
-@click.group("construct")
+@click.group("construct", cls=WholeHelpGroup)
 def construct_group() -> None:
     """Build tasks: Expert tasks from solved notebooks, Masked tasks cut from Expert ones, Auto tasks
     generated from repositories' READMEs."""
@@ -71,6 +72,30 @@ def from_notebook_command(
     On a terminal each suggestion is shown for you to keep, drop or edit; elsewhere pass --yes to
     accept them, or give your own with --landmark.
     """
+    from super_bench.cli._interrupt import stop_twice
+
+    # Nothing is written before the end: an interrupted build has nothing to resume.
+    where = f"added to {out}" if out else "printed"
+
+    def advice() -> str:
+        return f"interrupted: no task was {where}; run the command again to start over"
+
+    with stop_twice(advice, "the task's construction"):
+        _from_notebook(notebook, repo, query, commit, task_id, landmarks, yes, max_landmarks, out, git_mirrors)
+
+
+def _from_notebook(
+    notebook: Path,
+    repo: str,
+    query: str,
+    commit: str | None,
+    task_id: str | None,
+    landmarks: tuple[str, ...],
+    yes: bool,
+    max_landmarks: int,
+    out: Path | None,
+    git_mirrors: dict[str, Path],
+) -> None:
     from super_bench.construct.notebook import commit_in, notebook_task, read_cells, task_line
     from super_bench.errors import TaskSourceError
     from super_bench.tasks.repos import RepoCache, resolve_commit
@@ -83,7 +108,9 @@ def from_notebook_command(
         except TaskSourceError as e:
             if wanted is None:
                 raise click.UsageError(f"cannot find the commit to pin ({e}); give --commit") from e
-            click.secho(f"warning: could not check commit {wanted} in {repo}: {e}", fg="yellow", err=True)
+            click.secho(
+                wrapped(f"warning: could not check commit {wanted} in {repo}: {e}", sys.stderr), fg="yellow", err=True
+            )
             commit = wanted
     built = notebook_task(
         notebook,
@@ -98,7 +125,7 @@ def from_notebook_command(
     if not landmarks:
         task = _review_landmarks(built, yes)
     for warning in built.warnings:
-        click.secho(f"warning: {warning}", fg="yellow", err=True)
+        click.secho(wrapped(f"warning: {warning}", sys.stderr), fg="yellow", err=True)
     line = task_line(task)
     if out is None:
         click.echo(line)
@@ -193,6 +220,7 @@ def mask_command(
     from rich.table import Table
 
     from super_bench.cli._display import console
+    from super_bench.cli._interrupt import finished_in, resume_command, stop_twice
     from super_bench.construct.gold import gold_env
     from super_bench.construct.mask import ModelGoalWriter, failed_task, mask_tasks
     from super_bench.construct.notebook import task_line
@@ -206,7 +234,26 @@ def mask_command(
         raise click.UsageError(f"no Expert tasks in {source}")
     writer = ModelGoalWriter(create_model(model)) if model else None
     env = gold_env(sandbox=sandbox, cell_timeout=cell_timeout, max_compute=max_compute)
-    with tempfile.TemporaryDirectory(prefix="super-bench-mask-") as tmp, RunProgress() as progress:
+    ctx = click.get_current_context()
+
+    def advice() -> str:
+        if runs is None:
+            again = resume_command(ctx, Path("checks"), "--runs")
+            return (
+                f"interrupted: nothing was written to {out}, and the check runs were in a temporary folder, "
+                f"not kept; nothing to resume. To keep them, so that a rerun resumes, give --runs: {again}"
+            )
+        done = sum(finished_in(runs / part) for part in ("check", "check-retry"))
+        return (
+            f"interrupted: nothing was written to {out}; {done} check run(s) finished, kept in {runs}\n"
+            f"resume with: {resume_command(ctx)}"
+        )
+
+    with (
+        stop_twice(advice, "the running check runs"),
+        tempfile.TemporaryDirectory(prefix="super-bench-mask-") as tmp,
+        RunProgress() as progress,
+    ):
         report = mask_tasks(experts, runs or Path(tmp), writer=writer, env=env, reporter=progress)
     table = Table(title=f"Masked tasks from {len(experts)} Expert task(s)", title_justify="left")
     for column in ("task", "pre-executed", "to do", "check"):
@@ -264,6 +311,7 @@ def autogen_command(
     already in --out) and added to --out.
     """
     from super_bench.cli._display import console
+    from super_bench.cli._interrupt import resume_command, stop_twice
     from super_bench.construct.autogen import autogen
     from super_bench.construct.notebook import task_line
     from super_bench.models import ModelOptions, create_model
@@ -271,7 +319,20 @@ def autogen_command(
 
     chat = create_model(model, ModelOptions(**({"cache": None} if no_cache else {})))
     existing = load_tasks(out) if out.exists() and out.stat().st_size else []
-    with console.status("screening repositories and asking the model"):
+    ctx = click.get_current_context()
+
+    def advice() -> str:
+        again = (
+            f"the model's replies so far are cached: {resume_command(ctx)} asks them again at no cost"
+            if chat.cache is not None
+            else "nothing to resume (the cache of model replies is off): run the command again to start over"
+        )
+        return f"interrupted: no task was added to {out}; {again}"
+
+    with (
+        stop_twice(advice, "the screening and the model's requests"),
+        console.status("screening repositories and asking the model"),
+    ):
         report = autogen(
             list(repos), chat, existing=existing, per_repo=per_repo, check_urls=not offline, min_runtime=min_runtime
         )

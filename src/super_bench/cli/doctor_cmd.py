@@ -56,6 +56,7 @@ def doctor_command(
     from rich.table import Table
 
     from super_bench.cli._display import console
+    from super_bench.cli._interrupt import kept_line, resume_command, stop_twice
     from super_bench.construct.gold import check_gold, gold_env
     from super_bench.runner.progress import RunProgress
     from super_bench.tasks.loaders import default_set, load_tasks
@@ -63,10 +64,16 @@ def doctor_command(
     tasks = load_tasks(source, default_set(source, task_set), task_ids=as_list(task_ids), limit=limit)
     if not tasks:
         raise click.UsageError("no tasks selected")
-    out = out or Path("runs") / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-doctor"
+    run_dir = out or Path("runs") / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-doctor"
     env = gold_env(sandbox=sandbox, cell_timeout=cell_timeout, max_compute=max_compute)
-    with RunProgress() as progress:
-        checks = check_gold(tasks, out, env=env, reporter=progress)
+    ctx = click.get_current_context()
+
+    def advice() -> str:
+        total = sum(1 for t in tasks if t.solution)  # the tasks without one are not run
+        return f"{kept_line(run_dir, total)}\nresume with: {resume_command(ctx, None if out else run_dir)}"
+
+    with stop_twice(advice), RunProgress() as progress:
+        checks = check_gold(tasks, run_dir, env=env, reporter=progress)
     if as_json:
         for check in checks:
             record = {k: v for k, v in vars(check).items() if k != "failed_pre_executed"}
@@ -87,6 +94,6 @@ def doctor_command(
                 console.print(f"  - {escape(problem)}")
             if check.failed_cell:
                 console.print("  " + escape(check.failed_cell).replace("\n", "\n    "))
-        console.print(f"\nRun directory: {out}")
+        console.print(f"\nRun directory: {run_dir}")
     if any(c.status in ("rot", "error") for c in checks):
         sys.exit(1)

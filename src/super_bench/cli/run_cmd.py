@@ -205,7 +205,7 @@ def run_command(
 
     def advice() -> str:
         total = len(tasks) * epochs
-        return f"{kept_line(run_dir, total)}\nresume with: {resume_command(ctx, run_dir, out is not None)}"
+        return f"{kept_line(run_dir, total)}\nresume with: {resume_command(ctx, None if out else run_dir)}"
 
     with stop_twice(advice), RunProgress() as progress:
         outcome = run(config, tasks=tasks, reporter=progress)

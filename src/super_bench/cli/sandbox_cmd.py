@@ -9,12 +9,13 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from super_bench.cli import WholeHelpGroup
 from super_bench.cli._display import console
 from super_bench.cli._options import Default
 from super_bench.errors import SuperBenchError
 
 
-@click.group("sandbox")
+@click.group("sandbox", cls=WholeHelpGroup)
 def sandbox_group() -> None:
     """Prepare the environment tasks run in, and see which sandboxes work here."""
 

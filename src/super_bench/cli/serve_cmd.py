@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import socket
+import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -115,9 +116,14 @@ def serve_command(
         raise ConfigError(f"cannot listen on {host}:{port}: {e}") from e
     bound_port = listener.getsockname()[1]
     if not _is_loopback(host):
+        from super_bench.terminal import wrapped
+
         click.secho(
-            f"WARNING: listening on {host}, not on localhost. Anyone who can reach this port and has the token "
-            "can run any code on this machine through the sandboxes. Use --host 127.0.0.1 unless you need this.",
+            wrapped(
+                f"WARNING: listening on {host}, not on localhost. Anyone who can reach this port and has the token "
+                "can run any code on this machine through the sandboxes. Use --host 127.0.0.1 unless you need this.",
+                sys.stderr,
+            ),
             fg="red",
             bold=True,
             err=True,

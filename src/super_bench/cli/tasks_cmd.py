@@ -9,10 +9,12 @@ from pathlib import Path
 
 import click
 
+from super_bench.cli import WholeHelpGroup
 from super_bench.cli._options import Default, git_mirror_option, harness_mirrors, set_option, source_option
+from super_bench.terminal import wrapped
 
 
-@click.group("tasks")
+@click.group("tasks", cls=WholeHelpGroup)
 def tasks_group() -> None:
     """Look at and check task sets."""
 
@@ -83,10 +85,10 @@ def validate_command(
     )
     problems = sorted(problems + report.problems, key=_row_order)
     for note in report.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(wrapped(f"note: {note}", sys.stderr), err=True)
     if problems:
         for problem in problems:
-            click.secho(problem, fg="red", err=True)
+            click.secho(wrapped(problem, sys.stderr), fg="red", err=True)
         click.echo(f"{len(problems)} problem(s) in {path}", err=True)
         sys.exit(1)
     click.echo(f"{len(located)} task(s) valid")

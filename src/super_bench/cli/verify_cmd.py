@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,20 +48,30 @@ def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo:
     rerunning resumes. Exits with status 3 when nothing could be checked.
     """
     from super_bench.cli._display import console, err_console
+    from super_bench.cli._interrupt import resume_command, stop_twice
     from super_bench.runner.verify import verify
 
     given = given_sandbox_settings(sandbox)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a scheduler's stop, as Ctrl-C
+    ctx = click.get_current_context()
+
+    def advice() -> str:
+        done, total = _replays_kept(run_dir, as_list(task_ids))
+        return (
+            f"interrupted: {done} of {total} replay(s) finished, kept in {run_dir / 'verify.jsonl'}\n"
+            f"resume with: {resume_command(ctx)}"
+        )
+
     err_console.print(f"super-bench: verifying {run_dir}")
-    outcome = verify(
-        run_dir,
-        task_ids=as_list(task_ids),
-        workers=workers,
-        redo=redo,
-        sandbox=given,
-        on_row=_progress(err_console),
-        on_environment=_show_environment(err_console),
-    )
+    with stop_twice(advice, "the running replays"):
+        outcome = verify(
+            run_dir,
+            task_ids=as_list(task_ids),
+            workers=workers,
+            redo=redo,
+            sandbox=given,
+            on_row=_progress(err_console),
+            on_environment=_show_environment(err_console),
+        )
     console.print(_table(outcome.rows))
     summary = outcome.summary
     checked = summary.reproduced + summary.not_reproduced
@@ -73,6 +82,19 @@ def verify_command(run_dir: Path, task_ids: tuple[str, ...], workers: int, redo:
     if checked == 0:
         err_console.print("[red]nothing could be checked: no replay ran to its end[/red]")
         sys.exit(NOTHING_SCORED)
+
+
+def _replays_kept(run_dir: Path, task_ids: list[str] | None) -> tuple[int, int]:
+    """How many of the chosen tasks' replays are done (a resume keeps them), and how many there are."""
+    from super_bench.runner.rundir import RunDir
+    from super_bench.runner.verify_records import read_rows
+
+    try:
+        chosen = {r.key for r in RunDir(run_dir).read_results() if task_ids is None or r.task_id in task_ids}
+        done = {r.key for r in read_rows(RunDir(run_dir)) if r.replayed and r.key in chosen}
+    except Exception:  # interrupted before anything was read: the resume says what it makes of the folder
+        return 0, 0
+    return len(done), len(chosen)
 
 
 def _show_environment(err_console: Any) -> Any:
