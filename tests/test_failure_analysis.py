@@ -254,6 +254,9 @@ def test_a_printed_answer_is_a_wrong_result_unless_no_landmark_of_the_experiment
     assert (wrong.cause, wrong.step, wrong.quote) == ("wrong_result", 1, "eval accuracy: 0.8123")
     own = cause_of(*steps, metrics=missed, submission={"acc": 0.8123}, submitted=True, stop_reason="submitted")
     assert (own.cause, own.step) == ("no_experiment", 1)
+    matched = reached.model_copy(update={"output_match": 1.0})
+    right = cause_of(*steps, metrics=matched, submission={"acc": 0.8123}, submitted=True, stop_reason="submitted")
+    assert right.cause == "wrong_result" and "it matches, but the run missed landmarks" in right.reason
 
 
 def test_most_actions_invalid_is_agent_format_and_says_how_many() -> None:

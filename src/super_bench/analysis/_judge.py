@@ -105,7 +105,11 @@ def digest(trajectory: Trajectory, cause: FailureCause) -> str:
     ][-_PROBLEM_LINES:]
     last = []
     for step in steps[-_LAST_STEPS:]:
-        content = step.action.content if isinstance(step.action.content, str) else json.dumps(step.action.content)
+        content = (
+            step.action.content
+            if isinstance(step.action.content, str)
+            else json.dumps(step.action.content, default=str)
+        )
         last.append(
             f"--- step {step.index} ({step.action.type}, {step.outcome})\n{(content or '')[:_CHARS]}\n"
             f"--- its output (end)\n{strip_ansi(step.raw_output)[-_CHARS:]}"
@@ -113,7 +117,7 @@ def digest(trajectory: Trajectory, cause: FailureCause) -> str:
     data = "\n".join(
         [
             f"task: {trajectory.query[:_CHARS]}",
-            f"submission: {json.dumps(trajectory.submission)[:_CHARS]}",
+            f"submission: {json.dumps(trajectory.submission, default=str)[:_CHARS]}",
             "errors seen in runs, in order:",
             *(problems or ["(none)"]),
             f"the last {len(last)} steps:",

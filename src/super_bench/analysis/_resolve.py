@@ -49,8 +49,7 @@ class Run:
     @property
     def final(self) -> Problem | None:
         """The problem that ended the run: the last one shown (those before it, the run got past)."""
-        real = [p for p in self.problems if p.kind != "early"]
-        return real[-1] if real else None
+        return next((p for p in reversed(self.problems) if p.kind != "early"), None)
 
 
 @dataclass
@@ -83,9 +82,8 @@ def runs(steps: list[Step]) -> list[Run]:
     return found
 
 
-def blockers(steps: list[Step]) -> list[Blocker]:
-    """Every error of the episode never resolved, in the order first seen."""
-    attempts = runs(steps)
+def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
+    """Every error of the episode never resolved, in the order first seen; ``attempts`` are its ``runs``."""
     found: dict[tuple[str, str], Blocker] = {}
     for i, run in enumerate(attempts):
         problem = run.final

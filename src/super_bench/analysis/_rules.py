@@ -12,13 +12,13 @@ In order (docs/failure-analysis.md tells it with examples):
 
 from __future__ import annotations
 
+from super_bench._names import BUDGET_STOPS
 from super_bench.analysis._model import QUOTE_CHARS, Cause, FailureCause, fully_succeeded
-from super_bench.analysis._resolve import Blocker, blockers, runs
+from super_bench.analysis._resolve import blockers, runs
 from super_bench.analysis._signals import last_line, strip_ansi
 from super_bench.scoring import Metrics, ProvenanceStatus, answer_provenance
 from super_bench.trajectory import Step, Trajectory
 
-_BUDGETS = ("max_steps", "max_tokens", "max_cost", "max_compute", "max_wall_time", "max_disk")
 _SHOWN = ("observed", "partly_observed", "given")
 _PRIORITY: tuple[Cause, ...] = ("environment", "resource", "compute", "repository_error")
 _REASONS = {
@@ -60,14 +60,19 @@ def analyze_failure(
                 0.6,
                 "the run printed the answer, but no landmark of the experiment was reached",
             )
-        return _cause("wrong_result", step, line, 0.8, "the run printed the values it reported, and they do not match")
-    found = blockers(steps)
+        if metrics.output_match is not None and metrics.output_match >= 1.0:
+            why = "the run printed the answer and it matches, but the run missed landmarks or the entrypoint asked for"
+        else:
+            why = "the run printed the values it reported, and they do not match"
+        return _cause("wrong_result", step, line, 0.8, why)
+    every = runs(steps)
+    found = blockers(steps, every)
     if found:
         best = min(found, key=lambda b: (_PRIORITY.index(b.cause), b.first))
         return _cause(best.cause, best.step, best.line, best.confidence, _REASONS[best.cause] + best.note)
-    attempts = [r for r in runs(steps) if r.experiment]
+    attempts = [r for r in every if r.experiment]
     last = attempts[-1] if attempts else None
-    if trajectory.stop_reason in _BUDGETS and last is not None and not last.problems and last.step.outcome == "ok":
+    if trajectory.stop_reason in BUDGET_STOPS and last is not None and not last.problems and last.step.outcome == "ok":
         final = steps[-1]
         line = last_line(final.raw_output) or last_line(str(final.action.content or "")) or str(trajectory.stop_reason)
         return _cause(
@@ -117,6 +122,3 @@ def _cause(cause: Cause, step: Step | None, line: str, confidence: float, reason
         confidence=confidence,
         reason=reason,
     )
-
-
-__all__ = ["Blocker", "analyze_failure"]

@@ -11,6 +11,7 @@ by an edit) stop a program before it runs: they say nothing about the errors it 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,21 +53,28 @@ _ARGPARSE = re.compile(r"^\S+: error: (?P<msg>.+)$")
 # library is not the one the repository extends.
 _PLUGIN = re.compile(r"argument --(?:task|arch)\S*: invalid choice: '(?P<choice>[^']+)'")
 _EARLY = ("SyntaxError", "IndentationError", "TabError")
+# An error line is short; a longer one is read in its first characters, so that no line makes reading slow.
+_LINE_CHARS = 1000
+# The lines worth reading: every mark below holds one of these (an output may have millions of lines).
+_CANDIDATE = re.compile(r"rror|ERROR|xception|Exit|Failure|File \"|│|not found|Killed|404|CUDA|GPU|NVIDIA|can't open")
+_CODE_CHARS = 500
+_MAX_PROBLEMS = 100
+_CODE_LINES = 200
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # What a harness appends to a cell that ran out of time (SUPER's wording), not the program's output.
 _HARNESS_NOTE = ("Your command has already run", "Action:", "Thought:", "or:")
 _MODULE = re.compile(r"No module named '([\w.]+)'")
-_FOLDER = re.compile(r"([A-Za-z_][\w.-]*)/")
+_FOLDER = re.compile(r"^[A-Za-z_][\w.-]*$")
 # transformers' argument parser refusing a command line: a usage error, as argparse's.
 _HF_USAGE = "Some specified arguments are not used by the HfArgumentParser"
 # A script or module being run (not read: ``cat x.py`` runs nothing): by an interpreter or a launcher, or ./x.sh.
 _SCRIPT = re.compile(
     r"(?:\b(?:python[\d.]*|bash|sh|zsh|source|torchrun|deepspeed|launch|accelerate launch)\s+"
-    r"(?:-{1,2}[\w-]+(?:[= ][^\s-]\S*)?\s+)*(?:[\w.~/-]*/)?(?P<name>[\w.-]+\.(?:py|sh))\b)"
+    r"(?:--?\w[\w-]*(?:[= ][^\s-]\S*)?\s+)*(?:[\w.~/-]*/)?(?P<name>[\w.-]+\.(?:py|sh))\b)"
     r"|(?:^|[\s;&|!])\./(?:[\w.-]*/)*(?P<local>[\w.-]+\.(?:py|sh))\b"
     r"|\bpython[\d.]*\s+(?:-\w\s+)*-m\s+(?P<module>[\w.]+)"
 )
-_DOWNLOAD = re.compile(r"\b(?:wget|curl|gdown)\b[^\n;&|]*?(?P<url>(?:https?|ftp)://\S+)")
+_DOWNLOAD = re.compile(r"\b(?:wget|curl|gdown)\b[^\n;&|]{0,300}?(?P<url>(?:https?|ftp)://\S+)")
 _CLONE = re.compile(r"git clone\s+(?:-\S+\s+)*(?P<url>\S+)(?:\s+(?P<dir>[^\s-]\S*))?")
 
 
@@ -98,14 +106,18 @@ def local_names(steps: list[Step]) -> frozenset[str]:
     for step in steps:
         content = step.action.content
         if step.action.type in ("execute", "edit") and isinstance(content, str):
-            names.update(m.group(1) for m in _FOLDER.finditer(content))
+            for word in content[: _CODE_CHARS * _CODE_LINES].split():
+                names.update(part for part in word.split("/")[:-1] if _FOLDER.match(part))
     return frozenset(names)
 
 
 def command(step: Step) -> str:
-    """The code of an execute step, else empty."""
+    """The code of an execute step, else empty: its first lines, each cut short, which is where a command
+    names what it runs (and no cell can make reading it slow)."""
     content = step.action.content
-    return content if step.action.type == "execute" and isinstance(content, str) else ""
+    if step.action.type != "execute" or not isinstance(content, str):
+        return ""
+    return "\n".join(line[:_CODE_CHARS] for line in content.splitlines()[:_CODE_LINES])
 
 
 def identity(step: Step) -> frozenset[str]:
@@ -147,11 +159,10 @@ def problems(step: Step, repos: set[str], local: frozenset[str] = frozenset()) -
     text = step.raw_output
     found: list[Problem] = []
     installing = bool(pip_specs(step))
-    lines = text.splitlines()
     frames: list[str] = []
-    for raw in lines:
-        line = raw.strip()
-        frame = _FRAME.match(raw)
+    for raw in _candidate_lines(text):
+        line = raw.strip()[:_LINE_CHARS]
+        frame = _FRAME.match(raw[:_LINE_CHARS])
         if frame:
             frames.append(frame.group("path") or frame.group("rich"))
             continue
@@ -160,12 +171,28 @@ def problems(step: Step, repos: set[str], local: frozenset[str] = frozenset()) -
             found.append(problem)
             if problem.kind not in ("early", "other") or _EXCEPTION.match(line):
                 frames = []
+    # The last problems are the ones that count (the one that ended the run); a flood of them is cut.
+    del found[:-_MAX_PROBLEMS]
     # The harness stopped the cell: that, not what it printed before, ended the run.
     if step.outcome == "timeout":
         found.append(Problem("compute", "timeout", last_line(text) or "the cell ran out of time", step.index))
     if step.outcome == "kernel_died":
         found.append(Problem("compute", "kernel_died", last_line(text) or "the kernel died", step.index))
     return found
+
+
+def _candidate_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` that hold a mark, in order, each once."""
+    at = 0
+    while True:
+        mark = _CANDIDATE.search(text, at)
+        if mark is None:
+            return
+        start = text.rfind("\n", 0, mark.start()) + 1
+        end = text.find("\n", mark.end())
+        end = len(text) if end < 0 else end
+        yield text[start:end]
+        at = end + 1
 
 
 def _classify(
@@ -175,19 +202,21 @@ def _classify(
         return None
     if installing and _PIP_FAILED.match(line):
         return Problem("environment", "pip", line, index)
-    if _HARDWARE.search(line) and (_EXCEPTION.match(line) or "error" in line.lower()):
+    # Cheap tests first: a line is searched only where it can match (outputs run to millions of lines).
+    lower = line.lower()
+    if ("error" in lower or "killed" in lower) and _HARDWARE.search(line):
         return Problem("compute", "hardware", line, index)
     if _KILLED.match(line):
         return Problem("compute", "killed", line, index)
-    if _DOWNLOAD_404.search(line):
+    if "404" in line and _DOWNLOAD_404.search(line):
         return Problem("resource", "404", line, index)
-    plugin = _PLUGIN.search(line)
+    plugin = _PLUGIN.search(line) if "invalid choice" in line else None
     if plugin:
         return Problem("environment", f"plugin:{plugin.group('choice')}", line, index)
-    parse = _ARGPARSE.match(line)
+    parse = _ARGPARSE.match(line) if ": error: " in line else None
     if parse:
         return Problem("early", "usage", line, index)
-    cmd = _NOT_FOUND_CMD.match(line)
+    cmd = _NOT_FOUND_CMD.match(line) if line.endswith("not found") else None
     if cmd:
         name = cmd.group("cmd")
         # "--flag: command not found": an edit broke a script's line continuation, nothing ran.
