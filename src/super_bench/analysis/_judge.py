@@ -116,6 +116,7 @@ def digest(trajectory: Trajectory, cause: FailureCause) -> str:
         )
     data = "\n".join(
         [
+            f"evidence: {cause.quote}",
             f"task: {trajectory.query[:_CHARS]}",
             f"submission: {json.dumps(trajectory.submission, default=str)[:_CHARS]}",
             "errors seen in runs, in order:",
@@ -128,7 +129,7 @@ def digest(trajectory: Trajectory, cause: FailureCause) -> str:
         [
             f"Steps: {len(steps)}; stop reason: {trajectory.stop_reason}.",
             f"The rules' verdict: {cause.cause}, at step {cause.step}: {cause.reason}",
-            f"Its evidence: {cause.quote!r}",
+            "Its evidence, the line quoted from that step, is the first line of the data.",
             f"<{_DATA_TAG}>",
             _data(data),
             f"</{_DATA_TAG}>",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import cast
 
 from super_bench.analysis._model import Cause
 from super_bench.analysis._signals import Problem, identity, local_names, pip_specs, problems, repository_dirs
@@ -93,7 +94,7 @@ def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
         if key in found:
             found[key].step, found[key].line = run.step, problem.line
         else:
-            found[key] = Blocker(problem.kind, run.step.index, run.step, problem.line, 0.7)  # type: ignore[arg-type]
+            found[key] = Blocker(cast(Cause, problem.kind), run.step.index, run.step, problem.line, 0.7)
     result = list(found.values())
     result += _installs(steps, attempts, result)
     return sorted(result, key=lambda b: b.first)
