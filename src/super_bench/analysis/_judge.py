@@ -116,6 +116,7 @@ def digest(trajectory: Trajectory, cause: FailureCause) -> str:
         )
     data = "\n".join(
         [
+            f"reason: {cause.reason}",
             f"evidence: {cause.quote}",
             f"task: {trajectory.query[:_CHARS]}",
             f"submission: {json.dumps(trajectory.submission, default=str)[:_CHARS]}",
@@ -128,8 +129,8 @@ def digest(trajectory: Trajectory, cause: FailureCause) -> str:
     return "\n".join(
         [
             f"Steps: {len(steps)}; stop reason: {trajectory.stop_reason}.",
-            f"The rules' verdict: {cause.cause}, at step {cause.step}: {cause.reason}",
-            "Its evidence, the line quoted from that step, is the first line of the data.",
+            f"The rules' verdict: {cause.cause}, at step {cause.step}; its reason and the line it quotes from that "
+            "step open the data.",
             f"<{_DATA_TAG}>",
             _data(data),
             f"</{_DATA_TAG}>",
