@@ -105,6 +105,16 @@ def test_rules_agree_with_the_labels() -> None:
 
 
 @needs_reference
+def test_no_published_run_had_most_actions_invalid() -> None:
+    counts = {}
+    for folder in sorted(p for p in EXPERT.iterdir() if (p / NOTEBOOK).is_file()):
+        steps = notebook_trajectory(folder / NOTEBOOK, folder.name).agent_steps
+        counts[folder.name] = (sum(s.outcome == "invalid" for s in steps), len(steps))
+    assert max(counts.values(), key=lambda c: c[0] / c[1]) == counts["dir-gnn"] == (31, 74)
+    assert counts["align-to-distill"] == (20, 59)
+
+
+@needs_reference
 def test_the_docs_show_the_confusion_table_computed() -> None:
     table = confusion_table([(label, cause.cause) for _, label, cause in analysed()])
     text = DOC.read_text(encoding="utf-8")
