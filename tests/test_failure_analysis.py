@@ -255,6 +255,8 @@ def test_a_budget_spent_right_after_a_clean_run_is_compute_and_after_a_failing_o
         run(0, "", CLONE), run(1, "main.py: error: unrecognized arguments: --x"), stop_reason="max_tokens"
     )
     assert failing.cause == "no_experiment"
+    silent = cause_of(run(0, "", CLONE), run(1, "done?", exit_code=3), stop_reason="max_tokens")
+    assert (silent.cause, silent.step, silent.quote) == ("no_experiment", 1, "done?")
 
 
 def test_a_printed_answer_is_a_wrong_result_unless_no_landmark_of_the_experiment_was_reached() -> None:

@@ -173,6 +173,10 @@ def problems(step: Step, repos: set[str], local: frozenset[str] = frozenset()) -
                 frames = []
     # The last problems are the ones that count (the one that ended the run); a flood of them is cut.
     del found[:-_MAX_PROBLEMS]
+    # A failure that printed nothing recognised still failed: the cell raised, or its command's status says so.
+    if not found and (step.outcome == "error" or step.exit_code not in (None, 0)):
+        status = f"exit status {step.exit_code}" if step.exit_code not in (None, 0) else "the cell raised"
+        found.append(Problem("other", status, last_line(text) or status, step.index))
     # The harness stopped the cell: that, not what it printed before, ended the run.
     if step.outcome == "timeout":
         found.append(Problem("compute", "timeout", last_line(text) or "the cell ran out of time", step.index))
