@@ -1,0 +1,167 @@
+"""Which errors of an episode were never resolved: the blockers its failure is blamed on.
+
+A *run* is an execute step that runs a script or a module (``python train.py``, ``bash run.sh``,
+``python -m x``) or Python code, or a wait on such a cell. An error a run met is **resolved** when a later
+run of the same script gets past it: it ends without that error, having started (a syntax error, a bad
+command line or a broken shell script stops it before it starts, and so proves nothing). A
+``ModuleNotFoundError`` followed by a pip install and a run that fails elsewhere, or succeeds, is resolved;
+one seen again in the last run is not.
+
+A failed ``pip install`` is resolved when a later install of each requirement it asked for (at the same
+pinned version, if pinned) succeeds. Agents often drop a pin that cannot be met and go on, so an
+unresolved install is blamed only when nothing ran after it, or when what ran after it failed the way a
+wrong version fails: an import error, or an ``AttributeError``/``TypeError`` never resolved.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import cast
+
+from super_bench.analysis._model import Cause
+from super_bench.analysis._signals import Problem, identity, local_names, pip_specs, problems, repository_dirs
+from super_bench.trajectory import Step
+
+_CAUSES: tuple[str, ...] = ("environment", "resource", "compute", "repository_error")
+_VERSION_MISMATCH = ("AttributeError", "TypeError")
+# Problems any later run resolves by getting past them (ending on something else): a missing module or
+# command, a failed download. The agent may have found another way (a pip install, another source).
+_PASSED = ("ModuleNotFoundError", "ImportError", "command:", "404")
+_PIN = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]*)(?:\[[^\]]*\])?(?P<pin>[=<>!~].*)?$")
+
+
+@dataclass
+class Run:
+    step: Step
+    identity: frozenset[str]
+    problems: list[Problem]
+
+    @property
+    def experiment(self) -> bool:
+        """Whether it ran code (a script, a module, a cell), not only downloaded something."""
+        return any(not name.startswith("download:") for name in self.identity)
+
+    @property
+    def started(self) -> bool:
+        """Whether the program started: it did not stop at a syntax error or its command line only."""
+        return not self.problems or any(p.kind != "early" for p in self.problems)
+
+    @property
+    def final(self) -> Problem | None:
+        """The problem that ended the run: the last one shown (those before it, the run got past)."""
+        return next((p for p in reversed(self.problems) if p.kind != "early"), None)
+
+
+@dataclass
+class Blocker:
+    """An error never resolved: its class, where it was first and last seen, and the line that shows it."""
+
+    cause: Cause
+    first: int
+    step: Step
+    line: str
+    confidence: float
+    note: str = field(default="")
+
+
+def runs(steps: list[Step]) -> list[Run]:
+    """The episode's runs, in order, each with the problems its output shows."""
+    repos = repository_dirs(steps)
+    local = local_names(steps)
+    found: list[Run] = []
+    current: frozenset[str] = frozenset()
+    for step in steps:
+        if step.outcome == "invalid":  # nothing ran
+            continue
+        if step.action.type == "execute":
+            current = identity(step)
+            if current:
+                found.append(Run(step, current, problems(step, repos, local)))
+        elif step.action.type == "continue_wait" and current:
+            found.append(Run(step, current, problems(step, repos, local)))
+    return found
+
+
+def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
+    """Every error of the episode never resolved, in the order first seen; ``attempts`` are its ``runs``."""
+    found: dict[tuple[str, str], Blocker] = {}
+    for i, run in enumerate(attempts):
+        problem = run.final
+        if problem is None or problem.kind not in _CAUSES or _resolved(problem, run, attempts[i + 1 :]):
+            continue
+        key = (problem.kind, problem.key)
+        if key in found:
+            found[key].step, found[key].line = run.step, problem.line
+        else:
+            found[key] = Blocker(cast(Cause, problem.kind), run.step.index, run.step, problem.line, 0.7)
+    result = list(found.values())
+    result += _installs(steps, attempts, result)
+    return sorted(result, key=lambda b: b.first)
+
+
+def _resolved(problem: Problem, run: Run, later: list[Run]) -> bool:
+    """Whether a later run of the same script got past ``problem``; for a missing module or command or a failed
+    download, any later run that got past its imports and inputs (ended on something else) shows it was made good."""
+    for other in later:
+        if not other.started:
+            continue
+        final = other.final
+        if other.identity & run.identity and (final is None or final.key != problem.key):
+            return True
+        if (
+            problem.key.startswith(_PASSED)
+            and final is not None
+            and final.kind not in ("environment", "resource", "other")
+        ):
+            return True
+    return False
+
+
+def _installs(steps: list[Step], attempts: list[Run], unresolved: list[Blocker]) -> list[Blocker]:
+    """The failed installs never made good, where what followed shows the environment was wrong."""
+    installs = [(s, pip_specs(s), problems(s, set())) for s in steps if pip_specs(s)]
+    succeeded = [(s, specs) for s, specs, found in installs if not any(p.key == "pip" for p in found)]
+    failed: list[tuple[Step, Problem]] = []
+    for step, specs, found in installs:
+        errors = [p for p in found if p.key == "pip"]
+        if not errors:
+            continue
+        later = [spec for s, done in succeeded if s.index > step.index for spec in done]
+        if any(not _satisfied(spec, later) for spec in specs):
+            best = next((p for p in reversed(errors) if p.line.startswith("ERROR:")), errors[-1])
+            failed.append((step, best))
+    if not failed:
+        return []
+    first = failed[0][0].index
+    last_step, last_error = failed[-1]
+    ran_after = any(r.step.index > first for r in attempts)
+    mismatch = [
+        b
+        for b in unresolved
+        if b.first > first and (b.cause == "environment" or b.line.split(":", 1)[0].endswith(_VERSION_MISMATCH))
+    ]
+    if ran_after and not mismatch:
+        return []
+    note = (
+        "" if not mismatch else f"; what ran after it failed as a wrong version fails (step {mismatch[-1].step.index})"
+    )
+    return [Blocker("environment", first, last_step, last_error.line, 0.8 if not ran_after else 0.7, note)]
+
+
+def _satisfied(spec: str, later: list[str]) -> bool:
+    if spec.startswith("-r "):
+        return spec in later
+    wanted = _PIN.match(spec)
+    if wanted is None:
+        return spec in later
+    for other in later:
+        got = _PIN.match(other)
+        same = got is not None and _norm(got.group("name")) == _norm(wanted.group("name"))
+        if same and got is not None and wanted.group("pin") in (None, got.group("pin")):
+            return True
+    return False
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name)

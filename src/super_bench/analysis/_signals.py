@@ -1,0 +1,274 @@
+"""What one step's output says went wrong: the problems the rules weigh, each with its class and line.
+
+A step's output is read line by line for the marks tools leave when they fail: pip's ``ERROR:`` lines,
+the last line of a Python traceback (``KeyError: 'x'``), a shell's ``command not found``, wget's
+``ERROR 404``, argparse's ``error:``, the harness's cell timeout. Each becomes a ``Problem`` with a
+class (the cause it would be if never resolved) and a key: two problems with the same key are the same
+error seen again. Problems of kind ``early`` (a syntax error, a bad command line, a shell script broken
+by an edit) stop a program before it runs: they say nothing about the errors it met before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from super_bench.trajectory import Step
+
+Kind = Literal["environment", "resource", "compute", "repository_error", "early", "other"]
+
+# The last line of a Python traceback: an exception's (dotted) name, then its message.
+_EXCEPTION = re.compile(
+    r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Failure))(?::\s*(?P<msg>.*))?$"
+)
+# A traceback's frame, as Python prints it or as rich draws it (``│ /path/x.py:12 in run │``).
+_FRAME = re.compile(r'^\s*(?:File "(?P<path>[^"]+)", line \d+|[│|]\s*(?P<rich>/\S+\.py):\d+ in \S+)')
+_LIBRARY = re.compile(r"(?:site-packages|dist-packages|/lib/python\d|<frozen |<ipython-input|/IPython/)")
+
+_PIP = re.compile(r"(?:^|[\s;&|!])(?:python3? -m )?pip3? install\b(?P<args>[^\n;&|]*)")
+# pip's lines that say an install failed; its resolver's notice about already installed packages does not.
+_PIP_FAILED = re.compile(
+    r"^(?:ERROR: (?!pip's dependency resolver)|error: (?:subprocess-exited-with-error|metadata-generation-failed))"
+)
+_HARDWARE = re.compile(
+    r"CUDA out of memory|OutOfMemoryError|out of memory|no NVIDIA driver|not compiled with CUDA|"
+    r"no CUDA(?:-capable)? device|CUDA is not available|CUDA (?:device|GPU)s? (?:is |are )?(?:not available|required)|"
+    r"GPU but none is available|no GPU|requires? (?:a )?(?:Ampere|GPU)|only be used on CUDA",
+    re.IGNORECASE,
+)
+_KILLED = re.compile(r"^(?:Killed|.*Killed\s+\S*python.*)$")
+_MISSING = re.compile(
+    r"No such file or directory|does not exist|not exist|Incorrect path_or_model_id|"
+    r"does not appear to have a file|Can't load|is not a valid model identifier|Repository Not Found|"
+    r"couldn't find|Could not find|\bhas no [\w ]*files\b|404",
+    re.IGNORECASE,
+)
+_RESOURCE_ERRORS = ("FileNotFoundError", "DatasetNotFoundError", "EntryNotFoundError", "RepositoryNotFoundError")
+_DOWNLOAD_404 = re.compile(r"ERROR 404|HTTP Error 404|404 Client Error|404: Not Found")
+_NOT_FOUND_CMD = re.compile(r"^(?:.*?: )?(?:line \d+: )?(?P<cmd>\S+): (?:command )?not found$")
+_ARGPARSE = re.compile(r"^\S+: error: (?P<msg>.+)$")
+# A library's registry that lacks the repository's plug-in (fairseq's --task, --arch): the installed
+# library is not the one the repository extends.
+_PLUGIN = re.compile(r"argument --(?:task|arch)\S*: invalid choice: '(?P<choice>[^']+)'")
+_EARLY = ("SyntaxError", "IndentationError", "TabError")
+# An error line is short; a longer one is read in its first characters, so that no line makes reading slow.
+_LINE_CHARS = 1000
+# The lines worth reading: every mark below holds one of these (an output may have millions of lines).
+_CANDIDATE = re.compile(r"rror|ERROR|xception|Exit|Failure|File \"|│|not found|Killed|404|CUDA|GPU|NVIDIA|can't open")
+_CODE_CHARS = 500
+_MAX_PROBLEMS = 100
+_CODE_LINES = 200
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# What a harness appends to a cell that ran out of time (SUPER's wording), not the program's output.
+_HARNESS_NOTE = ("Your command has already run", "Action:", "Thought:", "or:")
+_MODULE = re.compile(r"No module named '([\w.]+)'")
+_FOLDER = re.compile(r"^[A-Za-z_][\w.-]*$")
+# transformers' argument parser refusing a command line: a usage error, as argparse's.
+_HF_USAGE = "Some specified arguments are not used by the HfArgumentParser"
+# A script or module being run (not read: ``cat x.py`` runs nothing): by an interpreter or a launcher, or ./x.sh.
+_SCRIPT = re.compile(
+    r"(?:\b(?:python[\d.]*|bash|sh|zsh|source|torchrun|deepspeed|launch|accelerate launch)\s+"
+    r"(?:--?\w[\w-]*(?:[= ][^\s-]\S*)?\s+)*(?:[\w.~/-]*/)?(?P<name>[\w.-]+\.(?:py|sh))\b)"
+    r"|(?:^|[\s;&|!])\./(?:[\w.-]*/)*(?P<local>[\w.-]+\.(?:py|sh))\b"
+    r"|\bpython[\d.]*\s+(?:-\w\s+)*-m\s+(?P<module>[\w.]+)"
+)
+_DOWNLOAD = re.compile(r"\b(?:wget|curl|gdown)\b[^\n;&|]{0,300}?(?P<url>(?:https?|ftp)://\S+)")
+_CLONE = re.compile(r"git clone\s+(?:-\S+\s+)*(?P<url>\S+)(?:\s+(?P<dir>[^\s-]\S*))?")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that went wrong in a step."""
+
+    kind: Kind
+    key: str  # the same key later: the same error again
+    line: str  # the line of output that shows it
+    step: int
+
+
+def repository_dirs(steps: list[Step]) -> set[str]:
+    """The folder names of the repositories the agent cloned (``git clone URL [DIR]``)."""
+    found = set()
+    for step in steps:
+        for match in _CLONE.finditer(command(step)):
+            name = match.group("dir") or match.group("url").rstrip("/").rsplit("/", 1)[-1]
+            name = name.removesuffix(".git").strip("'\"")
+            if name:
+                found.add(name)
+    return found
+
+
+def local_names(steps: list[Step]) -> frozenset[str]:
+    """The repositories cloned and the folders the agent's actions name (``src/run.py``: ``src``)."""
+    names = set(repository_dirs(steps))
+    for step in steps:
+        content = step.action.content
+        if step.action.type in ("execute", "edit") and isinstance(content, str):
+            for word in content[: _CODE_CHARS * _CODE_LINES].split():
+                names.update(part for part in word.split("/")[:-1] if _FOLDER.match(part))
+    return frozenset(names)
+
+
+def command(step: Step) -> str:
+    """The code of an execute step, else empty: its first lines, each cut short, which is where a command
+    names what it runs (and no cell can make reading it slow)."""
+    content = step.action.content
+    if step.action.type != "execute" or not isinstance(content, str):
+        return ""
+    return "\n".join(line[:_CODE_CHARS] for line in content.splitlines()[:_CODE_LINES])
+
+
+def identity(step: Step) -> frozenset[str]:
+    """What an execute step runs: the scripts (``x.py``, ``x.sh``) and modules (``-m x``) it names; a Python
+    cell without them is ``<python>``; a download (wget, curl, gdown) is ``download:<url>``. Empty for shell
+    commands that run no script (ls, cat, pip)."""
+    code = command(step)
+    names = {m.group("name") or m.group("local") or m.group("module") for m in _SCRIPT.finditer(code)}
+    names |= {f"download:{m.group('url')}" for m in _DOWNLOAD.finditer(code)}
+    if names:
+        return frozenset(names)
+    lines = [ln.strip() for ln in code.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    if lines and not all(ln.startswith(("!", "%")) for ln in lines):
+        return frozenset({"<python>"})
+    return frozenset()
+
+
+def pip_specs(step: Step) -> list[str]:
+    """The requirements a pip install in this step asked for (``name==1.0``, ``-r file``), lower-cased."""
+    specs: list[str] = []
+    for match in _PIP.finditer(command(step)):
+        words = match.group("args").split()
+        for i, word in enumerate(words):
+            if word in ("-r", "--requirement") and i + 1 < len(words):
+                specs.append(f"-r {words[i + 1]}")
+            elif _requirement(word) and (i == 0 or words[i - 1] not in ("-r", "--requirement", "-f", "-i")):
+                specs.append(word.lower().strip("'\""))
+    return specs
+
+
+def _requirement(word: str) -> bool:
+    """A package requirement, not an option, a URL or a path."""
+    return not word.startswith("-") and "://" not in word and "/" not in word
+
+
+def problems(step: Step, repos: set[str], local: frozenset[str] = frozenset()) -> list[Problem]:
+    """The problems one step's output shows, in the order they appear. ``local``: the names of the
+    folders the agent works in (see ``local_names``): a module of that name is the repository's own."""
+    text = step.raw_output
+    found: list[Problem] = []
+    installing = bool(pip_specs(step))
+    frames: list[str] = []
+    for raw in _candidate_lines(text):
+        line = raw.strip()[:_LINE_CHARS]
+        frame = _FRAME.match(raw[:_LINE_CHARS])
+        if frame:
+            frames.append(frame.group("path") or frame.group("rich"))
+            continue
+        problem = _classify(line, frames, repos, local, installing, step.index)
+        if problem is not None:
+            found.append(problem)
+            if problem.kind not in ("early", "other") or _EXCEPTION.match(line):
+                frames = []
+    # The last problems are the ones that count (the one that ended the run); a flood of them is cut.
+    del found[:-_MAX_PROBLEMS]
+    # A failure that printed nothing recognised still failed: the cell raised, or its command's status says so.
+    if not found and (step.outcome == "error" or step.exit_code not in (None, 0)):
+        status = f"exit status {step.exit_code}" if step.exit_code not in (None, 0) else "the cell raised"
+        found.append(Problem("other", status, last_line(text) or status, step.index))
+    # The harness stopped the cell: that, not what it printed before, ended the run.
+    if step.outcome == "timeout":
+        found.append(Problem("compute", "timeout", last_line(text) or "the cell ran out of time", step.index))
+    if step.outcome == "kernel_died":
+        found.append(Problem("compute", "kernel_died", last_line(text) or "the kernel died", step.index))
+    return found
+
+
+def _candidate_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` that hold a mark, in order, each once."""
+    at = 0
+    while True:
+        mark = _CANDIDATE.search(text, at)
+        if mark is None:
+            return
+        start = text.rfind("\n", 0, mark.start()) + 1
+        end = text.find("\n", mark.end())
+        end = len(text) if end < 0 else end
+        yield text[start:end]
+        at = end + 1
+
+
+def _classify(
+    line: str, frames: list[str], repos: set[str], local: frozenset[str], installing: bool, index: int
+) -> Problem | None:
+    if not line:
+        return None
+    if installing and _PIP_FAILED.match(line):
+        return Problem("environment", "pip", line, index)
+    # Cheap tests first: a line is searched only where it can match (outputs run to millions of lines).
+    lower = line.lower()
+    if ("error" in lower or "killed" in lower) and _HARDWARE.search(line):
+        return Problem("compute", "hardware", line, index)
+    if _KILLED.match(line):
+        return Problem("compute", "killed", line, index)
+    if "404" in line and _DOWNLOAD_404.search(line):
+        return Problem("resource", "404", line, index)
+    plugin = _PLUGIN.search(line) if "invalid choice" in line else None
+    if plugin:
+        return Problem("environment", f"plugin:{plugin.group('choice')}", line, index)
+    parse = _ARGPARSE.match(line) if ": error: " in line else None
+    if parse:
+        return Problem("early", "usage", line, index)
+    cmd = _NOT_FOUND_CMD.match(line) if line.endswith("not found") else None
+    if cmd:
+        name = cmd.group("cmd")
+        # "--flag: command not found": an edit broke a script's line continuation, nothing ran.
+        if name.startswith("-"):
+            return Problem("early", "broken-script", line, index)
+        return Problem("environment", f"command:{name}", line, index)
+    if "can't open file" in line:
+        return Problem("early", "no-script", line, index)
+    match = _EXCEPTION.match(line)
+    if match is None:
+        return None
+    name = match.group("name").rsplit(".", 1)[-1]
+    message = match.group("msg") or ""
+    key = f"{name}: {message}"[:200]
+    if name in _EARLY:
+        return Problem("early", "syntax", line, index)
+    if _HF_USAGE in message:
+        return Problem("early", "usage", line, index)
+    if name in ("ModuleNotFoundError", "ImportError"):
+        # The repository's own package not found, or a relative import of a script run as a file: how
+        # the agent ran it (folder, PYTHONPATH), not a missing dependency.
+        module = _MODULE.search(message)
+        if "relative import" in message or (module and module.group(1).split(".")[0] in local):
+            return Problem("other", key, line, index)
+        return Problem("environment", key, line, index)
+    if name in _RESOURCE_ERRORS or (name in ("OSError", "ValueError", "AssertionError") and _MISSING.search(message)):
+        return Problem("resource", key, line, index)
+    in_repository = any(_repository_frame(path, repos) for path in frames)
+    return Problem("repository_error" if in_repository else "other", key, line, index)
+
+
+def _repository_frame(path: str, repos: set[str]) -> bool:
+    if _LIBRARY.search(path):
+        return False
+    if not repos:
+        return True  # no clone seen (a prepared checkout): code outside the libraries is the repository's
+    parts = set(path.replace("\\", "/").split("/"))
+    return bool(parts & repos)
+
+
+def last_line(text: str) -> str:
+    """The last line of output that the program printed: not a harness note about the cell's time limit."""
+    for raw in reversed(text.splitlines()):
+        line = strip_ansi(raw).strip()
+        if line and not line.startswith(_HARNESS_NOTE) and line.strip("`").strip():
+            return line
+    return ""
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
