@@ -208,3 +208,39 @@ def test_an_imported_paper_run_gets_causes_and_analyze_prints_them_in_one_table_
         assert any(line.startswith(f"{r.task_id}: {r.failure.cause.replace('_', ' ')}") for line in lines), r.task_id
     again = analyze_run(tmp_path / "paper")
     assert [r.failure for r in again.results] == [r.failure for r in results]  # deterministic
+
+
+def test_compare_shows_how_causes_shift_and_which_tasks_moved(timed_out: Path, tmp_path: Path) -> None:
+    idle = replay_run(tmp_path, "idle", [], ["tinyreg", "nbsent"])
+    done = cli("compare", str(timed_out), str(idle))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "failure causes over the shared tasks" in out
+    cells = [[c.strip() for c in line.split("│")[1:5]] for line in out.splitlines() if line.count("│") == 5]
+    table = {row[0]: row[1:] for row in cells}
+    assert table["compute"] == ["2", "0", "-2"] and table["no experiment"] == ["0", "2", "+2"], out
+    assert table["environment"] == ["0", "0", "0"]
+    assert "moved between causes: 2: nbsent (compute -> no experiment), tinyreg (compute -> no experiment)" in out
+    [comparison] = json.loads(cli("compare", str(timed_out), str(idle), "--json").stdout)
+    assert {(m["task_id"], m["base"], m["other"]) for m in comparison["moved"]} == {
+        ("nbsent", "compute", "no_experiment"),
+        ("tinyreg", "compute", "no_experiment"),
+    }
+    # A run whose rows were written before causes: its shortfalls count as not analysed, not as successes.
+    lines = rows(idle)
+    (idle / "results.jsonl").write_text("".join(json.dumps({**r, "failure": None}) + "\n" for r in lines))
+    [unanalysed] = json.loads(cli("compare", str(timed_out), str(idle), "--json").stdout)
+    assert {c["cause"]: c["other"] for c in unanalysed["causes"]}["not_analysed"] == 2
+
+
+def test_leaderboard_adds_cause_columns_only_when_asked(timed_out: Path) -> None:
+    plain = cli("leaderboard", str(timed_out), "--format", "csv")
+    assert plain.returncode == 0 and "cause_" not in plain.stdout, plain.stderr
+    with_causes = cli("leaderboard", str(timed_out), "--format", "csv", "--causes")
+    header, row = with_causes.stdout.splitlines()
+    values = dict(zip(header.split(","), row.split(",")))
+    assert values["cause_compute"] == "2" and values["cause_environment"] == "0"
+    assert [k for k in values if k.startswith("cause_")] == [f"cause_{c}" for c in CAUSES]
+    markdown = cli("leaderboard", str(timed_out), "--causes").stdout
+    header_cells = [cell.strip() for cell in markdown.splitlines()[0].split("|")]
+    assert [cell for cell in header_cells if cell.replace(" ", "_") in CAUSES] == [c.replace("_", " ") for c in CAUSES]
