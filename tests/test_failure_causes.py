@@ -59,10 +59,14 @@ def test_a_run_stopped_by_a_cell_timeout_records_compute_with_its_step_in_rows_a
     assert summary["failure_causes_by_category"] == {"expert": {"compute": 2}}
 
 
-def test_score_computes_the_causes_again(timed_out: Path, tmp_path: Path) -> None:
+def test_score_computes_the_causes_again_and_closes_with_their_counts(timed_out: Path, tmp_path: Path) -> None:
     outcome = rescore(timed_out, out=tmp_path / "rescored")
     assert [r.failure.cause if r.failure else None for r in outcome.results] == ["compute", "compute"]
     assert outcome.summary.failure_causes == {"compute": 2}
+    done = cli("score", str(timed_out), "--mode", "reference", "--out", str(tmp_path / "reference"))
+    assert done.returncode == 0, done.stderr
+    assert "failure causes: compute 2 (super-bench analyze RUN_DIR shows the evidence)" in done.stdout
+    assert [r["failure"]["cause"] for r in rows(tmp_path / "reference")] == ["compute", "compute"]
 
 
 def test_nothing_done_is_no_experiment_and_a_solved_task_has_no_cause(tmp_path: Path) -> None:
@@ -244,3 +248,23 @@ def test_leaderboard_adds_cause_columns_only_when_asked(timed_out: Path) -> None
     markdown = cli("leaderboard", str(timed_out), "--causes").stdout
     header_cells = [cell.strip() for cell in markdown.splitlines()[0].split("|")]
     assert [cell for cell in header_cells if cell.replace(" ", "_") in CAUSES] == [c.replace("_", " ") for c in CAUSES]
+
+
+def test_the_table_of_masked_categories_fits_80_columns_its_class_names_abbreviated_and_spelled_out() -> None:
+    from rich.console import Console
+
+    from super_bench.cli._causes import causes_table
+
+    cats = ["data", "dependencies", "goal", "issue", "configuration", "cpu", "custom", "customgoal", "cpu,data"]
+    results = [
+        _row(task_id=f"r{i}_{cats[i % 9]}", task_set="masked", failure={"cause": CAUSES[i % 7], "confidence": 0.5})
+        for i in range(40)
+    ]
+    console = Console(width=80, record=True)
+    console.print(causes_table(summarize(results), "causes"))
+    text = console.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    assert all(line.split()[0] in text.split() for line in cats[:8]), text  # every category whole
+    assert "env. = environment" in " ".join(text.split()) and "counts in each" in " ".join(text.split()), text
+    [total] = [line.split() for line in text.splitlines() if line.startswith("all")]
+    assert total[-1] == "40" and sum(int(c) for c in total[1:-1] if c != "-") == 40
