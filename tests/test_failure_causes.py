@@ -142,7 +142,8 @@ def test_analyze_computes_causes_for_rows_written_before_them(timed_out: Path, t
     for row in lines:  # as version 3 wrote them
         row.pop("failure")
         row["schema_version"] = 3
-    (old / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    broken = {"task_id": "broken", "task_set": "expert", "status": "infra_error", "schema_version": 3}
+    (old / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*lines, broken]))
     summary = json.loads((old / "summary.json").read_text())
     for key in ("failure_causes", "failure_causes_by_category"):
         summary.pop(key)
@@ -150,8 +151,9 @@ def test_analyze_computes_causes_for_rows_written_before_them(timed_out: Path, t
     metrics = [r["metrics"] for r in lines]
     done = cli("analyze", str(old))
     assert done.returncode == 0, done.stderr
-    assert [r["failure"]["cause"] for r in rows(old)] == ["compute", "compute"]
-    assert [r["metrics"] for r in rows(old)] == metrics  # the scores as they were
+    assert [r["failure"] and r["failure"]["cause"] for r in rows(old)] == ["compute", "compute", None]
+    assert [r["metrics"] for r in rows(old)][:2] == metrics  # the scores as they were
+    assert "1 row(s) not scored or failed on the infrastructure: no cause (not the agent's)" in done.stdout
     assert json.loads((old / "summary.json").read_text())["failure_causes"] == {"compute": 2}
     out = done.stdout
     assert "by primary cause" in out and "expert" in out
