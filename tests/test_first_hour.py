@@ -211,6 +211,12 @@ def imported(home: Home, result: subprocess.CompletedProcess[str]) -> None:
     assert "45 imported" in result.stdout and (home.path / "paper" / "gpt-4o" / "results.jsonl").is_file()
 
 
+def analyzed(home: Home, result: subprocess.CompletedProcess[str]) -> None:
+    # "why each failed task failed ... per category": the table of causes, whole at 80 columns
+    assert "by primary cause" in result.stdout and "category" in result.stdout, result.stdout
+    table_lines(result.stdout)
+
+
 def compared(home: Home, result: subprocess.CompletedProcess[str]) -> None:
     # "differences with paired bootstrap intervals, flips": the one task both runs share solved in both
     assert "interval" in result.stdout and "solved" in result.stdout, result.stdout
@@ -274,6 +280,7 @@ CHECKS: dict[str, Check] = {
     "super-bench import-trajectories trajectories/gpt-4o-2024-08-06_react-super_expert --out paper/gpt-4o": Check(
         "run", imported, link_trajectories, ok=False
     ),
+    "super-bench analyze runs/<run>": Check("run", analyzed),
     "super-bench compare runs/<a> runs/<b>": Check("run", compared),
     "super-bench leaderboard runs/* --out board.md": Check("run", leaderboard),
     "super-bench sandbox check": Check("run", sandboxes),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import cli, payloads
+from tests.helpers import cli, payloads, step, trajectory
 from tests.sandboxes import backend_settings
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
@@ -167,3 +167,49 @@ def test_agent_text_reaches_the_terminal_shown_not_obeyed(tmp_path: Path, comman
     plain = re.sub(r"\x1b\[[0-9;]*m", "", printed)  # Rich's own styles: the only ESC sequences left
     assert "\x1b" not in plain, repr(printed)
     assert "x␛]8;;http://evil.example/␛\\link␛]8;;␛\\[/red][link=http://e]y[/link" in plain, repr(printed)
+
+
+def test_analyze_reads_trajectories_inside_the_run_only_and_shows_agent_text_not_obeyed(tmp_path: Path) -> None:
+    """``analyze`` reads no trajectory a row names outside the run, none through a task folder or a
+    trajectory.json that is a link; the quoted line an agent's output made reaches the terminal shown."""
+    from super_bench.runner.analyze import analyze_run
+
+    secret = tmp_path / "elsewhere"
+    secret.mkdir()
+
+    def timed_out(task_id: str, output: str) -> str:
+        recorded = trajectory(step(0, {"type": "execute", "content": "!x"}, output, outcome="timeout"))
+        return recorded.model_copy(update={"task_id": task_id}).model_dump_json()
+
+    (secret / "trajectory.json").write_text(timed_out("a", "SECRET-7731"))
+    out = tmp_path / "run"
+    (out / "tasks" / "d").mkdir(parents=True)
+    (out / "tasks" / "d" / "trajectory.json").symlink_to(secret / "trajectory.json")  # a file that is a link
+    (out / "tasks" / "c").symlink_to(secret)  # a task folder that is a link out
+    (out / "tasks" / "h").mkdir()
+    (out / "tasks" / "h" / "trajectory.json").write_text(timed_out("h", f"died {HOSTILE_ID}"))
+    rows = [
+        {"task_id": t, "task_set": "expert", "status": "completed", "trajectory": path}
+        for t, path in [
+            ("a", str(secret / "trajectory.json")),
+            ("b", "../elsewhere/trajectory.json"),
+            ("c", "tasks/c/trajectory.json"),
+            ("d", "tasks/d/trajectory.json"),
+            ("h", "tasks/h/trajectory.json"),
+        ]
+    ]
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    outcome = analyze_run(out)
+    causes = {r.task_id: r.failure for r in outcome.results}
+    assert [t for t, failure in causes.items() if failure is not None] == ["h"]  # no trajectory outside was read
+    assert "SECRET-7731" not in (out / "results.jsonl").read_text()
+    env = {**os.environ, "COLUMNS": "300", "FORCE_COLOR": "1", "TERM": "xterm-256color"}
+    result = subprocess.run(
+        [sys.executable, "-m", "super_bench", "analyze", str(out)], capture_output=True, text=True, env=env, timeout=120
+    )
+    printed = result.stdout + result.stderr
+    assert result.returncode == 0 and "Traceback" not in printed, printed
+    assert "\x1b]" not in printed and "\x1b[2J" not in printed, repr(printed)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", printed)
+    assert "\x1b" not in plain and "SECRET-7731" not in plain, repr(printed)
+    assert "died x␛]8;;http://evil.example/␛\\link" in plain, repr(printed)  # the quote, shown

@@ -71,6 +71,13 @@ def test_leaderboard_to_a_terminal_is_a_table_of_whole_words_and_markdown_when_p
     assert piped.returncode == 0 and piped.stdout == markdown
 
 
+def test_leaderboard_with_cause_columns_stays_whole_at_80_columns(finished_run: Path) -> None:
+    shown = at_a_terminal("leaderboard", str(finished_run), "--causes", cwd=finished_run.parent)
+    assert all(len(line) <= 80 for line in shown.splitlines()), shown
+    for word in ("environment", "repository", "experiment", "format", "landmarks"):
+        assert word in shown.split(), (word, shown)
+
+
 def test_import_trajectories_shows_its_table_whole_at_80_columns(tmp_path: Path) -> None:
     source = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "super-trajectories"
     if not source.is_dir():

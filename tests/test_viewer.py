@@ -508,3 +508,76 @@ def test_the_pointer_lands_on_the_value_inside_a_landmark_that_covers_it(tmp_pat
         ("0.0", "exact"),
         (", 'f1'", 0),
     ]
+
+
+def test_viewer_shows_each_failed_tasks_cause_with_its_evidence_step_and_a_replays_divergence(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A task stopped by a cell timeout (compute, whatever else the rules learn) beside a solved one: the cause
+    is a badge and a filter, the task's view names it and links its step, which is marked with the quoted line;
+    a replay's divergence is shown the same way."""
+    from super_bench.divergence import Divergence
+
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.create()
+    answer = {"acc": 0.5}
+    stuck = [
+        step(0, Action.execute("!ls"), "train.py"),
+        step(1, Action.execute("!python train.py"), "epoch 1\nstill training <b>x</b>", outcome="timeout"),
+        step(2, Action.submit({"acc": 0.1})),
+    ]
+    solved = [step(0, Action.execute("!python eval.py"), "acc 0.5"), step(1, Action.submit(answer))]
+    tasks, rows = [], []
+    for task_id, steps in (("stuck", stuck), ("solved", solved)):
+        traj = trajectory(*steps, submission=steps[-1].action.content, submitted=True)
+        traj.task_id = task_id
+        path = traj.save(run_dir.task_dir(task_id))
+        task = Task(task_id=task_id, query="q", answer=answer)
+        metrics, details = score_trajectory(traj, task)
+        tasks.append(task)
+        row = TaskResult.from_trajectory(
+            traj,
+            "expert",
+            metrics=metrics,
+            details=details.model_dump(),
+            answer_provenance=details.answer_provenance,
+            mode="corrected",
+            trajectory=str(path.relative_to(run_dir.path)),
+        ).diagnosed(traj)
+        rows.append(row)
+    rows[0].replay_divergence = Divergence(kind="environment", step=1, recorded="ok", replayed="timeout")
+    run_dir.write_tasks(tasks)
+    run_dir.write_results(rows)
+    failure = rows[0].failure
+    assert failure is not None and failure.cause == "compute" and failure.step == 1 and rows[1].failure is None
+
+    view = Page(browser, build_view(run_dir.path, tmp_path / "view.html"))
+    page = view.page
+    page.wait_for_selector("#tasks tbody tr")
+    assert page.locator("#tasks tbody tr[data-task=stuck] .badge", has_text="compute").count() == 1
+    assert page.locator("#tasks tbody tr[data-task=solved]").inner_text().count("compute") == 0
+    page.select_option("#filters select[aria-label='failure cause']", "compute")
+    assert view.rows() == ["stuck"]
+    page.select_option("#filters select[aria-label='failure cause']", "")
+    page.select_option("#filters select[aria-label='replay divergence']", "environment")
+    assert view.rows() == ["stuck"]
+
+    page.click("#tasks tbody tr[data-task=stuck]")
+    page.wait_for_selector("#failure")
+    text = page.locator("#failure").inner_text()
+    assert "compute" in text and f"step 2: {failure.quote}" in text and failure.quote, text
+    page.click("#failure a.step-link")
+    evidence = page.locator("#step-1.cause")
+    assert evidence.locator(".badge.cause").inner_text() == "failure cause: compute"
+    quote = evidence.locator("blockquote.cause-quote")
+    assert quote.inner_text() == failure.quote and quote.is_visible()
+    assert page.locator(".step.cause").count() == 1 and page.locator("#step-1 b").count() == 0  # text, not markup
+    divergence = page.locator("#divergence").inner_text()
+    assert "environment" in divergence and "first at step 2: recorded ok, replayed timeout" in divergence
+    assert page.locator("#step-1.diverged .badge.diverged").inner_text() == "replay diverged: environment"
+
+    page.goto(view.url + "#task=solved")
+    page.wait_for_selector("#task-view .task-title")
+    assert page.locator("#failure").count() == 0 and page.locator(".step.cause").count() == 0
+    assert view.errors == [] and all(url.startswith(view.url) for url in view.requests)
+    page.close()

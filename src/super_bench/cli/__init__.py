@@ -23,6 +23,7 @@ _COMMANDS = {
     "play": "super_bench.cli.play_cmd:play_command",
     "score": "super_bench.cli.score_cmd:score_command",
     "verify": "super_bench.cli.verify_cmd:verify_command",
+    "analyze": "super_bench.cli.analyze_cmd:analyze_command",
     "sandbox": "super_bench.cli.sandbox_cmd:sandbox_group",
     "serve": "super_bench.cli.serve_cmd:serve_command",
     "tasks": "super_bench.cli.tasks_cmd:tasks_group",

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from super_bench._names import BUDGET_STOPS, METRICS
+from super_bench.analysis import CAUSES
 from super_bench.terminal import SafeConsole, shown
 
 if TYPE_CHECKING:
@@ -298,6 +299,9 @@ def print_summary(results: list[TaskResult], summary: Summary, title: str = "Sco
             f"{summary.usage.completion_tokens:,} completion tokens, ${summary.usage.cost:.4f}"
         )
     notes += _provenance_notes(results)
+    causes = causes_line(summary)
+    if causes:
+        notes.append(f"{causes} (super-bench analyze RUN_DIR shows the evidence)")
     notes += [
         f"replay of {shown(r.task_id)} diverged: {shown(diverged(r.replay_divergence))}"
         for r in results
@@ -305,6 +309,18 @@ def print_summary(results: list[TaskResult], summary: Summary, title: str = "Sco
     ]
     for note in notes:
         console.print(f"  {note}")
+
+
+def cause_name(cause: str) -> str:
+    return cause.replace("_", " ")
+
+
+def causes_line(summary: Summary) -> str | None:
+    """``failure causes: compute 2, no experiment 1``, most frequent first; None when no task failed."""
+    counts = sorted(summary.failure_causes.items(), key=lambda item: (-item[1], CAUSES.index(item[0])))
+    if not counts:
+        return None
+    return "failure causes: " + ", ".join(f"{cause_name(cause)} {n}" for cause, n in counts)
 
 
 def diverged(found: Divergence) -> str:

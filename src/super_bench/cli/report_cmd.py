@@ -14,6 +14,7 @@ from super_bench.cli._display import console, err_console, whole_words
 from super_bench.terminal import shown
 
 if TYPE_CHECKING:
+    from super_bench.report.compare import Comparison
     from super_bench.report.runs import RunData
 
 _runs = click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -104,6 +105,7 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, allow_mixed_mode
                     row.verdict,
                 )
             console.print(whole_words(cats))
+        _print_causes(c)
         spent = Table(title="time without result over the shared tasks (seconds)", title_justify="left")
         for column in ("where", "base", "other"):
             spent.add_column(column, justify="left" if column == "where" else "right")
@@ -112,14 +114,33 @@ def compare_command(runs: tuple[Path, ...], metric: str | None, allow_mixed_mode
         console.print(spent)
 
 
-def _print_board(runs: list[RunData]) -> None:
+MOVED_SHOWN = 20  # tasks listed by name among those whose cause changed; the rest counted
+
+
+def _print_causes(c: Comparison) -> None:
+    """How the shared tasks' primary failure causes shift: a count per class in each run, and the tasks that
+    moved between classes."""
+    table = Table(title="failure causes over the shared tasks (tasks)", title_justify="left")
+    for column in ("cause", "base", "other", "change"):
+        table.add_column(column, justify="left" if column == "cause" else "right")
+    for count in c.causes:
+        change = f"{count.other - count.base:+d}" if count.other != count.base else "0"
+        table.add_row(count.cause.replace("_", " "), str(count.base), str(count.other), change)
+    console.print(whole_words(table))
+    moves = [f"{shown(m.task_id)} ({m.base.replace('_', ' ')} -> {m.other.replace('_', ' ')})" for m in c.moved]
+    more = f" and {len(moves) - MOVED_SHOWN} more (--json lists them)" if len(moves) > MOVED_SHOWN else ""
+    listed = f": {', '.join(moves[:MOVED_SHOWN])}{more}" if moves else ""
+    console.print(f"  moved between causes: {len(moves)}{listed}")
+
+
+def _print_board(runs: list[RunData], causes: bool = False) -> None:
     """The leaderboard as a table of whole words: one row per run where that fits the terminal, else one
     column per run (a row per field), else a table per run."""
     from rich.measure import Measurement
 
     from super_bench.report.leaderboard import LABELS, leaderboard_cells
 
-    header, rows = leaderboard_cells(runs)
+    header, rows = leaderboard_cells(runs, causes)
 
     def fits(table: Table) -> bool:
         natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
@@ -178,7 +199,14 @@ def _finished_runs(paths: tuple[Path, ...]) -> list[RunData]:
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file instead of printing.")
 @_mixed_modes
-def leaderboard_command(runs: tuple[Path, ...], fmt: str | None, out: Path | None, allow_mixed_modes: bool) -> None:
+@click.option(
+    "--causes",
+    is_flag=True,
+    help="Add a column per failure cause: the run's failed tasks with that primary cause (super-bench analyze).",
+)
+def leaderboard_command(
+    runs: tuple[Path, ...], fmt: str | None, out: Path | None, allow_mixed_modes: bool, causes: bool
+) -> None:
     """A leaderboard over runs, one row per run with its scoring mode and each metric's mean and 95%
     bootstrap interval. Runs scored in different modes are refused (exit status 2)."""
     from super_bench.report.leaderboard import to_csv, to_markdown
@@ -190,9 +218,9 @@ def leaderboard_command(runs: tuple[Path, ...], fmt: str | None, out: Path | Non
     loaded = _finished_runs(runs)
     if not allow_mixed_modes:
         check_modes(loaded)
-    text = to_csv(loaded) if fmt == "csv" else to_markdown(loaded)
+    text = to_csv(loaded, causes) if fmt == "csv" else to_markdown(loaded, causes)
     if rendered:
-        _print_board(loaded)
+        _print_board(loaded, causes)
     elif out is None:
         click.echo(text, nl=False)
     else:

@@ -6,11 +6,13 @@ numbers do not measure the same thing."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from super_bench._names import METRICS
+from super_bench.analysis import CAUSES, fully_succeeded
 from super_bench.errors import ReportError
 from super_bench.runner.waste import Waste, total
 from super_bench.stats import MIN_PAIRED, SIGNIFICANCE, Estimate, paired_bootstrap, paired_permutation_test
@@ -63,6 +65,26 @@ class TimeSpent(BaseModel):
     other: float | None
 
 
+NOT_ANALYSED = "not_analysed"  # a task that did not fully succeed in a row written before causes (see analyze)
+SUCCEEDED = "none"  # fully succeeded: no cause
+
+
+class CauseCount(BaseModel):
+    """Shared tasks whose primary failure cause is ``cause`` in each run."""
+
+    cause: str = Field(description=f"A failure cause, {NOT_ANALYSED} (a row without one), or {SUCCEEDED} (succeeded)")
+    base: int
+    other: int
+
+
+class CauseMove(BaseModel):
+    """A shared task whose cause differs between the runs."""
+
+    task_id: str
+    base: str
+    other: str
+
+
 class Comparison(BaseModel):
     base: str
     other: str
@@ -77,6 +99,8 @@ class Comparison(BaseModel):
     lost: list[str] = Field(description="Solved by the base run, not by the other")
     categories: list[CategoryDiff] = Field(default_factory=list, description="Masked categories, on flip_metric")
     time: list[TimeSpent] = Field(default_factory=list, description="Where the shared tasks' time went to waste")
+    causes: list[CauseCount] = Field(default_factory=list, description="Shared tasks by primary failure cause")
+    moved: list[CauseMove] = Field(default_factory=list, description="Shared tasks whose cause differs")
 
 
 def compare_runs(
@@ -126,7 +150,30 @@ def compare_runs(
         lost=lost,
         categories=categories,
         time=_time_spent(base, other, shared),
+        **_cause_shift(base, other, shared),
     )
+
+
+def task_causes(run: RunData, ids: set[str]) -> dict[str, str]:
+    """Each of the scored tasks ``ids``' primary failure cause, in its first epoch: ``none`` where it fully
+    succeeded, ``not_analysed`` where its row has no cause though it fell short (``super-bench analyze``)."""
+    causes: dict[str, str] = {}
+    for r in sorted(run.scored, key=lambda r: r.key):
+        if r.task_id in ids and r.task_id not in causes:
+            cause = r.failure.cause if r.failure is not None else None
+            causes[r.task_id] = cause or (SUCCEEDED if fully_succeeded(r.metrics) else NOT_ANALYSED)
+    return causes
+
+
+def _cause_shift(base: RunData, other: RunData, shared: set[str]) -> dict[str, Any]:
+    a, b = task_causes(base, shared), task_causes(other, shared)
+    count_a, count_b = Counter(a.values()), Counter(b.values())
+    order = [*CAUSES, NOT_ANALYSED, SUCCEEDED]
+    causes = [
+        CauseCount(cause=c, base=count_a[c], other=count_b[c]) for c in order if c in CAUSES or count_a[c] or count_b[c]
+    ]
+    moved = [CauseMove(task_id=t, base=a[t], other=b[t]) for t in sorted(shared) if a[t] != b[t]]  # both scored
+    return {"causes": causes, "moved": moved}
 
 
 def _time_spent(base: RunData, other: RunData, shared: set[str]) -> list[TimeSpent]:

@@ -157,7 +157,7 @@ def import_trajectories(
         path = trajectory.save(task_dir)
         save_notebook(trajectory, task_dir)
         row = _result(trajectory, task_set, metrics, str(path.relative_to(run_dir.path)))
-        results.append(with_provenance(row, provenance))
+        results.append(with_provenance(row, provenance).diagnosed(trajectory))
     run_dir.write_manifest(_manifest(source, task_set, model, agents, len(results)))
     unmatched: list[str] = []
     if tasks is not None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from super_bench._names import METRICS
+from super_bench.analysis import CAUSES
 from super_bench.stats import Estimate
 
 from .runs import RunData
@@ -27,9 +28,9 @@ def ranked(runs: Sequence[RunData]) -> list[RunData]:
     return sorted(runs, key=key)
 
 
-def leaderboard_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
+def leaderboard_rows(runs: Sequence[RunData], causes: bool = False) -> list[dict[str, Any]]:
     """One dict per run, ranked: identity, each metric's mean and 95% interval, cost (None where unknown)
-    and time."""
+    and time; with ``causes``, its failed tasks per primary cause (``cause_<class>``)."""
     rows = []
     for run in ranked(runs):
         row: dict[str, Any] = {
@@ -49,13 +50,16 @@ def leaderboard_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
         row["cost_usd"] = run.cost
         row["execution_time_s"] = run.summary.execution_time
         row["wall_time_s"] = run.wall_time
+        if causes:
+            row.update({f"cause_{c}": run.summary.failure_causes.get(c, 0) for c in CAUSES})
         rows.append(row)
     return rows
 
 
-def to_csv(runs: Sequence[RunData]) -> str:
-    rows = leaderboard_rows(runs)
+def to_csv(runs: Sequence[RunData], causes: bool = False) -> str:
+    rows = leaderboard_rows(runs, causes)
     fields = [*COLUMNS, *(f"{m}{s}" for m in METRICS for s in ("", "_low", "_high")), *TAIL_COLUMNS]
+    fields += [f"cause_{c}" for c in CAUSES] if causes else []
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
@@ -67,22 +71,25 @@ def to_csv(runs: Sequence[RunData]) -> str:
 LABELS = 6  # the leading columns that name a run; the rest are numbers
 
 
-def leaderboard_cells(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
+def leaderboard_cells(runs: Sequence[RunData], causes: bool = False) -> tuple[list[str], list[list[str]]]:
     """The header and, per run (ranked), its cells as text: metrics as percentages with their 95% bootstrap
-    interval. Markdown and the terminal's table show the same."""
+    interval, and with ``causes`` the failed tasks per primary cause. Markdown and the terminal's table show
+    the same."""
     header = [*COLUMNS[:-1], *(m.replace("_", " ") for m in METRICS), "cost ($)", "time (h)"]
+    header += [c.replace("_", " ") for c in CAUSES] if causes else []
     rows = []
     for run in ranked(runs):
         cells = [run.name, run.agent or "", run.model or "", run.task_set, run.mode, str(run.summary.n_tasks)]
         cells += [format_estimate(run.estimates[m]) for m in METRICS]
         cells += ["-" if run.cost is None else f"{run.cost:.2f}", f"{run.wall_time / 3600:.2f}"]
+        cells += [str(run.summary.failure_causes.get(c, 0)) for c in CAUSES] if causes else []
         rows.append(cells)
     return header, rows
 
 
-def to_markdown(runs: Sequence[RunData]) -> str:
+def to_markdown(runs: Sequence[RunData], causes: bool = False) -> str:
     """A Markdown table; metrics as percentages with their 95% bootstrap interval."""
-    header, rows = leaderboard_cells(runs)
+    header, rows = leaderboard_cells(runs, causes)
     lines = [
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---"] * LABELS + ["---:"] * (len(header) - LABELS)) + "|",

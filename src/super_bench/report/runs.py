@@ -17,7 +17,7 @@ from super_bench.runner.records import NewerRecordError, RunManifest
 from super_bench.runner.results import MIXED_MODE, Summary, TaskResult, summarize, task_means
 from super_bench.runner.rundir import RunDir
 from super_bench.stats import Estimate, bootstrap_mean
-from super_bench.tasks.model import Task
+from super_bench.tasks.model import Task, masked_categories
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,7 @@ class RunData:
         task = self.tasks.get(task_id)
         if task is not None:
             return task.categories
-        if self._sets.get(task_id) != "masked" or "_" not in task_id:
-            return []
-        return task_id.rsplit("_", 1)[1].split(",")
+        return masked_categories(task_id, self._sets.get(task_id))
 
     @cached_property
     def _sets(self) -> dict[str, str]:

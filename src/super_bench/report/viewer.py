@@ -19,12 +19,14 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import regex
 from pydantic import ValidationError
 
 from super_bench._names import METRICS, MetricName, TaskStatus
+from super_bench.analysis import CAUSES
+from super_bench.divergence import DivergenceKind
 from super_bench.errors import RunDirError
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir, inside
@@ -42,8 +44,11 @@ log = logging.getLogger(__name__)
 THOUGHT_LIMIT = 4000
 ACTION_HEAD, ACTION_TAIL = 6000, 2000
 FIGURE_CHARS = 8_000_000  # base64 characters of figures embedded per task (a figure is some tens of thousands)
-COLUMNS = ["task", "set", "category", "status", "stop", "steps", *METRICS, "answer", "cost", "time"]
+COLUMNS = ["task", "set", "category", "status", "stop", "steps", *METRICS, "answer", "cause", "cost", "time"]
 REPRODUCED = {True: "yes", False: "no", None: "not checked"}
+# The badge of each failure cause (docs/failure-analysis.md): the task's own shortfall is a warning, the rest bad.
+_CAUSE_BADGES = {"wrong_result": "warn"}
+_DIVERGENCE_BADGES = {"answer_not_reproduced": "bad"}
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -90,7 +95,8 @@ def page_data(run: RunData, verification: dict[tuple[str, int], VerifyResult] | 
     column of reproductions when the run was verified)."""
     summary = run.summary
     verification = verification or {}
-    columns = COLUMNS + (["reproduced"] if verification else [])
+    replayed = any(r.replay_divergence is not None for r in run.results)
+    columns = COLUMNS + (["replay"] if replayed else []) + (["reproduced"] if verification else [])
     rows = []
     for k, r in enumerate(run.results):
         row: list[Any] = [
@@ -102,9 +108,12 @@ def page_data(run: RunData, verification: dict[tuple[str, int], VerifyResult] | 
             r.n_steps,
             *(getattr(r.metrics, m) for m in METRICS),
             _label(r.answer_provenance),
+            _label(r.failure.cause if r.failure is not None else None),
             r.usage.cost,
             round(r.wall_time, 1),
         ]
+        if replayed:
+            row.append(_label(r.replay_divergence.kind if r.replay_divergence is not None else None))
         if verification:
             checked = verification.get(r.key)
             row.append(REPRODUCED[checked.reproduced] if checked is not None else "")
@@ -158,11 +167,13 @@ def names() -> dict[str, Any]:
         "ok": ok,
         "answer": {_label(s): badge for s, badge in zip(PROVENANCE_STATUSES, ("good", "warn", "warn", "bad"))},
         "reproduced": dict(zip(REPRODUCED.values(), ("good", "bad", ""))),
+        "cause": {_label(c): _CAUSE_BADGES.get(c, "bad") for c in CAUSES},
+        "replay": {_label(k): _DIVERGENCE_BADGES.get(k, "warn") for k in get_args(DivergenceKind)},
     }
 
 
 def _label(status: str | None) -> str:
-    """A provenance status as the table shows it: ``partly observed``; blank when nothing was traced."""
+    """A provenance status, cause or divergence as the table shows it: ``partly observed``; blank for none."""
     return (status or "").replace("_", " ")
 
 
@@ -186,6 +197,8 @@ def task_payload(run: RunData, result: TaskResult, verified: VerifyResult | None
         # Rows scored before provenance existed have no such detail: the page says to re-score them.
         "provenance": result.details.get("provenance", False),
         "verified": verified.model_dump(mode="json", exclude={"schema_version"}) if verified is not None else None,
+        "failure": result.failure.model_dump() if result.failure is not None else None,
+        "divergence": result.replay_divergence.model_dump() if result.replay_divergence is not None else None,
     }
     trajectory = _load_trajectory(run, result)
     if isinstance(trajectory, str):

@@ -236,4 +236,4 @@ def _episode(
         node=socket.gethostname(),
         answer_provenance=details.answer_provenance,
         unscored=unscored,
-    )
+    ).diagnosed(trajectory)

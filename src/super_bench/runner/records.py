@@ -26,7 +26,10 @@ log = logging.getLogger(__name__)
 # (``env.sandbox.memory_limit``, ...), where version 1 held a few of them, the limits grouped.
 # 3: result rows and summary.json record where the time went to waste (``waste``), the time a task waited
 # for room on its machine (``waited``) and which machine ran it (``node``); earlier rows read as not knowing.
-RUN_SCHEMA_VERSION = 3
+# 4: result rows record why a task did not fully succeed (``failure``: its primary cause, step and quote), and
+# summary.json counts the causes (``failure_causes``, ``failure_causes_by_category``); earlier rows read as
+# not analysed (null; ``super-bench analyze`` computes them).
+RUN_SCHEMA_VERSION = 4
 
 
 class NewerRecordError(RunDirError):

@@ -101,7 +101,7 @@ def copy_run(source: RunDir, target: RunDir) -> RunDir:
     return target
 
 
-def _trajectory_files(run: Path) -> list[tuple[str, str]]:
+def trajectory_files(run: Path) -> list[tuple[str, str]]:
     """Where each task folder's ``trajectory.json`` is, relative to the run and in full, in the folders' order.
     Listed by name alone: whether the file is there is found when it is read (one system call fewer)."""
     tasks = os.path.join(run, "tasks")
@@ -116,6 +116,13 @@ def _trajectory_files(run: Path) -> list[tuple[str, str]]:
     except OSError as e:
         raise RunDirError(f"cannot list the trajectories in {tasks}: {e}") from None
     return [(f"tasks/{name}/trajectory.json", os.path.join(tasks, name, "trajectory.json")) for name in names]
+
+
+def read_trajectory(path: str) -> Trajectory:
+    """The trajectory at ``path`` (one of ``trajectory_files``). Not Trajectory.load: it first asks whether the
+    path is a folder. O_NOFOLLOW: a trajectory.json that is a link is refused (ELOOP), never read."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
+        return Trajectory.model_validate_json(f.read())
 
 
 def _rescoring_of(target: RunDir, source: RunDir) -> bool:
@@ -162,13 +169,10 @@ def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, cop
     results = {r.key: r for r in rows}
     by_path = {r.trajectory: r for r in rows if r.trajectory}
     done: set[tuple[str, int]] = set()
-    for relative, traj_path in _trajectory_files(run_dir.path):
+    for relative, traj_path in trajectory_files(run_dir.path):
         row = by_path.get(relative)
         try:
-            # Not Trajectory.load: it first asks whether the path is a folder. O_NOFOLLOW: a trajectory.json
-            # that is a link is refused (ELOOP), never read.
-            with os.fdopen(os.open(traj_path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
-                trajectory = Trajectory.model_validate_json(f.read())
+            trajectory = read_trajectory(traj_path)
         except (FileNotFoundError, NotADirectoryError):
             continue  # a task folder without a trajectory, or a file beside the folders
         except (OSError, ValidationError, ValueError) as e:
@@ -185,7 +189,7 @@ def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, cop
             if row is not None and row.mode == RECORDED_MODE:
                 # An imported task with no gold task keeps the metrics recorded for it; its answer's
                 # provenance needs no gold.
-                results[row.key] = with_provenance(row, answer_provenance(trajectory))
+                results[row.key] = with_provenance(row, answer_provenance(trajectory)).diagnosed(trajectory)
                 done.add(row.key)
                 continue
             reason = f"task {trajectory.task_id!r} is not among the tasks"
@@ -203,7 +207,7 @@ def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, cop
         if key in done or row.mode == RECORDED_MODE:
             continue
         if row.status == "infra_error":  # never ran: nothing to score, and out of the means anyway
-            results[key] = row.model_copy(update={"mode": mode})
+            results[key] = row.model_copy(update={"mode": mode, "failure": None})
         else:
             results[key] = _unscored(row, f"its trajectory file {row.trajectory or '(none)'} is missing", mode)
     ordered = list(results.values())
@@ -229,7 +233,7 @@ def _scored(row: TaskResult, trajectory: Trajectory, task: Task, mode: ScoreMode
         "details": details.model_dump(),
         "answer_provenance": details.answer_provenance,
     }
-    return row.model_copy(update=update)
+    return row.model_copy(update=update).diagnosed(trajectory)
 
 
 def _write_scores(run_dir: RunDir, results: list[TaskResult], mode: ScoreMode, copied_from: Path | None) -> Summary:
@@ -261,7 +265,7 @@ def with_provenance(row: TaskResult, provenance: AnswerProvenance | None) -> Tas
 
 
 def _unscored(row: TaskResult, reason: str, mode: ScoreMode) -> TaskResult:
-    return row.model_copy(update={"unscored": reason, "mode": mode})
+    return row.model_copy(update={"unscored": reason, "mode": mode, "failure": None})
 
 
 def _orphan(traj_path: str, relative: str, tasks: dict[str, Task]) -> TaskResult:

@@ -11,12 +11,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from super_bench._names import METRICS, TaskStatus
+from super_bench.analysis import FailureCause, analyze_failure
 from super_bench.divergence import Divergence
 from super_bench.runner.records import VersionedRecord
 from super_bench.runner.waste import Waste, total, waste_of
 from super_bench.scoring import Metrics, ProvenanceStatus, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.stats import bootstrap_mean
+from super_bench.tasks.model import masked_categories
 from super_bench.trajectory import StopReason, Trajectory, Usage
 
 RECORDED_MODE = "recorded"  # metrics imported as the original harness recorded them
@@ -70,6 +72,12 @@ class TaskResult(VersionedRecord):
         0.0, description="Seconds the task was held back until its machine had the free disk and memory it needs"
     )
     node: str | None = Field(None, description="The host that ran the task; on Ray, the Ray node's id after a slash")
+    failure: FailureCause | None = Field(
+        None,
+        description="Why the task did not fully succeed: its primary cause, with the step and line that show it "
+        "(docs/failure-analysis.md); null on a fully successful row, an infrastructure failure, an unscored row, "
+        "and rows written before v4",
+    )
 
     @property
     def key(self) -> tuple[str, int]:
@@ -79,6 +87,13 @@ class TaskResult(VersionedRecord):
     def in_means(self) -> bool:
         """Whether the row counts in the means: not an infrastructure failure, and scored."""
         return self.status != "infra_error" and self.unscored is None
+
+    def diagnosed(self, trajectory: Trajectory) -> TaskResult:
+        """This row with the primary cause of its failure read from ``trajectory`` (``analysis``). A row out of
+        the means gets none: an infrastructure failure is not the agent's, and an unscored row has no score
+        whose shortfall could be explained."""
+        failure = analyze_failure(trajectory, self.metrics, self.answer_provenance) if self.in_means else None
+        return self.model_copy(update={"failure": failure})
 
     @classmethod
     def from_trajectory(cls, trajectory: Trajectory, task_set: str, /, **fields: Any) -> TaskResult:
@@ -157,6 +172,14 @@ class Summary(VersionedRecord):
         description="Of the same results, the fraction labelled given: every value shown, some only by given "
         "(pre-executed) cells and never by the agent's own output",
     )
+    failure_causes: dict[str, int] = Field(
+        default_factory=dict, description="Scored results that did not fully succeed, by primary cause (failure)"
+    )
+    failure_causes_by_category: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="The same counts per task category: a Masked task's categories (from its id), others under "
+        "their set",
+    )
 
 
 MIXED_MODE = "mixed"
@@ -201,7 +224,25 @@ def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
         waited=sum(r.waited for r in results),
         answer_observed=traced.count("observed") / len(traced) if traced else None,
         answer_given=traced.count("given") / len(traced) if traced else None,
+        failure_causes=dict(Counter(r.failure.cause for r in scored if r.failure is not None)),
+        failure_causes_by_category=causes_by_category(scored),
     )
+
+
+def row_categories(row: TaskResult) -> list[str]:
+    """The categories a row counts under: a Masked task's (from its id), else its set (``-`` if none)."""
+    return masked_categories(row.task_id, row.task_set) or [row.task_set or "-"]
+
+
+def causes_by_category(results: list[TaskResult]) -> dict[str, dict[str, int]]:
+    """Per category (``row_categories``), the results' failures by primary cause; a task of several Masked
+    categories counts in each."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in results:
+        if r.failure is not None:
+            for category in row_categories(r):
+                counts[category][r.failure.cause] += 1
+    return {category: dict(counts[category]) for category in sorted(counts)}
 
 
 def task_means(results: list[TaskResult], metric: str) -> dict[str, float]:

@@ -120,9 +120,7 @@ class Task(BaseModel):
     @property
     def categories(self) -> list[str]:
         """Masked categories from the id suffix: ``abc_configuration,data`` -> [configuration, data]."""
-        if self.task_set != "masked" or "_" not in self.task_id:
-            return []
-        return self.task_id.rsplit("_", 1)[1].split(",")
+        return masked_categories(self.task_id, self.task_set)
 
     @property
     def expert_id(self) -> str:
@@ -168,3 +166,11 @@ class RawRow:
     origin: str  # "file.jsonl:12", "hf allenai/super Expert row 3"
     task_set: str | None = None  # set implied by the file or split it came from
     error: str | None = None  # why the row could not even be read as an object
+
+
+def masked_categories(task_id: str, task_set: str | None) -> list[str]:
+    """A Masked task's categories from its id's suffix (``abc_configuration,data`` -> [configuration, data]);
+    none for a task of another set, or an id without a suffix."""
+    if task_set != "masked" or "_" not in task_id:
+        return []
+    return task_id.rsplit("_", 1)[1].split(",")

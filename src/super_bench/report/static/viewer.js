@@ -4,7 +4,7 @@
 // This script runs before the trajectories are parsed, so the table shows while a large file still loads.
 
 const DATA = JSON.parse(document.getElementById("run-data").textContent);
-const NAMES = DATA.names; // from Python: the metrics, the names of a completed task and of a step that went well, the badges of the answer and reproduced columns
+const NAMES = DATA.names; // from Python: the metrics, the names of a completed task and of a step that went well, the badges of the answer, cause, replay and reproduced columns
 const METRICS = NAMES.metrics;
 const COL = Object.fromEntries(DATA.columns.map((name, i) => [name, i]));
 const ROW_KEY = DATA.columns.length; // the task's payload number follows the visible columns
@@ -14,7 +14,7 @@ const ROWS_SHOWN = 250; // more on request: laying out a table of thousands of r
 const parsed = document.readyState === "loading"
   ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }))
   : Promise.resolve();
-const state = { limit: ROWS_SHOWN,  sort: { col: "task", dir: 1 }, filter: { text: "", status: "", set: "", category: "", stop: "", result: "", answer: "", reproduced: "" }, order: [] };
+const state = { limit: ROWS_SHOWN,  sort: { col: "task", dir: 1 }, filter: { text: "", status: "", set: "", category: "", stop: "", result: "", answer: "", cause: "", replay: "", reproduced: "" }, order: [] };
 
 // -- helpers --------------------------------------------------------------------------------------
 function el(tag, props, ...children) {
@@ -136,6 +136,8 @@ function renderFilters() {
   select("stop", "stop reason", distinct("stop").map((v) => [v, v]));
   select("result", label(primary), [["solved", "solved (1.0)"], ["partial", "partial"], ["failed", "0"], ["unsubmitted", "not submitted"]]);
   select("answer", "answer", distinct("answer").map((v) => [v, v]), 1);
+  select("cause", "failure cause", distinct("cause").map((v) => [v, v]), 1);
+  if (COL.replay !== undefined) select("replay", "replay divergence", distinct("replay").map((v) => [v, v]), 1);
   if (COL.reproduced !== undefined) select("reproduced", "reproduced", distinct("reproduced").map((v) => [v, v]), 1);
   state.primary = primary;
 }
@@ -149,7 +151,7 @@ function matches(row) {
       try { if (!new RegExp(m[1], "i").test(id)) return false; } catch (_) { return false; }
     } else if (!id.toLowerCase().includes(f.text.toLowerCase())) return false;
   }
-  for (const key of ["status", "set", "stop", "answer", "reproduced"]) if (f[key] && row[COL[key]] !== f[key]) return false;
+  for (const key of ["status", "set", "stop", "answer", "cause", "replay", "reproduced"]) if (f[key] && row[COL[key]] !== f[key]) return false;
   if (f.category && !String(row[COL.category]).split(",").includes(f.category)) return false;
   if (f.result) {
     const v = row[COL[state.primary]];
@@ -192,7 +194,7 @@ function cell(name, value) {
   if (name === "time") return el("td", { class: "num", text: duration(value) });
   if (name === "steps") return el("td", { class: "num", text: value });
   if (name === "status") return el("td", null, el("span", { class: `badge ${value === NAMES.completed ? "good" : "bad"}`, text: value }));
-  if ((name === "answer" || name === "reproduced") && value) {
+  if ((name === "answer" || name === "cause" || name === "replay" || name === "reproduced") && value) {
     return el("td", null, el("span", { class: `badge ${NAMES[name][value] || ""}`, text: value }));
   }
   return el("td", { class: name === "task" ? "task" : null, text: value });
@@ -295,6 +297,10 @@ function stepNode(step, d) {
   const classes = ["step", step.outcome];
   if (step.pre) classes.push("pre");
   if (step.lm.length) classes.push("has-lm");
+  const evidence = d.failure && d.failure.step === step.i;
+  const diverged = d.divergence && d.divergence.step === step.i;
+  if (evidence) classes.push("cause");
+  if (diverged) classes.push("diverged");
   const kind = step.label !== null && step.label !== undefined ? (step.label === "" ? "unparsable reply" : step.label) : step.type;
   const head = el("div", { class: "step-head" },
     el("span", { class: "n", text: `Step ${step.i + 1}` }),
@@ -304,8 +310,11 @@ function stepNode(step, d) {
     step.exit !== null && step.exit !== undefined && step.exit !== 0 && el("span", { class: "badge bad", text: `exit ${step.exit}` }),
     step.lm.map((n) => el("span", { class: "badge lm", title: d.landmarks[n] ? d.landmarks[n][0] : "", text: `landmark ${n + 1}` })),
     (step.ans || []).map((field) => el("span", { class: "badge ans", title: "the submitted value is first shown here", text: `answer: ${field}` })),
+    evidence && el("span", { class: "badge bad cause", title: d.failure.reason, text: `failure cause: ${label(d.failure.cause)}` }),
+    diverged && el("span", { class: "badge warn diverged", title: "the replay first ended this step otherwise than the recording", text: `replay diverged: ${label(d.divergence.kind)}` }),
     el("span", { class: "time", text: step.untimed ? "time not recorded" : `${step.clock} (${offset(step.t)}) · ${duration(step.dur)}` }));
   const node = el("section", { class: classes.join(" "), id: `step-${step.i}` }, head);
+  if (evidence && d.failure.quote) node.append(el("blockquote", { class: "cause-quote", text: d.failure.quote }));
   if (step.thought) node.append(el("div", { class: "thought", text: step.thought }));
   if (step.action) node.append(el("div", { class: "part-label", text: "action" }), excerptNode(step.action, d.landmarks));
   if (step.obs && step.obs.n) node.append(el("div", { class: "part-label", text: "observation" }), excerptNode(step.obs, d.landmarks));
@@ -369,6 +378,32 @@ function provenanceNode(d) {
   return box;
 }
 
+// Why the task failed: its primary cause, the step that shows it (linked) and the line quoted from it.
+function failureNode(f) {
+  const box = el("div", { id: "failure" }, el("p", null,
+    el("span", { class: `badge ${NAMES.cause[label(f.cause)] || "bad"}`, text: label(f.cause) }),
+    ` ${f.reason || ""} (confidence ${f.confidence.toFixed(2)}, by ${f.by})`));
+  if (f.step !== null) {
+    box.append(el("p", null, "Evidence: ", el("a", { class: "step-link", onclick: () => goToStep(f.step, ".cause-quote"), text: `step ${f.step + 1}` }),
+      f.quote ? ": " : "", f.quote ? el("code", { text: f.quote }) : ""));
+  } else if (f.quote) {
+    box.append(el("p", null, "Evidence: ", el("code", { text: f.quote })));
+  }
+  return box;
+}
+
+// Where a replay of a recorded trajectory first did otherwise than the recording.
+function divergenceNode(v) {
+  const box = el("div", { id: "divergence" }, el("p", null,
+    el("span", { class: `badge ${NAMES.replay[label(v.kind)] || "warn"}`, text: label(v.kind) }), " "));
+  if (v.step === null) box.append(el("p", { class: "muted", text: "Every step ended as recorded." }));
+  else {
+    box.append(el("p", null, el("a", { class: "step-link", onclick: () => goToStep(v.step), text: `first at step ${v.step + 1}` }),
+      `: recorded ${v.recorded ?? "–"}, replayed ${v.replayed ?? "–"}`));
+  }
+  return box;
+}
+
 function reproductionNode(v) {
   const verdict = v.reproduced === true ? "reproduced" : v.reproduced === false ? "not reproduced" : "not checked";
   const box = el("div", { id: "reproduction" }, el("p", null,
@@ -412,6 +447,8 @@ function renderTask(row, d) {
   if (d.recorded) view.append(el("p", { class: "muted", text: "Metrics recorded by the original harness: " + JSON.stringify(d.recorded) }));
   view.append(el("h2", { text: "Submission against gold" }), answerNode(d));
   view.append(el("h2", { text: "Where the answer came from" }), provenanceNode(d));
+  if (d.failure) view.append(el("h2", { text: "Why it failed" }), failureNode(d.failure));
+  if (d.divergence) view.append(el("h2", { text: "Replay divergence" }), divergenceNode(d.divergence));
   if (d.verified) view.append(el("h2", { text: "Reproduction (super-bench verify)" }), reproductionNode(d.verified));
   if (d.landmarks.length) {
     view.append(el("h2", { text: "Landmarks" }), el("ol", { class: "landmarks" }, d.landmarks.map(([pattern, step]) =>
