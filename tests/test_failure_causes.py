@@ -45,8 +45,12 @@ def rows(run_dir: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def timed_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two demo tasks whose only cell outlives its timeout before a wrong answer is submitted."""
-    actions = [{"type": "execute", "content": "!sleep 30"}, {"type": "submit", "content": {"test_mse": 1.0}}]
+    """Two demo tasks whose only cell (Python code: a run, where a bare `!sleep` is none) outlives its timeout
+    before a wrong answer is submitted."""
+    actions = [
+        {"type": "execute", "content": "import time\ntime.sleep(30)"},
+        {"type": "submit", "content": {"test_mse": 1.0}},
+    ]
     return replay_run(tmp_path_factory.mktemp("causes"), "timed_out", actions, ["tinyreg", "nbsent"])
 
 
