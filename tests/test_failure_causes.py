@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -274,3 +275,23 @@ def test_the_table_of_masked_categories_fits_80_columns_its_class_names_abbrevia
     assert "env. = environment" in " ".join(text.split()) and "counts in each" in " ".join(text.split()), text
     [total] = [line.split() for line in text.splitlines() if line.startswith("all")]
     assert total[-1] == "40" and sum(int(c) for c in total[1:-1] if c != "-") == 40
+
+
+def test_analyze_with_a_judge_records_its_verdicts_and_counts_them(timed_out: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "judged"
+    shutil.copytree(timed_out, run_dir)
+    script = tmp_path / "verdicts.json"
+    verdicts = [
+        {"cause": "compute", "step": 0, "reason": "The cell ran out of time."},
+        {"cause": "no_experiment", "step": 1, "reason": "The answer was typed, not computed."},
+    ]
+    script.write_text(json.dumps([json.dumps(v) for v in verdicts]))
+    done = cli("analyze", str(run_dir), "--judge", f"mock/{script}", "--no-cache", "--json")
+    assert done.returncode == 0, done.stderr
+    causes = {r["task_id"]: FailureCause.model_validate(r["failure"]) for r in rows(run_dir)}
+    assert {c.by for c in causes.values()} == {f"judge:mock/{script}"}
+    assert sorted((c.cause, c.step) for c in causes.values()) == [("compute", 0), ("no_experiment", 1)]
+    assert json.loads((run_dir / "summary.json").read_text())["failure_causes"] == {"compute": 1, "no_experiment": 1}
+    # Without --judge the rules decide again, offline.
+    assert cli("analyze", str(run_dir)).returncode == 0
+    assert {FailureCause.model_validate(r["failure"]).by for r in rows(run_dir)} == {"rules"}

@@ -6,22 +6,29 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from super_bench.analysis import judge_failure
 from super_bench.errors import RunDirError
 from super_bench.runner.records import NewerRecordError
 from super_bench.runner.rescore import read_trajectory, trajectory_files
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir, RunOutcome
 
+if TYPE_CHECKING:
+    from super_bench.models import ChatModel
+
 log = logging.getLogger(__name__)
 
 
-def analyze_run(path: Path) -> RunOutcome:
+def analyze_run(path: Path, judge: ChatModel | None = None) -> RunOutcome:
     """Compute the failure cause of each row of the run at ``path`` from its trajectory, and rewrite its
     results.jsonl and summary.json. Trajectories are read inside the run directory only (``trajectory_files``:
-    no link is followed). A row whose trajectory cannot be read keeps no cause, with a warning."""
+    no link is followed). A row whose trajectory cannot be read keeps no cause, with a warning. With a
+    ``judge``, each cause the rules found goes to that model for a second opinion (``judge_failure``): the
+    row records whose verdict it keeps (``by``)."""
     run_dir = RunDir(path)
     if not run_dir.path.is_dir():
         raise RunDirError(f"no run directory at {path}")
@@ -46,7 +53,10 @@ def analyze_run(path: Path) -> RunOutcome:
             if key is None:
                 log.warning("%s: no result row for task %r; not analyzed", relative, trajectory.task_id)
                 continue
-            results[key] = results[key].diagnosed(trajectory)
+            row = results[key].diagnosed(trajectory)
+            if judge is not None and row.failure is not None:
+                row = row.model_copy(update={"failure": judge_failure(trajectory, row.failure, judge)})
+            results[key] = row
             analyzed.add(key)
         for key, row in results.items():
             if key not in analyzed:
