@@ -5,16 +5,17 @@ name."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
-from super_bench.sandbox import BuildReport, BuildRequest, SandboxConfig
+from super_bench.sandbox import SANDBOXES, BuildReport, BuildRequest, SandboxConfig
 from super_bench.sandbox.backends.host import HostSandbox
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "super_bench"
@@ -140,3 +141,46 @@ def test_no_module_outside_sandbox_compares_backend_names() -> None:
         for comparison in _backend_name_comparisons(path)
     ]
     assert found == [], "ask the backend (describe, check_lines, build, isolates) instead:\n" + "\n".join(found)
+
+
+class ConfinedSandbox(PlainSandbox):
+    """A plug-in that says it isolates agent code."""
+
+    name = "confined"
+    isolates: ClassVar[bool] = True
+
+
+@pytest.fixture
+def plugins() -> Iterator[None]:
+    """The plug-ins above, registered in this process for the test."""
+    SANDBOXES.register("plain", "tests.test_sandbox_hooks:PlainSandbox")
+    SANDBOXES.register("confined", "tests.test_sandbox_hooks:ConfinedSandbox")
+    yield
+    SANDBOXES.unregister("plain")
+    SANDBOXES.unregister("confined")
+
+
+@pytest.mark.usefixtures("plugins")
+@pytest.mark.parametrize(("plugin", "refused"), [("plain", True), ("confined", False)])
+def test_verify_replays_in_a_backend_that_does_not_isolate_only_when_it_is_named(
+    plugin: str, refused: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from super_bench.environment import EnvConfig
+    from super_bench.errors import ConfigError
+    from super_bench.runner import verify_env
+    from super_bench.runner.rundir import RunDir
+
+    out = tmp_path / "run"
+    out.mkdir()
+    asked = EnvConfig(sandbox=SandboxConfig(backend=plugin))
+    (out / "run.json").write_text(json.dumps({"schema_version": 1, "config": {"env": asked.model_dump(mode="json")}}))
+    env, _, _ = verify_env.replay_environment(RunDir(out), {"backend": plugin})  # named: it runs there
+    assert env.sandbox.backend == plugin
+    # A machine where "auto" picks the plug-in: only a backend that isolates may be picked unasked.
+    monkeypatch.setattr(verify_env, "resolve_backend", lambda name: plugin if name == "auto" else name)
+    if refused:
+        with pytest.raises(ConfigError, match=f"would replay in the {plugin} sandbox, which does not isolate"):
+            verify_env.replay_environment(RunDir(out), {"backend": "auto"})
+    else:
+        env, _, _ = verify_env.replay_environment(RunDir(out), {"backend": "auto"})
+        assert env.sandbox.backend == "auto"
