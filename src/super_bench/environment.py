@@ -3,7 +3,8 @@
 One sandbox and one Jupyter kernel per episode. Cells have a soft timeout: when it expires
 the step returns what the cell printed so far and says it is still running; the agent may
 ``continue_wait`` or ``interrupt``, and any other action interrupts it first. A dead kernel is
-replaced and the observation says that all state was lost. Every step is recorded in the
+replaced (``kernel.recovery``) and the observation says that all state was lost; what the agent is told
+is in ``messages``. Every step is recorded in the
 trajectory, and says whether it ended the episode: ``terminated`` (an end state of the task, as a
 submission) or ``truncated`` (a budget ran out), with the stop reason. The environment holds every
 budget (steps, execution time, wall time, prompt tokens, cost; agents report their model usage with
@@ -15,7 +16,6 @@ episode, so no cell can make the trajectory, or the harness, grow without bound.
 from __future__ import annotations
 
 import posixpath
-import signal
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
@@ -23,12 +23,13 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from super_bench import messages
 from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, parse_answer, valid_text
 from super_bench.budget import BudgetLeft
 from super_bench.edit import EditFailed, apply_edit, parse_edit
-from super_bench.errors import EnvironmentClosedError, KernelError, KernelRestartError, SandboxError, SuperBenchError
-from super_bench.failures import classify_failure
+from super_bench.errors import EnvironmentClosedError, KernelError, SandboxError, SuperBenchError
 from super_bench.kernel import CellResult, NotebookKernel, cap_text, clean_and_cap
+from super_bench.kernel.recovery import Broken, KernelRecovery, limit_note
 from super_bench.sandbox import Sandbox, SandboxConfig, create_sandbox
 from super_bench.tasks.model import Task
 from super_bench.trajectory import (
@@ -74,14 +75,6 @@ class EnvConfig(BaseModel):
 DEFAULT_MAX_TOKENS = {"expert": 600_000, "auto": 600_000, "masked": 400_000}
 
 
-def _timeout_note(seconds: float) -> str:
-    return (
-        f"\n[super-bench] The cell has run for {seconds:.0f} s and is still running. "
-        "Send `continue_wait` to keep waiting for it, or `interrupt` to stop it; "
-        "any other action interrupts it first."
-    )
-
-
 class Environment:
     """A stateful notebook for one task at a time."""
 
@@ -107,8 +100,7 @@ class Environment:
         self._execution_time = 0.0
         self._agent_acted = False
         self._output_kept = 0
-        # Set when the agent's actions left a kernel that cannot be restarted: (stop reason, why).
-        self._broken: tuple[StopReason, str] | None = None
+        self._recovery: KernelRecovery | None = None  # this attempt's kernel's
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -194,7 +186,7 @@ class Environment:
         self._task = task
         self._trajectory = trajectory
         self._agent_steps, self._execution_time = 0, 0.0
-        self._agent_acted, self._output_kept, self._broken = False, 0, None
+        self._agent_acted, self._output_kept, self._recovery = False, 0, None
         sandbox = self._sandbox_factory(self.config.sandbox, task.task_id)
         self._sandbox = sandbox
         sandbox.start()
@@ -205,6 +197,7 @@ class Environment:
             interrupt_grace=self.config.interrupt_grace,
         )
         self._kernel.start()
+        self._recovery = KernelRecovery(self._kernel, sandbox, self.config.sandbox)
         for action in task.pre_execute_cells:
             self._emit(self._record(action, None, utcnow(), self._pre_execute(action), pre_executed=True))
 
@@ -309,12 +302,10 @@ class Environment:
             None if action.type == "submit" or isinstance(action.content, str) else content_problem(action.content)
         )
         if self.sandbox.ended:  # a limit passed while the agent was thinking: nothing more runs
-            result = _Outcome(
-                f"[super-bench] The {action.type} action was not performed:{self._limit_note()}", None, "invalid"
-            )
+            result = _Outcome(messages.not_performed(action.type, self._limit_note()), None, "invalid")
         elif problem is not None:
             result = _Outcome(
-                f"[super-bench] The {action.type} action was not performed: its content {problem}.",
+                messages.content_refused(action.type, problem),
                 None,
                 "invalid",
                 action=_unkept(action, problem),
@@ -334,14 +325,14 @@ class Environment:
                     raise
                 # The limit passed during the action (the sandbox refuses it, the kernel was killed): the
                 # agent's budget ran out, which ends its episode; no infrastructure failed.
-                note = f"[super-bench] The {action.type} action was cut short:{self._limit_note()}"
+                note = messages.cut_short(action.type, self._limit_note())
                 result = _Outcome(note, None, "kernel_died" if action.type != "edit" else "invalid")
         step = self._record(action, thought, start, result)
         if metadata:
             step.metadata.update(metadata)
         if self._broken is not None:
-            self.stop(self._broken[0])
-            self.trajectory.metadata["error"] = self._broken[1]
+            self.stop(self._broken.stop_reason)
+            self.trajectory.metadata["error"] = self._broken.error
         return self._end_step(step)
 
     def record_invalid(
@@ -420,7 +411,7 @@ class Environment:
         if action.type == "edit":
             return self._edit(action)
         if action.type != "execute":
-            return _Outcome(f"[super-bench] A pre-executed {action.type!r} action was skipped.", None, "invalid")
+            return _Outcome(messages.pre_executed_skipped(action.type), None, "invalid")
         self._cell_started = utcnow()
         result = self._kernel_call(
             lambda: self.kernel.execute(str(action.content or ""), self.config.pre_execute_timeout)
@@ -437,7 +428,7 @@ class Environment:
                 result.figures + rest.figures,
                 result.dropped + rest.dropped,
             )
-            notes = f"\n[super-bench] The cell ran over {self.config.pre_execute_timeout:.0f} s and was interrupted."
+            notes = messages.pre_executed_cell_interrupted(self.config.pre_execute_timeout)
         return self._observe(result, notes)
 
     def _execute(self, action: Action) -> _Outcome:
@@ -450,13 +441,13 @@ class Environment:
 
     def _continue_wait(self, action: Action) -> _Outcome:
         if not self.kernel.running:
-            return _Outcome("[super-bench] No cell is running, so there is nothing to wait for.", None, "invalid")
+            return _Outcome(messages.NOTHING_TO_WAIT_FOR, None, "invalid")
         return self._observe(self._kernel_call(lambda: self.kernel.wait(self.config.cell_timeout)), "")
 
     def _interrupt(self, action: Action) -> _Outcome:
         if not self.kernel.running:
-            return _Outcome("[super-bench] No cell is running, so there is nothing to interrupt.", None, "invalid")
-        return self._observe(self._kernel_call(self.kernel.interrupt), "\n[super-bench] The cell was interrupted.")
+            return _Outcome(messages.NOTHING_TO_INTERRUPT, None, "invalid")
+        return self._observe(self._kernel_call(self.kernel.interrupt), messages.CELL_INTERRUPTED)
 
     def _kernel_call(self, call: Callable[[], CellResult]) -> CellResult:
         """Run a cell, wait for it or interrupt it, keeping no more output than the episode has room for:
@@ -475,41 +466,16 @@ class Environment:
             }
         return result
 
+    @property
+    def _broken(self) -> Broken | None:
+        """Set when the agent's actions left a kernel that cannot be restarted (see ``kernel.recovery``)."""
+        return None if self._recovery is None else self._recovery.broken
+
     def _settle(self) -> str:
         """Before a new action: interrupt a still-running cell, restart a dead kernel; returns a note."""
-        kernel = self.kernel
-        if kernel.running:
-            if kernel.interrupt().state == "died":
-                return self._restart() or (
-                    "[super-bench] The previous cell was still running and did not stop when interrupted; "
-                    "the kernel was restarted and all Python state was lost.\n"
-                )
-            return "[super-bench] The previous cell was still running; it was interrupted first.\n"
-        if not kernel.alive and not self.sandbox.ended:
-            return self._restart() or (
-                "[super-bench] The kernel had died; a new one was started and all Python state was lost.\n"
-            )
-        return ""
-
-    def _restart(self) -> str:
-        """Start a new kernel in place of the old one; returns "" when one runs, else the note that no
-        kernel could be started, which ends the episode. Whose failure that is, ``classify_failure``
-        says: before the agent's first action it is the infrastructure's (raised), after it the agent's."""
-        try:
-            self.kernel.restart()
-        except (KernelError, SandboxError) as e:
-            error = (
-                e if isinstance(e, KernelRestartError) else KernelRestartError(f"no new kernel could be started: {e}")
-            )
-            failure = classify_failure(error, agent_acted=self._agent_acted)
-            if failure.status == "infra_error":
-                raise error from e
-            self._broken = (failure.stop_reason, str(error))
-            return (
-                f"[super-bench] The kernel was stopped, and no new kernel could be started: {e}\n"
-                "[super-bench] The episode ends here: what was done in this notebook left it unable to run code.\n"
-            )
-        return ""
+        if self._recovery is None:
+            raise EnvironmentClosedError("call reset(task) first")
+        return self._recovery.settle(agent_acted=self._agent_acted)
 
     def _observe(self, result: CellResult, notes: str, prefix: str = "") -> _Outcome:
         """Turn a cell result into what is recorded and shown."""
@@ -517,58 +483,24 @@ class Environment:
         if result.state == "running":
             outcome = "timeout"
             started = self._cell_started or utcnow()
-            notes += _timeout_note((utcnow() - started).total_seconds())
+            notes += messages.still_running((utcnow() - started).total_seconds())
         elif result.state == "died":
             outcome = "kernel_died"
-            notes += self._replace_dead_kernel()
+            if self._recovery is None:
+                raise EnvironmentClosedError("call reset(task) first")
+            notes += self._recovery.replace_dead(agent_acted=self._agent_acted)
         elif result.interrupted:
             outcome = "interrupted"
         else:
             outcome = "error" if result.state == "error" else "ok"
         if self.sandbox.disk_full():
-            notes += (
-                f"\n[super-bench] {_disk_text(self.config.sandbox.disk_limit)} is reached: writing fails with "
-                "'No space left on device' until files are removed."
-            )
+            notes += messages.disk_full(self.config.sandbox.disk_limit)
         observation = prefix + clean_and_cap(result.output, self.config.observation_limit) + notes
         return _Outcome(observation, result.output, outcome, result.exit_code, tuple(result.figures), result.dropped)
 
     def _limit_note(self) -> str:
         """What the agent is told once a limit has ended its task (``sandbox.ended``)."""
-        if self.sandbox.expired:
-            limit = self.config.sandbox.wall_time_limit
-            return f"\n[super-bench] The task's wall-time limit ({limit:g} s) has passed; all it ran was stopped."
-        passed = _disk_text(self.config.sandbox.disk_limit)
-        return f"\n[super-bench] {passed} was passed; all the task ran was stopped."
-
-    def _replace_dead_kernel(self) -> str:
-        """Start a new kernel in place of a dead one; returns the note that tells the agent why."""
-        kernel = self.kernel
-        if self.sandbox.ended:
-            return self._limit_note()
-        status = kernel.exit_status
-        if self.sandbox.out_of_memory():
-            limit = self.config.sandbox.memory_limit or 0
-            cause = f"killed for going over the task's memory limit of {limit / 2**30:.3g} GiB: out of memory"
-        elif status is not None and status < 0:
-            try:
-                cause = f"killed by signal {signal.Signals(-status).name}"
-            except ValueError:
-                cause = f"killed by signal {-status}"
-            if status == -signal.SIGKILL:
-                cause += ", often a sign of running out of memory"
-        elif status is not None:
-            cause = f"exited with status {status}"
-        else:
-            cause = "stopped responding and was killed"
-        log = "\n".join(kernel.log_tail().strip().splitlines()[-5:])
-        note = (
-            f"\n[super-bench] The kernel died ({cause}). A new kernel was started: all Python state was lost "
-            "(variables, imports, the working directory); files on disk are kept."
-        )
-        if broken := self._restart():
-            note = f"\n[super-bench] The kernel died ({cause}).\n{broken.rstrip()}"
-        return note + (f"\nLast lines of the kernel's log:\n{log}" if log else "")
+        return limit_note(self.sandbox, self.config.sandbox)
 
     def _edit(self, action: Action) -> _Outcome:
         notes = self._settle()
@@ -585,20 +517,20 @@ class Environment:
                 try:
                     text = data.decode("utf-8")
                 except UnicodeDecodeError as e:
-                    raise EditFailed(f"No edit made: cannot read {request.path}: {e}") from e
+                    raise EditFailed(messages.edit_unreadable(request.path, e)) from e
                 edited, message = apply_edit(text, request)
                 return edited.encode("utf-8")
 
             try:
                 self.sandbox.edit_file(path, change)
             except FileNotFoundError as e:
-                raise EditFailed(f"No edit made: the file {request.path} does not exist (looked in {cwd}).") from e
+                raise EditFailed(messages.edit_no_such_file(request.path, cwd)) from e
             except OSError as e:
-                raise EditFailed(f"No edit made: cannot edit {request.path}: {e}") from e
+                raise EditFailed(messages.edit_failed(request.path, e)) from e
         except EditFailed as e:
             return _Outcome(notes + str(e), None, "invalid")
         except OSError as e:
-            return _Outcome(f"{notes}No edit made: cannot write the file: {e}", None, "invalid")
+            return _Outcome(notes + messages.edit_not_written(e), None, "invalid")
         return _Outcome(notes + message, None, "ok")
 
     def _submit(self, action: Action) -> _Outcome:
@@ -614,8 +546,7 @@ class Environment:
                 else _unkept(action, str(e).removeprefix("the submission "))
             )
             return _Outcome(
-                f"[super-bench] Nothing was submitted: {e}. Submit a JSON value nested at most "
-                f'{MAX_CONTENT_DEPTH} levels deep, for example {{"accuracy": 0.81}}.',
+                messages.nothing_submitted(e, MAX_CONTENT_DEPTH),
                 None,
                 "invalid",
                 action=kept,
@@ -627,14 +558,9 @@ class Environment:
         return _Outcome("", None, "ok")
 
 
-def _disk_text(limit: int | None) -> str:
-    return f"The task's disk limit ({(limit or 0) / 2**30:.3g} GiB)"
-
-
 def _unkept(action: Action, problem: str) -> Action:
     """The action as recorded when its content cannot be kept: a note in its place."""
-    kind = type(action.content).__name__
-    return action.model_copy(update={"content": f"[super-bench: a {kind} not kept: it {problem}]"})
+    return action.model_copy(update={"content": messages.not_kept(action.content, problem)})
 
 
 class _Outcome(NamedTuple):

@@ -13,6 +13,7 @@ from typing import Any, BinaryIO, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import to_json
 
+from super_bench import messages
 from super_bench._names import BUDGET_STOPS, BudgetStop
 from super_bench.actions import Action, content_problem, valid_text
 
@@ -183,11 +184,11 @@ class Trajectory(BaseModel):
             for key, value in values.items():
                 problem = metadata_problem(value)
                 if problem is not None:
-                    values[key] = f"[super-bench: a {type(value).__name__} not kept: it {problem}]"
+                    values[key] = messages.not_kept(value, problem)
                     found.append(f"{where} {key!r} {problem}")
         problem = content_problem(self.submission)
         if problem is not None:
-            self.submission = f"[super-bench: a {type(self.submission).__name__} not kept: it {problem}]"
+            self.submission = messages.not_kept(self.submission, problem)
             found.append(f"the submission {problem}")
         return found
 

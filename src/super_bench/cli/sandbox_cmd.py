@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -20,13 +21,26 @@ def sandbox_group() -> None:
     """Prepare the environment tasks run in, and see which sandboxes work here."""
 
 
+# The options of ``sandbox build`` a backend takes or not (``Sandbox.build_options``), by their flags.
+_BUILD_FLAGS = {
+    "python": "--python",
+    "pip_args": "--pip-arg",
+    "engine": "--engine",
+    "tag": "--tag",
+    "base_image": "--base-image",
+    "kernel_only": "--kernel-only",
+    "ca_bundle": "--ca-bundle",
+}
+
+
 @sandbox_group.command("build")
 @click.option(
     "--backend",
-    type=click.Choice(["auto", "local", "bwrap", "docker"]),
+    metavar="BACKEND",
     default=Default("super_bench.sandbox.base:SandboxConfig.backend"),
     show_default=True,
-    help="docker: build the task image; the others: build the base environment task environments are layered over.",
+    help="Whose environment to build: auto, local, bwrap, docker or a plug-in's name. docker: the task image; "
+    "local and bwrap: the base environment task environments are layered over.",
 )
 @click.option(
     "--python",
@@ -88,40 +102,26 @@ def build_command(
     list that cannot be had here are reported and left out; runs record how the environment
     differs from the paper's.
     """
-    from super_bench.sandbox.pyenv.super_base import BUILD_COST, COLAB_REQUIREMENTS, build_base_env
+    from super_bench.sandbox import SANDBOXES, BuildRequest, resolve_backend
+    from super_bench.sandbox.pyenv.super_base import BUILD_COST, COLAB_REQUIREMENTS
 
+    name = resolve_backend(backend)
+    cls = SANDBOXES.get(name)
+    options: dict[str, Any] = {"python": python, "pip_args": pip_args, "engine": engine, "tag": tag}
+    options |= {"base_image": base_image, "kernel_only": kernel_only, "ca_bundle": ca_bundle}
+    given = {field: value for field, value in options.items() if value}
+    if not_taken := [_BUILD_FLAGS[field] for field in given if field not in cls.build_options]:
+        raise click.UsageError(f"the {name} sandbox's build takes no {', '.join(not_taken)}")
     if not kernel_only:  # the kernel layer alone is small
         cost = BUILD_COST if requirements is None else f"the packages of {requirements} to download"
         console.print(f"Building SUPER's task environment: {cost}. The bundled demo tasks do not need it.")
         if not yes and sys.stdin.isatty():
             click.confirm("Go on?", abort=True)
-    requirements = requirements or COLAB_REQUIREMENTS
-    if backend == "docker":
-        if python is not None or pip_args:
-            raise click.UsageError("--python and --pip-arg apply to the base environment, not to the docker image")
-        from super_bench.sandbox.backends.container_image import DEFAULT_IMAGE, build_images, host_ca_bundle
-
-        info = build_images(
-            base_image or "debian:bookworm-slim",
-            engine_name=engine,
-            tag=tag or DEFAULT_IMAGE,
-            requirements=requirements,
-            kernel_only=kernel_only,
-            ca_bundle=ca_bundle or host_ca_bundle(),
-            echo=console.print,
-        )
-        console.print(f"Built {escape(info.summary)}; run tasks in it with --sandbox docker.")
-        for difference in info.differences:
-            console.print(f"[yellow]Differs from the paper's environment:[/] {escape(difference)}")
-        return
-    if engine or tag or base_image or kernel_only or ca_bundle:
-        raise click.UsageError("--engine, --tag, --base-image, --kernel-only and --ca-bundle apply to --backend docker")
-    record = build_base_env(python, requirements, pip_args, echo=console.print)
-    console.print(f"Built SUPER's task environment (Python {record.version}); task environments now use it.")
-    for entry, why in record.skipped.items():
-        console.print(f"[yellow]Left out[/] {entry}: {why}")
-    for note in record.notes:
-        console.print(f"[yellow]Note:[/] {note}")
+    request = BuildRequest(requirements=requirements or COLAB_REQUIREMENTS, **given)
+    report = cls.build(request, console.print)
+    console.print(f"Built {escape(report.built)}")
+    for heading, text in report.notes:
+        console.print(f"[yellow]{escape(heading)}[/] {escape(text)}")
 
 
 @sandbox_group.command("check")
@@ -133,7 +133,7 @@ def build_command(
 )
 def check_command(conformance: str | None) -> None:
     """Say which sandbox backends work on this machine, and what `auto` picks."""
-    from super_bench.sandbox import SANDBOXES, SandboxConfig, resolve_backend
+    from super_bench.sandbox import SANDBOXES, SandboxConfig, describe_backend, resolve_backend
 
     if conformance is not None:
         from super_bench.sandbox.conformance import check_conformance
@@ -151,26 +151,21 @@ def check_command(conformance: str | None) -> None:
     for column in ("backend", "works here", "isolation / what to do"):
         table.add_column(column)
     config = SandboxConfig()
+    lines: dict[str, None] = {}  # each line once, in the order the backends give them
     for name, summary in SANDBOXES.summaries().items():
         try:
-            SANDBOXES.get(name).check(config)
+            cls = SANDBOXES.get(name)
+        except SuperBenchError as e:  # a plug-in whose extra is not installed
+            table.add_row(name, "[red]no[/]", str(e))
+            continue
+        lines |= dict.fromkeys(cls.check_lines(config))
+        try:
+            cls.check(config)
             table.add_row(name, "[green]yes[/]", summary)
         except SuperBenchError as e:
             table.add_row(name, "[red]no[/]", str(e))
     console.print(table)
     console.print(f"--sandbox auto uses: [bold]{resolve_backend('auto')}[/]")
-    from super_bench.sandbox.backends.bwrap import privilege_summary
-
-    console.print(f"bwrap privileges: {privilege_summary()}")
-    from super_bench.sandbox.backends.docker import MEMORY_MECHANISM, describe_engine
-
-    console.print(f"--sandbox docker uses: {escape(describe_engine(config))}")
-    from super_bench.sandbox.limits.memory import describe, memory_mechanism
-
-    console.print(f"--memory-limit is enforced by: {describe(memory_mechanism())}; in docker: {MEMORY_MECHANISM}")
-    from super_bench.sandbox.limits import disk
-
-    console.print(f"--disk-limit is enforced by: {disk.describe(disk.disk_mechanism())}")
-    from super_bench.sandbox import describe_backend
-
-    console.print(f"Task environment: {describe_backend(config).environment}")
+    for line in lines:
+        console.print(escape(line))
+    console.print(f"Task environment: {escape(describe_backend(config).environment)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from inspect_ai.tool import Tool, ToolError, tool
 
+from super_bench import messages
 from super_bench.actions import Action
 from super_bench.edit import AFTER, BEFORE
 from super_bench.inspect_ext.notebook import current_notebook
@@ -22,7 +23,7 @@ async def act(action: Action) -> str:
         raise ToolError(step.observation)
     text = step.observation or "(no output)"
     if step.stop_reason not in (None, "submitted"):
-        text += f"\n[super-bench] The episode is over ({step.stop_reason}): no more actions."
+        text += messages.episode_over(step.stop_reason)
     return text
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal, NoReturn
 
 from jupyter_client.blocking.client import BlockingKernelClient
 
+from super_bench import messages
 from super_bench.errors import KernelError
 from super_bench.kernel.output import OutputBuffer
 from super_bench.sandbox.base import KernelProcess, Sandbox
@@ -73,14 +74,11 @@ class _RunningCell:
         size = len(encoded)
         if size > MAX_FIGURE_CHARS or self.figure_chars + size + len(self.buffer) > self.buffer.max_chars:
             self.figures_dropped += size
-            self.buffer.append(
-                f"[super-bench: an image ({mime}, {size:,} characters of base64) was not kept: images are kept "
-                f"up to {MAX_FIGURE_CHARS:,} characters each, within the limit of output kept]\n"
-            )
+            self.buffer.append(messages.image_too_large(mime, size, MAX_FIGURE_CHARS))
             return
         encoded = "".join(encoded.split())  # base64 may come in lines
         if not _BASE64.fullmatch(encoded):
-            self.buffer.append(f"[super-bench: an image ({mime}) was not kept: its data is not base64]\n")
+            self.buffer.append(messages.image_not_base64(mime))
             return
         self.figures.append(Figure(mime=mime, data=encoded))
         self.figure_chars += size

@@ -21,7 +21,7 @@ from super_bench.environment import EnvConfig
 from super_bench.errors import ConfigError, RunDirError
 from super_bench.runner.rundir import RunDir
 from super_bench.runner.verify_records import VerifyEnvironment
-from super_bench.sandbox import SandboxConfig, resolve_backend
+from super_bench.sandbox import SANDBOXES, SandboxConfig, resolve_backend
 
 # The run's sandbox settings a replay keeps: limits and a date, which neither name a path nor choose code.
 KEPT = (
@@ -63,10 +63,11 @@ def replay_environment(run_dir: RunDir, given: dict[str, Any]) -> tuple[EnvConfi
         raise RunDirError(f"{where}: its config cannot be read ({problems})") from None
     kept = {k: asked[k] for k in KEPT if k in asked}
     settings = {**kept, "backend": DEFAULT_BACKEND, "network": False, **given}
-    if resolve_backend(settings["backend"]) == "local" and given.get("backend") != "local":
+    backend = resolve_backend(settings["backend"])
+    if not SANDBOXES.get(backend).isolates and given.get("backend") != backend:
         raise ConfigError(
-            f"--sandbox {settings['backend']} would replay in the local sandbox, which does not isolate the "
-            "replayed code; a run directory's actions run there only when --sandbox local is given"
+            f"--sandbox {settings['backend']} would replay in the {backend} sandbox, which does not isolate the "
+            f"replayed code; a run directory's actions run there only when --sandbox {backend} is given"
         )
     try:
         sandbox = SandboxConfig.model_validate(settings)

@@ -14,7 +14,16 @@ import logging
 from collections.abc import Collection, Mapping
 
 from super_bench._registry import Registry
-from super_bench.sandbox.base import CommandResult, KernelProcess, Sandbox, SandboxConfig, SandboxDescription, Usage
+from super_bench.sandbox.base import (
+    BuildReport,
+    BuildRequest,
+    CommandResult,
+    KernelProcess,
+    Sandbox,
+    SandboxConfig,
+    SandboxDescription,
+    Usage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +91,8 @@ def create_sandbox(config: SandboxConfig, label: str = "task") -> Sandbox:
 
 __all__ = [
     "SANDBOXES",
+    "BuildReport",
+    "BuildRequest",
     "CommandResult",
     "KernelProcess",
     "Sandbox",

@@ -185,6 +185,33 @@ class SandboxDescription(BaseModel):
     package_cache: dict[str, Any] | None = Field(None, description="The package cache tasks install through, if any")
 
 
+class BuildRequest(BaseModel):
+    """What ``super-bench sandbox build`` asks a backend to build: the package list, and the options of the
+    command line that were given (a backend's ``build_options`` names those it takes)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    requirements: Path = Field(description="The package list to install")
+    python: str | None = Field(None, description="Interpreter to build from: a path or a command on PATH")
+    pip_args: tuple[str, ...] = Field((), description="Extra arguments for pip")
+    engine: str | None = Field(None, description="Container engine")
+    tag: str | None = Field(None, description="Tag of the image built")
+    base_image: str | None = Field(None, description="Image to build over")
+    kernel_only: bool = Field(False, description="Build only the kernel's layer")
+    ca_bundle: Path | None = Field(None, description="A CA bundle for the build's downloads")
+
+
+class BuildReport(BaseModel):
+    """What a backend's build made: one line to say so, and what the user should know of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    built: str = Field(description="What was built, and what now uses it (one line)")
+    notes: tuple[tuple[str, str], ...] = Field(
+        (), description="(heading, text) pairs: what was left out, or differs from the paper's environment"
+    )
+
+
 class CommandResult(BaseModel):
     """A command run inside a sandbox."""
 
@@ -280,6 +307,10 @@ class Sandbox(ABC):
         self._disk_passed: int | None = None  # bytes found in the task directory past its disk limit
         self._wall_clock: threading.Timer | None = None
 
+    # Whether agent code is confined (its own view of the files, its own namespaces): where it is not, code from
+    # elsewhere (a run directory's replays) runs only when the user names this backend.
+    isolates: ClassVar[bool] = False
+
     @classmethod  # noqa: B027 (not abstract: most backends can always run)
     def check(cls, config: SandboxConfig) -> None:
         """Raise ``SandboxError``, saying what to install or start, if this backend cannot run here."""
@@ -297,6 +328,21 @@ class Sandbox(ABC):
         return SandboxDescription(
             backend=cls.name, environment=summary, task_environment={"kind": cls.name, "summary": summary}
         )
+
+    @classmethod
+    def check_lines(cls, config: SandboxConfig) -> list[str]:
+        """Lines ``super-bench sandbox check`` prints of this backend below its table (privileges, engine,
+        how limits are enforced); lines several backends give are printed once. Never raises."""
+        return []
+
+    # The fields of ``BuildRequest`` this backend's ``build`` takes (``requirements`` is always given).
+    build_options: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def build(cls, request: BuildRequest, echo: Callable[[str], None]) -> BuildReport:
+        """Build, once, what this backend's tasks run in (``super-bench sandbox build --backend NAME``);
+        ``echo`` shows progress. Raises ``SandboxError`` where the build cannot be done."""
+        raise SandboxError(f"the {cls.name} sandbox has nothing to build: it runs tasks in what it finds")
 
     @property
     @abstractmethod

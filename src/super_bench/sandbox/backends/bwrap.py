@@ -150,6 +150,7 @@ def _can_size_tmpfs() -> bool:
 
 class BwrapSandbox(HostSandbox):
     name = "bwrap"
+    isolates: ClassVar[bool] = True
     wrapped_kernel: ClassVar[bool] = True
     sockets_inside: ClassVar[str | None] = SOCKETS_INSIDE
 
@@ -166,6 +167,10 @@ class BwrapSandbox(HostSandbox):
             raise SandboxError(problem)
         if cls.agent_is_another_user():  # who must be able to read the mirrors (each one's files: mirrors.preflight)
             check_readable_by_all(config)
+
+    @classmethod
+    def check_lines(cls, config: SandboxConfig) -> list[str]:
+        return [f"bwrap privileges: {privilege_summary()}", *super().check_lines(config)]
 
     @classmethod
     def agent_is_another_user(cls) -> bool:

@@ -18,12 +18,22 @@ import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
-from super_bench.sandbox.backends.container_image import CA_BUNDLE_INSIDE, IMAGE_KERNEL_BOOT, default_image, image_info
+from super_bench.sandbox.backends.container_image import (
+    CA_BUNDLE_INSIDE,
+    DEFAULT_IMAGE,
+    IMAGE_KERNEL_BOOT,
+    build_images,
+    default_image,
+    host_ca_bundle,
+    image_info,
+)
 from super_bench.sandbox.base import (
+    BuildReport,
+    BuildRequest,
     CommandResult,
     KernelLaunch,
     KernelProcess,
@@ -71,6 +81,7 @@ os.execvp(sys.argv[3], sys.argv[3:])
 
 class DockerSandbox(Sandbox):
     name = "docker"
+    isolates: ClassVar[bool] = True
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         super().__init__(config, label)
@@ -91,6 +102,29 @@ class DockerSandbox(Sandbox):
             # What the agent installs goes to the container's own layer, which the task directory's limit misses.
             raise SandboxError("--disk-limit is enforced by the local and bwrap sandboxes, not by docker")
         cls.engine_for(config)
+
+    @classmethod
+    def check_lines(cls, config: SandboxConfig) -> list[str]:
+        return [f"--sandbox docker uses: {describe_engine(config)}", f"--memory-limit in docker: {MEMORY_MECHANISM}"]
+
+    # The task image over a Debian-like base image (SUPER's packages), or only its kernel layer.
+    build_options: ClassVar[frozenset[str]] = frozenset({"engine", "tag", "base_image", "kernel_only", "ca_bundle"})
+
+    @classmethod
+    def build(cls, request: BuildRequest, echo: Callable[[str], None]) -> BuildReport:
+        info = build_images(
+            request.base_image or "debian:bookworm-slim",
+            engine_name=request.engine,
+            tag=request.tag or DEFAULT_IMAGE,
+            requirements=request.requirements,
+            kernel_only=request.kernel_only,
+            ca_bundle=request.ca_bundle or host_ca_bundle(),
+            echo=echo,
+        )
+        return BuildReport(
+            built=f"{info.summary}; run tasks in it with --sandbox docker.",
+            notes=tuple(("Differs from the paper's environment:", difference) for difference in info.differences),
+        )
 
     @staticmethod
     def engine_for(config: SandboxConfig) -> tuple[Engine, str]:

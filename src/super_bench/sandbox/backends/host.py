@@ -29,6 +29,8 @@ from typing import Any, ClassVar
 
 from super_bench.errors import SandboxError, SuperBenchError
 from super_bench.sandbox.base import (
+    BuildReport,
+    BuildRequest,
     CommandResult,
     KernelLaunch,
     PopenKernelProcess,
@@ -48,11 +50,13 @@ from super_bench.sandbox.lifetime.programs import agent_env_prefix, helper_envir
 from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
 from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, disk_mechanism
+from super_bench.sandbox.limits.disk import describe as describe_disk
 from super_bench.sandbox.limits.memory import MemoryCgroup, memory_mechanism
+from super_bench.sandbox.limits.memory import describe as describe_memory
 from super_bench.sandbox.mirrors.serving import check_task_pip, mirror_environ
 from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, known_upstreams, package_cache_dir
 from super_bench.sandbox.pyenv.report import describe_task_environment
-from super_bench.sandbox.pyenv.super_base import task_base
+from super_bench.sandbox.pyenv.super_base import build_base_env, task_base
 from super_bench.sandbox.pyenv.task_env import BasePython, create_task_env, packages_of
 
 log = logging.getLogger(__name__)
@@ -72,6 +76,27 @@ class HostSandbox(Sandbox):
             memory_mechanism(config.memory_enforcement)
         if config.disk_limit is not None:
             disk_mechanism(config.disk_enforcement)
+
+    @classmethod
+    def check_lines(cls, config: SandboxConfig) -> list[str]:
+        return [
+            f"--memory-limit is enforced by: {describe_memory(memory_mechanism())}",
+            f"--disk-limit is enforced by: {describe_disk(disk_mechanism())}",
+        ]
+
+    # The base environment task environments are layered over, from an interpreter of this machine.
+    build_options: ClassVar[frozenset[str]] = frozenset({"python", "pip_args"})
+
+    @classmethod
+    def build(cls, request: BuildRequest, echo: Callable[[str], None]) -> BuildReport:
+        record = build_base_env(request.python, request.requirements, request.pip_args, echo=echo)
+        return BuildReport(
+            built=f"SUPER's task environment (Python {record.version}); task environments now use it.",
+            notes=(
+                *(("Left out", f"{entry}: {why}") for entry, why in record.skipped.items()),
+                *(("Note:", note) for note in record.notes),
+            ),
+        )
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         super().__init__(config, label)

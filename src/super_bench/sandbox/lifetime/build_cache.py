@@ -1,5 +1,6 @@
 """Where super-bench keeps what it builds once and reuses: kernel environments, the default task packages,
-the base environment of ``super-bench sandbox build``."""
+the base environment of ``super-bench sandbox build``; and how anything is built once (``build_into``, which the
+package store's unpacked wheels use too)."""
 
 from __future__ import annotations
 
@@ -13,36 +14,8 @@ from pathlib import Path
 
 from super_bench._paths import cache_dir
 
-_COMPLETE = ".complete"
-
-
-def build_once(kind: str, key: object, fill: Callable[[Path], None]) -> Path:
-    """``<cache>/<kind>/<digest of key>``, made by ``fill`` in a temporary directory beside it and renamed
-    into place, so that concurrent builders never see half of one; the first to finish wins. Made
-    readable by every user (sandboxes run agent code as users of their own)."""
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    target = cache_dir() / kind / digest
-    if (target / _COMPLETE).is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=target.parent))
-    try:
-        fill(building)
-        (building / _COMPLETE).write_text(json.dumps(key, default=str) + "\n")
-        readable_by_all(building)
-        try:
-            os.rename(building, target)
-        except OSError:
-            if not (target / _COMPLETE).is_file():
-                raise
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
-    return target
-
-
-def is_built(path: Path) -> bool:
-    """Whether ``path`` is a finished build of ``build_once``."""
-    return (path / _COMPLETE).is_file()
+# The file that marks a build finished (folders built before keep theirs: the name does not change).
+DONE_MARKER = ".complete"
 
 
 def readable_by_all(root: Path) -> None:
@@ -54,4 +27,40 @@ def readable_by_all(root: Path) -> None:
             os.chmod(path, 0o755 if os.stat(path).st_mode & 0o100 else 0o644)
 
 
-__all__ = ["build_once", "cache_dir", "is_built", "readable_by_all"]
+def build_once(kind: str, key: object, fill: Callable[[Path], None]) -> Path:
+    """``<cache>/<kind>/<digest of key>``, made once by ``fill`` (see ``build_into``; its marker records the
+    key). Made readable by every user (sandboxes run agent code as users of their own)."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return build_into(cache_dir() / kind / digest, fill, marker=json.dumps(key, default=str) + "\n")
+
+
+def build_into(
+    target: Path, fill: Callable[[Path], None], *, marker: str = "", finish: Callable[[Path], None] = readable_by_all
+) -> Path:
+    """``target``, unless it is built already: made by ``fill`` in a temporary directory beside it, marked
+    finished (a marker file holding ``marker``), given its modes by ``finish``, and renamed into place, so
+    that concurrent builders (threads, runs, Ray workers) never see half of one; the first to finish wins."""
+    if is_built(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{target.name[:16]}-", dir=target.parent))
+    try:
+        fill(building)
+        (building / DONE_MARKER).write_text(marker)
+        finish(building)
+        try:
+            os.rename(building, target)
+        except OSError:  # another builder finished first (the target is a directory that is not empty)
+            if not is_built(target):
+                raise
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return target
+
+
+def is_built(path: Path) -> bool:
+    """Whether ``path`` is a finished build of ``build_into`` (or ``build_once``)."""
+    return (path / DONE_MARKER).is_file()
+
+
+__all__ = ["DONE_MARKER", "build_into", "build_once", "cache_dir", "is_built", "readable_by_all"]

@@ -10,6 +10,7 @@ download, which stops, bounded in size and time, when the last of them is gone.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import secrets
@@ -23,10 +24,10 @@ from contextlib import closing
 from pathlib import Path, PurePosixPath
 
 from super_bench.errors import PackageRequestRefused, SandboxError
+from super_bench.sandbox.lifetime.build_cache import DONE_MARKER, build_into, is_built
 from super_bench.sandbox.packages.sources import Limits, Response, read_bounded
 
 CHUNK = 1 << 20
-_DONE = ".complete"
 
 
 class Download:
@@ -142,26 +143,12 @@ class PackageStore:
         """The stored wheel ``sha256`` unpacked once: files read-only (executable where the wheel says),
         directories readable by all; only a wheel's importable files (not its .dist-info or .data)."""
         target = self.directory / "unpacked" / sha256
-        if (target / _DONE).is_file():
+        if is_built(target):
             return target
         with self._lock:
             lock = self._unpacking.setdefault(sha256, threading.Lock())
-        with lock:
-            if (target / _DONE).is_file():
-                return target
-            building = Path(tempfile.mkdtemp(prefix=f".{sha256[:16]}-", dir=target.parent))
-            try:
-                self._unpack(sha256, building)
-                (building / _DONE).write_text("")
-                building.chmod(0o755)
-                try:
-                    os.rename(building, target)
-                except OSError:
-                    if not (target / _DONE).is_file():
-                        raise
-            finally:
-                shutil.rmtree(building, ignore_errors=True)
-        return target
+        with lock:  # one unpacking per wheel in this process; build_into keeps processes apart
+            return build_into(target, functools.partial(self._unpack, sha256), finish=_readable_directory)
 
     def _unpack(self, sha256: str, into: Path) -> None:
         for _ in self.stored(sha256):  # checks the file's hash before trusting what it holds
@@ -211,7 +198,7 @@ class PackageStore:
                     os.mkdir(path, 0o755, dir_fd=fd)  # in directories only this process can write yet
                     made.append(path)
                 for child in filenames:
-                    if child == _DONE and relative == ".":
+                    if child == DONE_MARKER and relative == ".":
                         continue
                     try:
                         os.link(os.path.join(dirpath, child), os.path.join(relative, child), dst_dir_fd=fd)
@@ -228,3 +215,9 @@ class PackageStore:
 def linkable(record_path: str) -> bool:
     """Whether a wheel's file can be a link: not in its ``.dist-info`` or ``.data`` (pip rewrites those)."""
     return not record_path.split("/", 1)[0].endswith((".dist-info", ".data"))
+
+
+def _readable_directory(unpacked: Path) -> None:
+    """An unpacked wheel's top directory readable by all (``mkdtemp`` makes it its owner's only); its files
+    keep the read-only modes ``_unpack`` gave them."""
+    unpacked.chmod(0o755)
