@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import date, datetime
 from pathlib import Path
 
 import click
@@ -66,6 +67,22 @@ def sandbox_group() -> None:
     help="docker: a CA bundle mounted read-only into the build's downloads. [default: the one pip here uses "
     "(PIP_CERT, or pip's cert setting), where one is set]",
 )
+@click.option(
+    "--packages-as-of",
+    metavar="DATE",
+    help="Install the packages as they were on DATE (2024-03-01: uploaded by the end of that day, UTC; or a "
+    "date and time), as `run --packages-as-of` does for what tasks install; recorded in every run's "
+    "task_environment. [default: today's]",
+)
+@click.option(
+    "--torch",
+    type=click.Choice(["pypi", "cpu"]),
+    default="pypi",
+    show_default=True,
+    help="Where torch comes from: pypi, as in the paper's environment (a build with CUDA libraries, GBs), or cpu, "
+    "the PyTorch CPU index (download.pytorch.org/whl/cpu), for torch packages only; where that index is "
+    "unreachable, PyPI's, and the build says so.",
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before downloading (asked only at a terminal).")
 def build_command(
     backend: str,
@@ -77,6 +94,8 @@ def build_command(
     base_image: str | None,
     kernel_only: bool,
     ca_bundle: Path | None,
+    packages_as_of: str | None,
+    torch: str,
     yes: bool,
 ) -> None:
     """Build SUPER's task environment, once: the Docker image, or the base virtual environment.
@@ -87,8 +106,10 @@ def build_command(
     list that cannot be had here are reported and left out; runs record how the environment
     differs from the paper's.
     """
+    from super_bench.sandbox.pyenv.base_install import TorchSource
     from super_bench.sandbox.pyenv.super_base import BUILD_COST, COLAB_REQUIREMENTS, build_base_env
 
+    as_of = _as_of(packages_as_of)
     if not kernel_only:  # the kernel layer alone is small
         cost = BUILD_COST if requirements is None else f"the packages of {requirements} to download"
         console.print(f"Building SUPER's task environment: {cost}. The bundled demo tasks do not need it.")
@@ -96,8 +117,11 @@ def build_command(
             click.confirm("Go on?", abort=True)
     requirements = requirements or COLAB_REQUIREMENTS
     if backend == "docker":
-        if python is not None or pip_args:
-            raise click.UsageError("--python and --pip-arg apply to the base environment, not to the docker image")
+        if python is not None or pip_args or as_of is not None or torch != "pypi":
+            raise click.UsageError(
+                "--python, --pip-arg, --packages-as-of and --torch apply to the base environment, "
+                "not to the docker image"
+            )
         from super_bench.sandbox.backends.container_image import DEFAULT_IMAGE, build_images, host_ca_bundle
 
         info = build_images(
@@ -115,8 +139,10 @@ def build_command(
         return
     if engine or tag or base_image or kernel_only or ca_bundle:
         raise click.UsageError("--engine, --tag, --base-image, --kernel-only and --ca-bundle apply to --backend docker")
-    record = build_base_env(python, requirements, pip_args, echo=console.print)
-    console.print(f"Built SUPER's task environment (Python {record.version}); task environments now use it.")
+    source: TorchSource = "cpu" if torch == "cpu" else "pypi"
+    record = build_base_env(python, requirements, pip_args, echo=console.print, packages_as_of=as_of, torch=source)
+    dated = f", packages as of {record.packages_as_of}" if record.packages_as_of else ""
+    console.print(f"Built SUPER's task environment (Python {record.version}{dated}); task environments now use it.")
     for entry, why in record.skipped.items():
         console.print(f"[yellow]Left out[/] {entry}: {why}")
     for note in record.notes:
@@ -173,3 +199,15 @@ def check_command(conformance: str | None) -> None:
     from super_bench.sandbox import describe_backend
 
     console.print(f"Task environment: {describe_backend(config).environment}")
+
+
+def _as_of(value: str | None) -> date | datetime | None:
+    """``--packages-as-of``, read as ``run`` reads it; a bad date is a usage error naming the option."""
+    if value is None:
+        return None
+    from super_bench.sandbox.mirrors.settings import read_packages_as_of
+
+    try:
+        return read_packages_as_of(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--packages-as-of") from None
