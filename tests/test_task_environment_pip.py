@@ -1,10 +1,12 @@
 """Every run's ``task_environment`` records the pip that tasks run (``pip --version`` inside a task environment):
-the paper's 24.0 over the default base, and another version, with a note, where the base holds another."""
+the paper's 24.0 over the default base and over the one ``sandbox build`` makes (which installs the list with a
+newer pip, then ends with 24.0), and another version, with a note, where the base holds another."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -14,8 +16,8 @@ from super_bench import EnvConfig, RunConfig, SandboxConfig
 from super_bench.runner.manifest import add_task_environment
 from super_bench.runner.records import RunManifest
 from super_bench.runner.rundir import RunDir
-from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP, paper_pip_wheel
-from super_bench.sandbox.pyenv.super_base import task_base
+from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP, install_papers_pip, paper_pip_wheel
+from super_bench.sandbox.pyenv.super_base import BUILT_MARKER, BaseEnvRecord, task_base
 from super_bench.sandbox.pyenv.task_env import create_task_env
 
 
@@ -56,3 +58,19 @@ def test_another_pip_in_the_base_shows_in_the_record(tmp_path: Path, monkeypatch
     recorded = _recorded(tmp_path, sandbox)
     assert recorded["kind"] == "custom" and recorded["pip"] == version("pip") == _task_pip(tmp_path, sandbox)
     assert f"pip {version('pip')}, not {PAPER_PIP} as in the paper's environment" in recorded["notes"]  # type: ignore[operator]
+
+
+def test_the_built_base_ends_with_the_papers_pip_and_records_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if paper_pip_wheel() is None:
+        pytest.skip(f"pip {PAPER_PIP} could not be fetched here")
+    base = tmp_path / "base-env"
+    python = venv_with_this_pip(base)  # the newer pip that installs the list (upload-time filter)
+    assert install_papers_pip(python) is None
+    record = BaseEnvRecord(python=python, version="3.11.7", requirements="r.txt", built_at=datetime.now(timezone.utc))
+    (base / BUILT_MARKER).write_text(record.model_dump_json())
+    monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(base))
+    sandbox = SandboxConfig(backend="local")
+    recorded = _recorded(tmp_path, sandbox)
+    assert recorded["kind"] == "built" and recorded["pip"] == PAPER_PIP == _task_pip(tmp_path, sandbox)

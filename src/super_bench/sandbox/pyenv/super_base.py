@@ -30,6 +30,7 @@ from super_bench.sandbox.pyenv.base_install import (
     torch_notes,
     without_pytorch_indexes,
 )
+from super_bench.sandbox.pyenv.paper_pip import install_papers_pip
 from super_bench.sandbox.pyenv.task_env import BasePython, default_base, from_interpreter
 
 COLAB_REQUIREMENTS = Path(__file__).resolve().parents[1] / "data" / "task-requirements.txt"
@@ -174,6 +175,12 @@ def build_base_env(
     skipped = install_list(env_python, options, entries, pip_args, torch=torch, cutoff=cutoff, echo=echo)
     if skipped is None:
         raise SandboxError(f"installing {requirements} into {target} failed (pip's output is above)")
+    # Tasks get the paper's pip, as over the default base; --packages-as-of holds for them through the package
+    # cache, which applies the date itself.
+    pip_note = install_papers_pip(env_python)
+    if pip_note is not None:
+        notes.append(pip_note)
+        echo(pip_note)
     kernel_env(env_python, ".".join(version.split(".")[:2]))
     record = BaseEnvRecord(
         python=interpreter,
