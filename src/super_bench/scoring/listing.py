@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 from functools import lru_cache
 
 from super_bench import shell
@@ -57,6 +58,8 @@ _GREP_RECURSIVE = frozenset({"-r", "-R", "--recursive", "--dereference-recursive
 _SED_QUIET = frozenset({"-n", "--quiet", "--silent"})
 _SED_VALUES = frozenset({"-e", "-f", "-l", "--expression", "--file", "--line-length"})
 _READS = frozenset({"read", "readlines", "read_text"})
+# A word every listing cell holds: what rules a cell out without reading it as Python.
+_LISTER_WORD = re.compile(r"\b(?:cat|head|tail|less|more|nl|e?grep|fgrep|sed|pycat|read|readlines|read_text)\b")
 
 
 def is_source_file(path: str) -> bool:
@@ -70,6 +73,8 @@ def is_source_file(path: str) -> bool:
 @lru_cache(maxsize=4096)
 def prints_source(cell: str) -> bool:
     """Whether a cell only prints files of source code or configuration (the module's rules)."""
+    if _LISTER_WORD.search(cell) is None:
+        return False  # most cells: no listing program nor file read named, so no parse
     tree = shell.python_tree(cell)
     if tree is None or not tree.body:
         return False
