@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from tests.sandboxes import tiny_wheel
@@ -94,7 +95,7 @@ def package_index(
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             requested.append(self.path)
-            parts = [p for p in self.path.split("?")[0].split("/") if p]
+            parts = [unquote(p) for p in self.path.split("?")[0].split("/") if p]
             if len(parts) == 2 and parts[0] == "simple" and parts[1] in packages:
                 files = [
                     {

@@ -8,9 +8,11 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import zipfile
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -53,15 +55,20 @@ def tiny_wheel(
     *,
     module: str | None = None,
     padding: int = 0,
+    requires: tuple[str, ...] = (),
 ) -> Path:
     """A minimal pure-Python wheel, built by hand so that tests need no network: distribution ``name`` at
     ``version``, whose package ``module`` (default: ``name``) holds ``VALUE`` and ``__version__`` only, and
-    with ``padding``, a data file of that many random bytes (stored as they are, to make a wheel that big)."""
+    with ``padding``, a data file of that many random bytes (stored as they are, to make a wheel that big);
+    ``requires``: its dependencies (``Requires-Dist``)."""
     module = module or name
     info = f"{name}-{version}.dist-info"
     files: dict[str, bytes] = {
         f"{module}/__init__.py": f"VALUE = {value}\n__version__ = {version!r}\n".encode(),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/METADATA": (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            + "".join(f"Requires-Dist: {r}\n" for r in requires)
+        ).encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     if padding:
@@ -108,3 +115,18 @@ def start_run(tmp_path: Path, backend: str, actions: list[dict[str, str]], *extr
 def parent_pid(pid: int) -> int:
     """The parent of process ``pid``, from /proc."""
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def venv_with_this_pip(path: Path) -> str:
+    """A virtual environment holding this pip (new enough for the upload-time filter), made offline."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    python = path / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True
+    )
+    target = Path(site.stdout.strip())
+    pip = metadata.distribution("pip")
+    shutil.copytree(Path(str(pip.locate_file("pip"))), target / "pip")
+    info = next(p for p in Path(str(pip.locate_file(""))).glob(f"pip-{pip.version}.dist-info"))
+    shutil.copytree(info, target / info.name)
+    return str(python)

@@ -72,6 +72,7 @@ def test_paraphrase_nli_zeros_shown_only_by_a_path_or_a_hyper_parameter_are_unob
         "--lr 0.8",
         "learning_rate=0.8",
         "'weight_decay': 0.8,",
+        "|learning_rate                 |0.8                       |",  # a logged table of arguments
         "/data/runs/lr0.8/ckpt-0.8/model.bin",
     ],
 )

@@ -1,7 +1,8 @@
 """Reading the shell commands a notebook cell runs: one parser for construction and scoring.
 
 ``shell_commands`` finds the command lines of a cell (``!cmd`` lines, ``%%bash`` cells, ``%run``,
-``os.system`` and ``subprocess`` calls with literal commands); ``simple_commands`` cuts a command line
+``os.system`` and ``subprocess`` calls with literal commands), from the cell as Python (``python_tree``);
+``simple_commands`` cuts a command line
 into simple commands (``a && b | c`` is three), with the standard library's shell lexer; ``program``
 skips what runs a program without being it (``FOO=1 nohup timeout 600 python x.py`` runs ``python``).
 """
@@ -90,6 +91,16 @@ def _transformer() -> Any:
     return TransformerManager()
 
 
+def python_tree(cell: str) -> ast.Module | None:
+    """A notebook cell as the Python it runs (``!cmd`` becomes ``get_ipython().system('cmd')``, a ``%magic``
+    ``get_ipython().run_line_magic(...)``), parsed; None where it is no Python."""
+    try:
+        source: str = _transformer().transform_cell(cell)
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
 def shell_commands(cell: str) -> list[str]:
     """The shell command lines a notebook cell runs, as far as they are literal in its text."""
     stripped = cell.lstrip()
@@ -99,9 +110,8 @@ def shell_commands(cell: str) -> list[str]:
         if magic and (magic[0] in _SHELL_MAGICS or (magic[0] == "script" and magic[1:2] in (["bash"], ["sh"]))):
             return [body]
         return []
-    try:
-        tree = ast.parse(_transformer().transform_cell(cell))
-    except (SyntaxError, ValueError):
+    tree = python_tree(cell)
+    if tree is None:
         return []
     commands: list[str] = []
     for node in ast.walk(tree):

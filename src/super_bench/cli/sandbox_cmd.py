@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ _BUILD_FLAGS = {
     "base_image": "--base-image",
     "kernel_only": "--kernel-only",
     "ca_bundle": "--ca-bundle",
+    "packages_as_of": "--packages-as-of",
+    "torch": "--torch",
 }
 
 
@@ -81,6 +84,20 @@ _BUILD_FLAGS = {
     help="docker: a CA bundle mounted read-only into the build's downloads. [default: the one pip here uses "
     "(PIP_CERT, or pip's cert setting), where one is set]",
 )
+@click.option(
+    "--packages-as-of",
+    metavar="DATE",
+    help="Install the packages as they were on DATE (2024-03-01: uploaded by the end of that day, UTC; or a "
+    "date and time), as `run --packages-as-of` does for what tasks install; recorded in every run's "
+    "task_environment. [default: today's]",
+)
+@click.option(
+    "--torch",
+    type=click.Choice(["pypi", "cpu"]),
+    help="Where torch comes from: pypi, as in the paper's environment (a build with CUDA libraries, GBs), or cpu, "
+    "the PyTorch CPU index (download.pytorch.org/whl/cpu), for torch packages only; where that index is "
+    "unreachable, PyPI's, and the build says so. [default: pypi]",
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before downloading (asked only at a terminal).")
 def build_command(
     backend: str,
@@ -92,6 +109,8 @@ def build_command(
     base_image: str | None,
     kernel_only: bool,
     ca_bundle: Path | None,
+    packages_as_of: str | None,
+    torch: str | None,
     yes: bool,
 ) -> None:
     """Build SUPER's task environment, once: the Docker image, or the base virtual environment.
@@ -109,6 +128,7 @@ def build_command(
     cls = SANDBOXES.get(name)
     options: dict[str, Any] = {"python": python, "pip_args": pip_args, "engine": engine, "tag": tag}
     options |= {"base_image": base_image, "kernel_only": kernel_only, "ca_bundle": ca_bundle}
+    options |= {"packages_as_of": _as_of(packages_as_of), "torch": torch}
     given = {field: value for field, value in options.items() if value}
     if not_taken := [_BUILD_FLAGS[field] for field in given if field not in cls.build_options]:
         raise click.UsageError(f"the {name} sandbox's build takes no {', '.join(not_taken)}")
@@ -169,3 +189,15 @@ def check_command(conformance: str | None) -> None:
     for line in lines:
         console.print(escape(line))
     console.print(f"Task environment: {escape(describe_backend(config).environment)}")
+
+
+def _as_of(value: str | None) -> date | datetime | None:
+    """``--packages-as-of``, read as ``run`` reads it; a bad date is a usage error naming the option."""
+    if value is None:
+        return None
+    from super_bench.sandbox.mirrors.settings import read_packages_as_of
+
+    try:
+        return read_packages_as_of(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--packages-as-of") from None

@@ -20,9 +20,10 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -199,6 +200,8 @@ class BuildRequest(BaseModel):
     base_image: str | None = Field(None, description="Image to build over")
     kernel_only: bool = Field(False, description="Build only the kernel's layer")
     ca_bundle: Path | None = Field(None, description="A CA bundle for the build's downloads")
+    packages_as_of: date | datetime | None = Field(None, description="Install the packages as they were then")
+    torch: Literal["pypi", "cpu"] | None = Field(None, description="Where torch comes from (default: pypi)")
 
 
 class BuildReport(BaseModel):

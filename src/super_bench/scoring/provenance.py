@@ -18,10 +18,11 @@ Only the output of the agent's cells counts (``execute``, and ``continue_wait``/
 cell it started), not what the harness wrote for it (an edit's report, an invalid action's message)
 and not a pre-executed cell's (a Masked task's given cells: not the agent's work; such a sighting is
 noted as ``pre_executed_step``, and an answer whose values were all shown, some only by given cells, is
-``given``: neither observed nor unobserved). A number the agent's own code spelled out as a non-integer literal
-(``print(7.4031)``, an edited file) before any output showed it no longer counts from that step on:
-the output only echoes what the agent typed (``typed_step``). docs/verification.md has the rules
-and their limits.
+``given``: neither observed nor unobserved), and not a cell that only prints files of source code or
+configuration (``listing``: ``!cat train.py`` shows what the code would do, not a result). A number the
+agent's own code spelled out as a non-integer literal (``print(7.4031)``, an edited file) before any output
+showed it no longer counts from that step on: the output only echoes what the agent typed (``typed_step``).
+docs/verification.md has the rules and their limits.
 
 The search itself (how a text shows a value, and how a trajectory's texts are searched at once) is in
 ``shown``.
@@ -36,6 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from super_bench.scoring.listing import prints_source
 from super_bench.scoring.shown import Finder, Number, finder_for
 from super_bench.scoring.submission import utf8_text
 from super_bench.scoring.texts import Chunks, outputs
@@ -127,7 +129,11 @@ def trace_answer(submission: Any, steps: Sequence[Step], shown: Chunks | None = 
             continue
         # Given cells, looked at only for the values the agent's output never showed.
         if given is None:
-            cells = [s for s in steps if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid"]
+            cells = [
+                s
+                for s in steps
+                if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid" and _not_listing(s)
+            ]
             given = Chunks(cells, outputs)
         hit = _first(finder, given, _anything)
         where = {"pre_executed_step": hit[0].index, "offset": hit[1], "text": hit[2]} if hit is not None else {}
@@ -137,7 +143,13 @@ def trace_answer(submission: Any, steps: Sequence[Step], shown: Chunks | None = 
 
 def _shows(step: Step) -> bool:
     """An agent's cell whose output counts."""
-    return step.action.type in _SHOWN_BY and not step.pre_executed and step.outcome != "invalid"
+    return step.action.type in _SHOWN_BY and not step.pre_executed and step.outcome != "invalid" and _not_listing(step)
+
+
+def _not_listing(step: Step) -> bool:
+    """Not a cell that only prints files of source code or configuration (``listing``): no evidence of a result."""
+    content = step.action.content
+    return not (step.action.type == "execute" and isinstance(content, str) and prints_source(content))
 
 
 def _typed_by_agent(step: Step) -> bool:

@@ -79,7 +79,7 @@ _PROGRESS_LINE = re.compile(r"[0-9]%\s?\||━|█|[0-9.]\s?(?:it/s|s/it|[kMG]?B/
 _HYPER = re.compile(
     r"(?:\b|_)(?:lr|learning[_ -]?rate|weight[_ -]?decay|warm[_ -]?up\w*|dropout|adam\w*|eps(?:ilon)?|momentum|"
     r"seed|batch[_ -]?size|max[_ -]?(?:len\w*|seq\w*|steps|grad\w*)|grad\w*clip\w*|num[_ -]?epochs|epochs|"
-    r"label[_ -]?smoothing|temperature|top[_ -]?[pk])['\"]?\s*[:=]?\s*['\"]?\Z",
+    r"label[_ -]?smoothing|temperature|top[_ -]?[pk])['\"]?\s*[:=|]?\s*['\"]?\Z",
     re.IGNORECASE,
 )
 # pip's lines about packages (``Requirement already satisfied: tokenizers<0.20,>=0.19``): versions, not results.

@@ -85,13 +85,21 @@ class HostSandbox(Sandbox):
         ]
 
     # The base environment task environments are layered over, from an interpreter of this machine.
-    build_options: ClassVar[frozenset[str]] = frozenset({"python", "pip_args"})
+    build_options: ClassVar[frozenset[str]] = frozenset({"python", "pip_args", "packages_as_of", "torch"})
 
     @classmethod
     def build(cls, request: BuildRequest, echo: Callable[[str], None]) -> BuildReport:
-        record = build_base_env(request.python, request.requirements, request.pip_args, echo=echo)
+        record = build_base_env(
+            request.python,
+            request.requirements,
+            request.pip_args,
+            echo=echo,
+            packages_as_of=request.packages_as_of,
+            torch=request.torch or "pypi",
+        )
+        dated = f", packages as of {record.packages_as_of}" if record.packages_as_of else ""
         return BuildReport(
-            built=f"SUPER's task environment (Python {record.version}); task environments now use it.",
+            built=f"SUPER's task environment (Python {record.version}{dated}); task environments now use it.",
             notes=(
                 *(("Left out", f"{entry}: {why}") for entry, why in record.skipped.items()),
                 *(("Note:", note) for note in record.notes),

@@ -27,7 +27,7 @@ import tempfile
 import threading
 import urllib.parse
 from collections.abc import Callable
-from datetime import datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,9 +145,11 @@ def git_config_dir() -> Path:
 def upload_cutoff(config: SandboxConfig) -> datetime | None:
     """The moment before which packages must have been uploaded: the end of the ``packages_as_of``
     day (UTC) for a date, the moment itself for a date and time."""
-    value = config.packages_as_of
-    if value is None:
-        return None
+    return None if config.packages_as_of is None else cutoff_of(config.packages_as_of)
+
+
+def cutoff_of(value: date | datetime) -> datetime:
+    """The end of ``value``'s day (UTC) for a date; the moment itself for a date and time (UTC if naive)."""
     if isinstance(value, datetime):
         return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
     return datetime.combine(value + timedelta(days=1), time(), tzinfo=timezone.utc)

@@ -68,8 +68,11 @@ def _index(value: str | None) -> str | None:
 
 
 def _as_of(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
+    return read_packages_as_of(value) if isinstance(value, str) else value
+
+
+def read_packages_as_of(value: str) -> date | datetime:
+    """A date (``2024-03-01``) or a date and time (``2024-03-01T12:00:00Z``); ValueError saying how to write it."""
     text = value.strip()
     try:
         # fromisoformat reads a trailing Z only from Python 3.11 on.

@@ -3,8 +3,9 @@ rejects old metadata that 24.0 accepted, and then falls back to older releases w
 
 The default base gets pip 24.0, fetched once as a wheel with the harness's own pip (from its configured
 indexes) and kept in the cache directory; where it cannot be had (offline, no index), the harness's own pip,
-and the run's ``task_environment`` record says which. ``--packages-as-of`` does not need pip's own date
-filter: the package cache applies it (``proxy``).
+and the run's ``task_environment`` record says which. ``sandbox build`` ends its base with it too
+(``install_papers_pip``), after a newer pip installed the package list. ``--packages-as-of`` does not need
+pip's own date filter: the package cache applies it (``proxy``).
 """
 
 from __future__ import annotations
@@ -55,3 +56,17 @@ def unpack_wheel(wheel: Path, directory: Path) -> None:
             if name.startswith("/") or ".." in name.split("/"):
                 raise ValueError(f"{wheel} names a file outside itself: {name}")
         archive.extractall(directory)
+
+
+def install_papers_pip(python: str) -> str | None:
+    """Make pip 24.0 the pip of ``python``'s environment (from the cached wheel, no index asked); a note
+    saying why not where it cannot be."""
+    wheel = paper_pip_wheel()
+    if wheel is None:
+        return f"pip {PAPER_PIP} could not be fetched: the base keeps the pip that installed its packages"
+    command = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--no-index"]
+    proc = subprocess.run([*command, str(wheel)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        return f"pip {PAPER_PIP} could not be installed in the base ({why}): it keeps the one that installed the list"
+    return None

@@ -49,6 +49,10 @@ class TaskEnvironmentInfo(BaseModel):
     other_versions: dict[str, str] = Field(
         default_factory=dict, description="Packages in it at another version than the paper's environment had"
     )
+    packages_as_of: str | None = Field(
+        None, description="The date `sandbox build --packages-as-of` installed the base's packages as of"
+    )
+    torch: str | None = Field(None, description="Where the built base's torch came from: pypi or cpu (`--torch`)")
     notes: list[str] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
@@ -64,7 +68,9 @@ class TaskEnvironmentInfo(BaseModel):
             )
         else:
             label = "SUPER's, built by `super-bench sandbox build`" if self.kind == "built" else "--task-python's"
-            head = f"{label} (Python {self.python})"
+            dated = f", packages as of {self.packages_as_of}" if self.packages_as_of else ""
+            cpu = ", CPU-only torch" if self.torch == "cpu" else ""
+            head = f"{label} (Python {self.python}{dated}{cpu})"
             differences = []
             if not self.python.startswith(PAPER_PYTHON + "."):
                 differences.append(f"Python {self.python}, not {PAPER_PYTHON}")
@@ -107,5 +113,7 @@ def describe_task_environment(config: SandboxConfig) -> TaskEnvironmentInfo:
         missing=missing,
         other_versions=other,
         pip=pip,
+        packages_as_of=record.packages_as_of if record else None,
+        torch=record.torch if record else None,
         notes=notes,
     )

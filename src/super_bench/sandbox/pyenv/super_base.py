@@ -13,7 +13,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,7 +21,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from super_bench.errors import SandboxError
 from super_bench.sandbox.kernel.kernel_env import kernel_env
 from super_bench.sandbox.lifetime.build_cache import cache_dir
-from super_bench.sandbox.mirrors.serving import PIP_WITH_UPLOAD_FILTER
+from super_bench.sandbox.mirrors.serving import PIP_WITH_UPLOAD_FILTER, cutoff_of
+from super_bench.sandbox.pyenv.base_install import (
+    TORCH_CPU_INDEX,
+    TorchSource,
+    install_list,
+    pip_install,
+    torch_notes,
+    without_pytorch_indexes,
+)
+from super_bench.sandbox.pyenv.paper_pip import install_papers_pip
 from super_bench.sandbox.pyenv.task_env import BasePython, default_base, from_interpreter
 
 COLAB_REQUIREMENTS = Path(__file__).resolve().parents[1] / "data" / "task-requirements.txt"
@@ -111,6 +120,8 @@ class BaseEnvRecord(BaseModel):
     paper_python: str = PAPER_PYTHON
     requirements: str
     installed: dict[str, str] = Field(default_factory=dict, description="Every distribution in it, by name")
+    packages_as_of: str | None = Field(None, description="The date its packages were installed as of (UTC)")
+    torch: str = Field("pypi", description="Where torch came from: pypi (the list's indexes) or cpu (PyTorch's)")
     skipped: dict[str, str] = Field(default_factory=dict, description="Entries that could not be had, with why")
     notes: list[str] = Field(default_factory=list)
     built_at: datetime
@@ -122,8 +133,12 @@ def build_base_env(
     pip_args: tuple[str, ...] = (),
     target: Path | None = None,
     echo: Callable[[str], None] = print,
+    *,
+    packages_as_of: date | datetime | None = None,
+    torch: TorchSource = "pypi",
 ) -> BaseEnvRecord:
-    """Build the base environment task environments are layered over (pip's output goes to this process's own)."""
+    """Build the base environment task environments are layered over (pip's output goes to this process's
+    own): with the packages as uploaded by ``packages_as_of``, torch from ``torch``'s source (``base_install``)."""
     interpreter = find_python(python)
     target = target or base_env_dir()
     notes: list[str] = []
@@ -140,26 +155,39 @@ def build_base_env(
         raise SandboxError(f"cannot create a virtual environment in {target} with {interpreter}")
     env_python = str(target / "bin" / "python")
     options, entries = _read_requirements(requirements)
-    options = _reachable_indexes(options, notes, echo)
-    # A pip with the upload-time filter, for --packages-as-of (the interpreter's own may be older).
-    if _pip(env_python, ["--upgrade", f"pip>={PIP_WITH_UPLOAD_FILTER[0]}", *pip_args]) != 0:
+    options = _reachable_indexes(without_pytorch_indexes(options), notes, echo)
+    if torch == "cpu" and not _answers(TORCH_CPU_INDEX):
+        note = f"the PyTorch CPU index {TORCH_CPU_INDEX} is unreachable: torch comes from PyPI (with CUDA libraries)"
+        notes.append(note)
+        echo(note)
+        torch = "pypi"
+    # A pip with the upload-time filter, for the date here and --packages-as-of later (the interpreter's own
+    # may be older); pip itself is the installer, not one of the list's packages: today's.
+    if pip_install(env_python, ["--upgrade", f"pip>={PIP_WITH_UPLOAD_FILTER[0]}", *pip_args]) != 0:
+        if packages_as_of is not None:
+            raise SandboxError(
+                f"--packages-as-of needs pip {PIP_WITH_UPLOAD_FILTER[0]} or newer in the base environment, and pip "
+                f"could not be upgraded (its output is above)"
+            )
         notes.append(f"pip could not be upgraded to {PIP_WITH_UPLOAD_FILTER[0]} or newer: --packages-as-of needs it")
-    skipped: dict[str, str] = {}
-    if _pip(env_python, [*options, *entries, *pip_args]) != 0:
-        echo("Installing every entry at once failed; looking for the entries that cannot be had ...")
-        for entry in entries:
-            problem = _unavailable(env_python, entry, [*options, *pip_args])
-            if problem is not None:
-                skipped[entry] = problem
-                echo(f"  skipped {entry}: {problem}")
-        remaining = [e for e in entries if e not in skipped]
-        if not skipped or _pip(env_python, [*options, *remaining, *pip_args]) != 0:
-            raise SandboxError(f"installing {requirements} into {target} failed (pip's output is above)")
+    cutoff = cutoff_of(packages_as_of) if packages_as_of is not None else None
+    notes += torch_notes(entries, torch, cutoff)
+    skipped = install_list(env_python, options, entries, pip_args, torch=torch, cutoff=cutoff, echo=echo)
+    if skipped is None:
+        raise SandboxError(f"installing {requirements} into {target} failed (pip's output is above)")
+    # Tasks get the paper's pip, as over the default base; --packages-as-of holds for them through the package
+    # cache, which applies the date itself.
+    pip_note = install_papers_pip(env_python)
+    if pip_note is not None:
+        notes.append(pip_note)
+        echo(pip_note)
     kernel_env(env_python, ".".join(version.split(".")[:2]))
     record = BaseEnvRecord(
         python=interpreter,
         version=version,
         requirements=str(requirements),
+        packages_as_of=packages_as_of.isoformat() if packages_as_of is not None else None,
+        torch=torch,
         installed=_installed(env_python),
         skipped=skipped,
         notes=notes,
@@ -201,8 +229,6 @@ def _reachable_indexes(options: list[str], notes: list[str], echo: Callable[[str
                 kept += [flag, option]
             else:
                 note = f"the package index {option} is unreachable: its packages come from PyPI instead"
-                if "pytorch.org" in option:
-                    note += " (torch: PyPI's build of the same version, which carries CUDA libraries)"
                 notes.append(note)
                 echo(note)
             continue
@@ -227,22 +253,6 @@ def _answers(url: str) -> bool:
         return True  # it answered
     except (OSError, ValueError):
         return False
-
-
-def _pip(python: str, args: list[str]) -> int:
-    command = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location", *args]
-    return subprocess.run(command).returncode
-
-
-def _unavailable(python: str, entry: str, options: list[str]) -> str | None:
-    """Why pip cannot find ``entry`` (its last line of complaint), or None when it can (metadata only)."""
-    command = [python, "-m", "pip", "install", "--dry-run", "--no-deps", "--disable-pip-version-check", "--quiet"]
-    command += ["--retries", "1", "--timeout", "30", *options, entry]
-    proc = subprocess.run(command, capture_output=True, text=True)
-    if proc.returncode == 0:
-        return None
-    lines = [line.strip() for line in proc.stderr.splitlines() if line.strip().startswith("ERROR")]
-    return lines[-1].removeprefix("ERROR: ") if lines else f"pip exited with status {proc.returncode}"
 
 
 def _installed(python: str) -> dict[str, str]:
