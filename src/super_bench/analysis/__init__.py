@@ -8,8 +8,22 @@ model, optionally, to confirm or correct it.
 
 from __future__ import annotations
 
-from super_bench.analysis._judge import judge_failure
+from typing import TYPE_CHECKING, Any
+
 from super_bench.analysis._model import CAUSES, Cause, FailureCause, fully_succeeded
 from super_bench.analysis._rules import analyze_failure
+
+if TYPE_CHECKING:
+    from super_bench.analysis._judge import judge_failure
+
+
+def __getattr__(name: str) -> Any:
+    # The judge needs the model layer; every scored row needs only the rules, so it is loaded when asked for.
+    if name == "judge_failure":
+        from super_bench.analysis._judge import judge_failure
+
+        return judge_failure
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["CAUSES", "Cause", "FailureCause", "analyze_failure", "fully_succeeded", "judge_failure"]
