@@ -29,6 +29,6 @@ def test_ci_runs_the_readmes_test_command_in_parallel() -> None:
     readme = (ROOT / "README.md").read_text()
     command = re.search(r"pip install -e '\.\[test\]' && (pytest[^\n]*)", readme)
     assert command, "the README's test command"
-    assert "-n auto" in command.group(1)
+    assert "-n logical" in command.group(1)
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert ci[-1] == f"SUPER_BENCH_REQUIRE_SANDBOXES=$require {command.group(1)}"
