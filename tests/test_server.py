@@ -24,6 +24,7 @@ import uvicorn
 
 from super_bench import EnvConfig, SandboxConfig
 from super_bench.cli.serve_cmd import _is_loopback
+from super_bench.sandbox.conformance import wait_for
 from super_bench.server.app import create_app
 from super_bench.server.sessions import SessionManager
 
@@ -244,9 +245,9 @@ def test_idle_sessions_are_reaped(start_server: Callable[..., LiveServer], tmp_s
     response = server.client.get(f"/v1/sessions/{sid}")
     assert response.status_code == 410
     assert "closed after 2 s without an action" in response.json()["detail"]
-    time.sleep(3.5)  # reading a session is not an action: without actions, it goes too
-    assert server.client.get(f"/v1/sessions/{busy}").status_code == 410
-    assert list(tmp_sandbox_root.iterdir()) == []
+    # Reading a session is not an action: read again and again without actions, and it goes too.
+    assert wait_for(lambda: server.client.get(f"/v1/sessions/{busy}").status_code == 410, timeout=15)
+    assert wait_for(lambda: list(tmp_sandbox_root.iterdir()) == []), "a reaped session left its sandbox"
 
 
 @pytest.mark.slow

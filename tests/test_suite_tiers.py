@@ -1,4 +1,5 @@
-"""The test tiers: plain ``pytest`` runs every test; ``pytest -m "not slow"`` leaves out the long end-to-end runs."""
+"""The test tiers: plain ``pytest`` runs every test; ``pytest -m "not slow"`` leaves out the long end-to-end runs; CI
+runs the README's command, every test in parallel."""
 
 from __future__ import annotations
 
@@ -22,3 +23,12 @@ def test_the_fast_tier_leaves_out_the_slow_tests_and_keeps_most() -> None:
     assert counts, result.stdout[-2000:] + result.stderr[-2000:]
     fast, everything, slow = map(int, counts.groups())
     assert fast >= 250 and slow > 0 and fast + slow == everything
+
+
+def test_ci_runs_the_readmes_test_command_in_parallel() -> None:
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"pip install -e '\.\[test\]' && (pytest[^\n]*)", readme)
+    assert command, "the README's test command"
+    assert "-n logical" in command.group(1)
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci[-1] == f"SUPER_BENCH_REQUIRE_SANDBOXES=$require {command.group(1)}"
