@@ -22,7 +22,10 @@ BLOCK = re.compile(r"(?:<!-- docs-test: skip: (?P<why>.+?) -->\n)?```(?:bash|sh|
 
 # The blocks left out, by their first line, and what runs their commands instead.
 SKIPPED = {
-    ("README.md", "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest"),
+    (
+        "README.md",
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest -n logical --dist loadscope",
+    ),
     ("README.md", "super-bench tasks list                          # the demo Expert tasks"),
     (
         "README.md",
