@@ -84,3 +84,21 @@ def test_the_collector_runs_rarely_while_a_command_imports_then_at_its_usual_rhy
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_run_of_a_query_imports_neither_regex_nor_packaging(tmp_path: Path) -> None:
+    # Neither is needed once the environments are built (the first run may build them) and no task has landmarks.
+    actions = tmp_path / "actions.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": "print(6 * 7)"}]))
+    command = [sys.executable, "-X", "importtime", "-m", "super_bench", "run", "--query", "Print 6 * 7."]
+    for attempt in ("first", "second"):
+        proc = subprocess.run(
+            [*command, "--agent", f"replay:{actions}", "--sandbox", "local", "--out", str(tmp_path / attempt)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "super_bench.environment" in imported  # what is read here is the run's own import record
+    assert not {name for name in imported if name.split(".")[0] in ("regex", "packaging")}
