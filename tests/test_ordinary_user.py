@@ -3,7 +3,8 @@ bubblewrap then builds the sandbox in a user namespace of its own, with no root 
 run` of a scripted agent, as that user: agent code plants programs named like every helper in each PATH folder
 and each folder of its environment, the kernel dies and is restarted, edits are made; whatever planted program
 ran must have run as agent code with no capabilities, nothing planted runs on the host, and the limits hold after
-every restart. And a stopped watcher does not stop the wall clock.
+every restart. And a stopped watcher does not stop the wall clock, `verify` of a crafted run directory runs
+nothing on the host, and the sandbox's, run directories' and package proxy's adversarial modules pass as that user.
 
 As root, the tests make an ordinary user of their own (``useradd``), and run the harness as it from an
 interpreter that user can execute; they skip, saying why, where that cannot be done. As an ordinary user
