@@ -65,3 +65,40 @@ def test_the_exit_status_and_all_output_survive_the_fast_exit(
     if args[-1] == "--json":  # every line written, the last one whole
         rows = [json.loads(line) for line in result.stdout.splitlines()]
         assert [r["task_id"] for r in rows] == [t.task_id for t in load_tasks("demo", "expert")]
+
+
+def test_the_collector_runs_rarely_while_a_command_imports_then_at_its_usual_rhythm() -> None:
+    # In a process of its own: the collector's settings are the process's.
+    probe = (
+        "import gc\n"
+        "from super_bench.cli._process import started, starting\n"
+        "usual = gc.get_threshold()\n"
+        "starting()\n"
+        "assert gc.get_threshold() == (100_000, *usual[1:]), gc.get_threshold()\n"
+        "import super_bench.environment  # what a run imports\n"
+        "started()\n"
+        "assert gc.get_threshold() == usual, gc.get_threshold()\n"
+        "assert gc.get_freeze_count() > 50_000, gc.get_freeze_count()  # the modules' objects, never scanned again\n"
+        "started()  # a second call changes nothing\n"
+        "assert gc.get_threshold() == usual\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_run_of_a_query_imports_neither_regex_nor_packaging(tmp_path: Path) -> None:
+    # Neither is needed once the environments are built (the first run may build them) and no task has landmarks.
+    actions = tmp_path / "actions.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": "print(6 * 7)"}]))
+    command = [sys.executable, "-X", "importtime", "-m", "super_bench", "run", "--query", "Print 6 * 7."]
+    for attempt in ("first", "second"):
+        proc = subprocess.run(
+            [*command, "--agent", f"replay:{actions}", "--sandbox", "local", "--out", str(tmp_path / attempt)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "super_bench.environment" in imported  # what is read here is the run's own import record
+    assert not {name for name in imported if name.split(".")[0] in ("regex", "packaging")}

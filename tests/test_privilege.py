@@ -17,66 +17,11 @@ from typing import Any
 
 import pytest
 from tests.helpers import make_task
+from tests.planted import CAPABILITIES, HELPERS, LIMITS, PLANT, STOP_WATCHERS, limit_of, processes
 from tests.sandboxes import backend_settings
 
 from super_bench import Action, Environment
 from super_bench.sandbox.limits.memory import cgroup_parent
-
-HELPERS = [
-    *("bwrap", "setpriv", "prlimit", "timeout", "env", "sh", "dash", "bash", "cat", "cp", "mv", "mkdir", "dirname"),
-    *("chmod", "mount", "umount", "mkfs.ext4", "mke2fs", "true", "nsenter", "unshare", "runuser", "su", "sudo"),
-    *("mktemp", "wc", "rm"),  # the one-process edit's script
-]
-
-# Plants a program named like each helper in every directory agent code can write on its PATH (for local,
-# only those in the task's own directory: elsewhere they are the host's) and those its environment names.
-# Each records whom it ran as and with which capabilities, then runs the real program, as an attacker's would.
-PLANT = r"""
-import os, stat
-HELPERS = {helpers!r}
-log = os.path.join(os.environ['TMPDIR'], 'planted.log')
-script = '''#!/bin/sh
-caps=""
-while read -r key value; do
-  case "$key" in CapPrm:|CapEff:|CapBnd:|CapAmb:) caps="$caps $key$value";; esac
-done < /proc/self/status
-echo "RAN ${{0##*/}} $(/usr/bin/id -u)$caps" >> {{log}}
-for d in /usr/bin /bin /usr/sbin /sbin; do [ -x "$d/${{0##*/}}" ] && exec "$d/${{0##*/}}" "$@"; done
-exit 127
-'''.replace('{{log}}', log)
-root = {task_root!r}
-candidates = os.environ['PATH'].split(os.pathsep) + [os.getcwd(), os.environ['HOME'], os.environ['TMPDIR'],
-              os.environ['VIRTUAL_ENV'], os.path.join(os.environ['VIRTUAL_ENV'], 'bin')]
-planted = []
-for directory in dict.fromkeys(os.path.abspath(d or '.') for d in candidates):
-    if root and not directory.startswith(root):
-        continue
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError:
-        continue
-    if not os.access(directory, os.W_OK):
-        continue
-    for name in HELPERS:
-        path = os.path.join(directory, name)
-        try:
-            if os.path.lexists(path):
-                os.replace(path, path + '.real')
-            with open(path, 'w') as f:
-                f.write(script)
-            os.chmod(path, 0o755)
-        except OSError:
-            continue
-    planted.append(directory)
-print('planted in', sorted(planted))
-"""
-
-LIMITS = "print(open('/proc/self/limits').read())"
-
-
-def _limit(limits: str, name: str) -> str:
-    line = next(line for line in limits.splitlines() if line.startswith(name))
-    return line[len(name) :].split()[0]
 
 
 def _restart(env: Environment) -> None:
@@ -110,11 +55,11 @@ def test_planted_helpers_never_run_with_more_privilege_than_agent_code(env_facto
         assert step.outcome == "ok", step.observation
         env.kill_kernel()  # the next step starts a new kernel
         after = env.step(Action.execute(LIMITS)).observation
-        assert _limit(after, "Max file size") == str(8 << 20)
-        assert _limit(after, "Max data size") == str(1 << 30)
-        assert _limit(after, "Max address space") == str(1 << 30)
+        assert limit_of(after, "Max file size") == str(8 << 20)
+        assert limit_of(after, "Max data size") == str(1 << 30)
+        assert limit_of(after, "Max address space") == str(1 << 30)
         if backend == "bwrap":
-            assert _limit(after, "Max processes") == "64"
+            assert limit_of(after, "Max processes") == "64"
     assert "a = 4" in env.step(Action.execute("print(open('notes.txt').read())")).observation
     ran = _ran(env)
     if backend == "local":
@@ -130,17 +75,8 @@ def test_planted_helpers_never_run_with_more_privilege_than_agent_code(env_facto
 def test_no_process_in_the_bwrap_sandbox_has_capabilities(env_factory: Any) -> None:
     env: Environment = env_factory(cell_timeout=60, sandbox=backend_settings("bwrap"))
     env.reset(make_task())
-    seen = env.step(
-        Action.execute(
-            "import glob\n"
-            "for status in sorted(glob.glob('/proc/[0-9]*/status')):\n"
-            "    fields = dict(line.split(':', 1) for line in open(status) if ':' in line)\n"
-            "    print('PROC', status.split('/')[2], fields['Uid'].split()[0],"
-            " *(fields[k].strip() for k in ('CapPrm', 'CapEff', 'CapBnd', 'CapAmb')))\n"
-            "!grep -h NoNewPrivs /proc/self/status"
-        )
-    ).observation
-    procs = [line.split()[1:] for line in seen.splitlines() if line.startswith("PROC ")]
+    seen = env.step(Action.execute(CAPABILITIES)).observation
+    procs = processes(seen)
     assert len(procs) >= 2, seen  # PID 1 and the kernel at least
     assert "NoNewPrivs:\t1" in seen
     for pid, uid, prm, eff, bnd, amb in procs:
@@ -149,26 +85,6 @@ def test_no_process_in_the_bwrap_sandbox_has_capabilities(env_factory: Any) -> N
             assert bnd == "0000000000000000", (pid, uid)
             if os.geteuid() == 0:
                 assert uid != "0", pid
-
-
-# Stops every process of the task that agent code can signal, but itself: whatever keeps time in the sandbox.
-STOP_WATCHERS = """
-import os, signal, time
-marker = os.environ['SUPER_BENCH_SANDBOX']
-stopped = []
-for pid in filter(str.isdigit, os.listdir('/proc')):
-    if int(pid) == os.getpid():
-        continue
-    try:
-        if f'SUPER_BENCH_SANDBOX={marker}'.encode() not in open(f'/proc/{pid}/environ', 'rb').read().split(b'\\0'):
-            continue
-        os.kill(int(pid), signal.SIGSTOP)
-        stopped.append(pid)
-    except OSError:
-        pass
-print('stopped', stopped, flush=True)
-time.sleep(60)
-"""
 
 
 @pytest.mark.slow

@@ -249,7 +249,7 @@ def test_the_kernel_environment_is_found_again_without_reading_any_metadata(monk
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     first = module.kernel_env.__wrapped__(sys.executable, version)
     note = module._found_before(version, module.BOOT_SCRIPT.read_bytes())
-    assert note is not None and note.kernel == first
+    assert note is not None and note.built == first
 
     def unread(roots: list[str]) -> list[Any]:
         raise AssertionError("the distributions' metadata was read again")
@@ -259,5 +259,22 @@ def test_the_kernel_environment_is_found_again_without_reading_any_metadata(monk
     # A note that names anything but a finished build beside it is passed over.
     for elsewhere in ("..", "/tmp", first.name + "-unfinished"):
         note.note.write_text(elsewhere + "\n")
-        assert note.kernel is None
+        assert note.built is None
     note.remember(first)
+
+
+def test_the_default_task_packages_are_found_again_without_reading_any_metadata(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from super_bench.sandbox.pyenv import task_env as module
+
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    first = module._default_packages(version)
+
+    def unread(roots: list[str]) -> list[Any]:
+        raise AssertionError("the distributions' metadata was read again")
+
+    monkeypatch.setattr(module, "distribution_closure", unread)
+    assert module._default_packages(version) == first

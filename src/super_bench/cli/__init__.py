@@ -143,9 +143,10 @@ def main(verbose: int) -> None:
 def entry() -> None:
     """The ``super-bench`` command (and ``python -m super_bench``): ``main`` with the process set up around it
     (see ``_process``). Tests call ``main`` itself, in their own process."""
-    from super_bench.cli._process import exit_now, keep_byte_code
+    from super_bench.cli._process import exit_now, keep_byte_code, starting
 
     keep_byte_code()  # before the command's own modules are imported
+    starting()
     try:
         main()
     except SystemExit as e:  # click ends every command this way

@@ -156,6 +156,7 @@ def run_command(
     """
     from super_bench.cli._display import console, err_console, print_query_answer, print_summary
     from super_bench.cli._interrupt import kept_line, resume_command, stop_twice
+    from super_bench.cli._process import started
     from super_bench.environment import EnvConfig
     from super_bench.models import ModelOptions
     from super_bench.runner.config import RayOptions, RunConfig
@@ -163,6 +164,7 @@ def run_command(
     from super_bench.runner.run import pinned_commits, run
     from super_bench.sandbox import check_backend
 
+    started()
     config = RunConfig(
         source=source,
         task_set=task_set,

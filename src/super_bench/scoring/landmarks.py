@@ -19,12 +19,14 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
-
-import regex
+from typing import TYPE_CHECKING
 
 from super_bench.scoring.texts import Chunks, Text, outputs
 from super_bench.tasks.model import compile_landmark
 from super_bench.trajectory import Step
+
+if TYPE_CHECKING:
+    import regex  # imported by compile_landmark, on first use
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +111,8 @@ def required_text(pattern: regex.Pattern[str]) -> str:
     sure): a run outside any group or character class, in a pattern without a top-level alternative and
     without case-folding or verbose syntax. Read from the pattern's source, conservatively: whatever is
     unusual ends a run."""
+    import regex  # loaded already: ``pattern`` was compiled by it
+
     if pattern.flags & (regex.IGNORECASE | regex.VERBOSE):
         return ""
     source = pattern.pattern

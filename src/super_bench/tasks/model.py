@@ -11,14 +11,16 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import regex
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from super_bench._names import TaskSet
 from super_bench.actions import Action
 from super_bench.errors import SuperBenchError
+
+if TYPE_CHECKING:
+    import regex
 
 MASKED_CATEGORIES = ("data", "dependencies", "goal", "issue", "configuration", "cpu", "custom", "customgoal")
 DEFAULT_MIN_RUNTIME = 10.0
@@ -29,7 +31,10 @@ def compile_landmark(pattern: str) -> regex.Pattern[str]:
     """A landmark as it is searched (scoring, the viewer, ``tasks validate``): with the ``regex`` engine in
     its ``re``-compatible mode (``VERSION0``: the syntax and matches of Python's ``re``, which the reference
     used), because its searches take a time limit. Cached here: ``regex``'s own cache costs more to look up
-    (about 15 µs) than scoring a landmark."""
+    (about 15 µs) than scoring a landmark. Imported here, on first use: a run of tasks without landmarks (an
+    ad-hoc query) does not pay for the engine's import."""
+    import regex
+
     return regex.compile(pattern, regex.VERSION0)
 
 

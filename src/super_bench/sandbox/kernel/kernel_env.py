@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,10 +20,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from packaging.requirements import Requirement
-
 from super_bench.errors import SandboxError
-from super_bench.sandbox.lifetime.build_cache import build_once, cache_dir, is_built
+from super_bench.sandbox.lifetime.build_cache import Lookup, build_once, remembered
 
 BOOT_SCRIPT = Path(__file__).resolve().parents[1] / "data" / "kernel_boot.py"
 _KERNEL_REQUIREMENT = "ipykernel"
@@ -53,6 +49,10 @@ class Installed:
 def distribution_closure(roots: list[str]) -> list[Installed]:
     """The installed distributions ``roots`` need, themselves included (extras and markers as pip would
     see them here, with no extra)."""
+    # Imported here: a run finds its kernel environment from a note, without reading requirements (and
+    # packaging's import is about 25 ms of CPU at every start).
+    from packaging.requirements import Requirement
+
     found: dict[str, Installed] = {}
     todo = list(roots)
     while todo:
@@ -108,8 +108,8 @@ def kernel_env(python: str, version: str) -> Path:
     """
     boot = BOOT_SCRIPT.read_bytes()
     found = _found_before(version, boot)
-    if found is not None and found.kernel is not None:
-        return found.kernel
+    if found is not None and found.built is not None:
+        return found.built
     if _same_version(version):
         dists = distribution_closure([_KERNEL_REQUIREMENT])
         manifest = [d.pin for d in dists]
@@ -131,46 +131,12 @@ def kernel_env(python: str, version: str) -> Path:
     return built
 
 
-@dataclass(frozen=True)
-class _Lookup:
-    """Which kernel environment the harness's installed distributions led to last time: finding it again
-    otherwise parses the metadata of each of the kernel's distributions (tens of milliseconds per run)."""
-
-    note: Path
-
-    @property
-    def kernel(self) -> Path | None:
-        try:
-            name = self.note.read_text().strip()
-        except (OSError, ValueError):
-            return None
-        # Only a finished build beside the note itself (named by a digest), whatever the note says.
-        kernel = self.note.parent / name
-        return kernel if re.fullmatch(r"[0-9a-f]{16}", name) and is_built(kernel) else None
-
-    def remember(self, kernel: Path) -> None:
-        try:
-            partial = self.note.with_name(f".{self.note.name}-{os.getpid()}")
-            partial.write_text(kernel.name + "\n")
-            os.replace(partial, self.note)
-        except OSError:
-            pass  # found the long way next time too
-
-
-def _found_before(version: str, boot: bytes) -> _Lookup | None:
-    """Where the lookup of this Python version's kernel environment is remembered: keyed by the names of the
-    installed distributions' metadata directories (their names and versions, read without parsing any
-    metadata) and the boot script. None for another Python version (its packages come from pip)."""
+def _found_before(version: str, boot: bytes) -> Lookup | None:
+    """Where the lookup of this Python version's kernel environment is remembered (with the boot script). None
+    for another Python version (its packages come from pip)."""
     if not _same_version(version):
         return None
-    names: list[str] = []
-    for entry in sys.path:
-        try:
-            names += [n for n in os.listdir(entry or ".") if n.endswith((".dist-info", ".egg-info"))]
-        except OSError:
-            continue
-    key = json.dumps([_LAYOUT, version, sorted(names), hashlib.sha256(boot).hexdigest()])
-    return _Lookup(cache_dir() / "kernels" / f"found-{hashlib.sha256(key.encode()).hexdigest()[:16]}")
+    return remembered("kernels", [_LAYOUT, version, hashlib.sha256(boot).hexdigest()])
 
 
 def _pip_install_target(python: str, version: str, target: Path) -> None:

@@ -31,7 +31,7 @@ from typing import Literal
 
 from super_bench.errors import SandboxError
 from super_bench.sandbox.kernel.kernel_env import copy_distributions, distribution_closure, kernel_env
-from super_bench.sandbox.lifetime.build_cache import build_once
+from super_bench.sandbox.lifetime.build_cache import build_once, remembered
 from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP, paper_pip_wheel, unpack_wheel
 
 BaseKind = Literal["default", "built", "custom"]
@@ -156,6 +156,9 @@ def _default_packages(version: str) -> Path:
     """A directory with the paper's pip (24.0, where it can be had; else the harness's own) and copies of the
     harness's own setuptools, wheel and numpy (made once)."""
     wheel = paper_pip_wheel()
+    found = remembered("task-packages", [version, list(DEFAULT_PACKAGES), wheel is not None])
+    if found.built is not None:
+        return found.built
     wanted = [name for name in DEFAULT_PACKAGES if not (name == "pip" and wheel is not None)]
     dists = []
     for name in wanted:
@@ -173,7 +176,9 @@ def _default_packages(version: str) -> Path:
         if wheel is not None:
             unpack_wheel(wheel, directory)
 
-    return build_once("task-packages", [version, names], fill)
+    built = build_once("task-packages", [version, names], fill)
+    found.remember(built)
+    return built
 
 
 def _real_dirs(paths: list[str]) -> tuple[str, ...]:
