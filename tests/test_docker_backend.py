@@ -15,6 +15,8 @@ from tests.helpers import cli, make_task
 from tests.sandboxes import backend_settings
 
 from super_bench import Action, Environment, SandboxConfig
+from super_bench.errors import SandboxError
+from super_bench.sandbox.backends.container_disk import DISK_MECHANISM
 from super_bench.sandbox.backends.container_engine import _candidates, find_engine
 from super_bench.sandbox.backends.container_image import CA_BUNDLE_INSIDE, image_info
 from super_bench.sandbox.backends.docker import DockerSandbox
@@ -47,6 +49,20 @@ def test_sandbox_check_says_which_engine_and_settings(docker: dict[str, Any]) ->
     assert f"tried with {image}" in out
     for arg in engine.run_args:
         assert arg in out
+    assert f"in docker: {DISK_MECHANISM}" in out
+
+
+def test_the_disk_limit_and_the_package_cache_are_recorded_as_docker_keeps_them(docker: dict[str, Any]) -> None:
+    config = SandboxConfig(**docker, network=False, disk_limit="1g", package_cache="link")
+    described = DockerSandbox.describe(config)
+    assert described.disk_enforcement == DISK_MECHANISM
+    # Links cannot cross the container's boundary: installs copy, and the record says so.
+    cache = described.package_cache
+    assert cache is not None and (cache["mode"], cache["asked"]) == ("copy", "link") and "boundary" in cache["why"]
+    assert DockerSandbox.describe(config.model_copy(update={"package_cache": "off"})).package_cache is None
+    # A file system of the task's own cannot hold the container's layer: asked for, it is refused, saying why.
+    with pytest.raises(SandboxError, match="the docker backend watches"):
+        DockerSandbox.check(config.model_copy(update={"disk_enforcement": "filesystem"}))
 
 
 def test_the_image_records_how_it_differs_from_the_papers(docker: dict[str, Any]) -> None:

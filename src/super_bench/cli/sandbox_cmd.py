@@ -161,7 +161,7 @@ def check_command(conformance: str | None) -> None:
     from super_bench.sandbox.backends.bwrap import privilege_summary
 
     console.print(f"bwrap privileges: {privilege_summary()}")
-    from super_bench.sandbox.backends.docker import MEMORY_MECHANISM, describe_engine
+    from super_bench.sandbox.backends.docker import MEMORY_MECHANISM, DockerSandbox, describe_engine
 
     console.print(f"--sandbox docker uses: {escape(describe_engine(config))}")
     from super_bench.sandbox.limits.memory import describe, memory_mechanism
@@ -169,7 +169,8 @@ def check_command(conformance: str | None) -> None:
     console.print(f"--memory-limit is enforced by: {describe(memory_mechanism())}; in docker: {MEMORY_MECHANISM}")
     from super_bench.sandbox.limits import disk
 
-    console.print(f"--disk-limit is enforced by: {disk.describe(disk.disk_mechanism())}")
+    in_docker = DockerSandbox.describe(config.model_copy(update={"disk_limit": 1 << 30})).disk_enforcement
+    console.print(f"--disk-limit is enforced by: {disk.describe(disk.disk_mechanism())}; in docker: {in_docker}")
     from super_bench.sandbox import describe_backend
 
     console.print(f"Task environment: {describe_backend(config).environment}")
