@@ -7,11 +7,11 @@ Colab (``/content``, ``/root``, ``/tmp``); the kernel is started with ``exec`` a
 harness over unix sockets in the runtime directory, mounted at its host path. Limits are the
 engine's: memory (the container's cgroup, plus RLIMIT_DATA per process so that Python gets a
 MemoryError first), processes (pids cgroup), file size (RLIMIT_FSIZE), network (``none``),
-and wall time (the container's main process is ``sleep`` for that long); the disk limit is watched
-(``container_disk``).
+and wall time (kept by the harness, which kills everything in the container at the limit); the disk
+limit is watched (``container_disk``).
 
 pip in the task installs through the harness's package cache, with the network off too: the proxy's unix
-socket is bound into the container, and a forwarder started with the container (``data/socket_forward.py``)
+socket is bound into the container, and a forwarder started with it (``data/socket_forward.py``)
 serves it at a loopback port of the container's own. Installs copy: the cache's files are on the host, the
 task's packages in the container's own layer, and a link cannot cross from one to the other.
 """
@@ -202,16 +202,10 @@ class DockerSandbox(Sandbox):
                 raise
 
     def _start_container(self) -> None:
-        """The container, its package cache forwarder and its disk watch."""
+        """The container (with the package cache's forwarder) and its disk watch."""
         proc = subprocess.run(self._run_command(), capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise SandboxError(f"cannot start the container: {proc.stderr.strip() or proc.stdout.strip()}")
-        if self._packages is not None:
-            socket = f"{PACKAGES_INSIDE}/{self._packages.proxy.unix_socket().name}"
-            forward = self._exec(["python3", "-S", "-c", _FORWARD, socket, str(PACKAGES_PORT)], timeout=60)
-            if forward.returncode != 0:
-                detail = forward.stderr.decode("utf-8", "replace").strip().splitlines()
-                raise SandboxError(f"cannot serve the package cache in the container: {detail[-1] if detail else '?'}")
         limit = self.config.disk_limit
         if limit is not None:
             layer = writable_layer(self.engine, self.container)
@@ -220,13 +214,24 @@ class DockerSandbox(Sandbox):
             self._disk_watched = WATCH.watch(self.root, limit, None, self._disk_passed_limit, also=(layer,))
 
     def _disk_passed_limit(self, found: int) -> None:
-        """Called by the disk watch: kill everything in the container (its main process, which keeps it, aside),
-        and let nothing more start."""
+        """Called by the disk watch: stop everything the task runs, and let nothing more start."""
         self._disk_passed = found
         log.warning("task %s: it holds %d bytes, past its disk limit: stopping it", self.label, found)
+        self._kill_all()
+
+    def _wall_time_passed(self) -> None:
+        log.warning("task %s: its wall-time limit has passed: stopping it", self.label)
+        self._kill_all()
+
+    def _kill_all(self) -> None:
+        """Kill every process in the container but its main one (which keeps the container, and the task's files,
+        until ``stop``)."""
         for kernel in list(self._kernels):
             kernel.kill()
-        self._exec(["sh", "-c", "kill -KILL -1"], timeout=60)
+        try:
+            self._exec(["sh", "-c", "kill -KILL -1"], timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            log.warning("task %s: cannot kill what runs in its container", self.label, exc_info=True)
 
     def _run_command(self) -> list[str]:
         config, root = self.config, self.root
@@ -276,8 +281,15 @@ class DockerSandbox(Sandbox):
             args += ["--pids-limit", str(config.max_processes)]
         if config.max_file_size is not None:
             args += ["--ulimit", f"fsize={config.max_file_size}:{config.max_file_size}"]
-        lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit:g}"
-        return [*args, self._image, "sleep", lifetime]
+        # The harness keeps the wall time (``_wall_time_passed``); the main process ends the container a minute
+        # later, should the harness and its watchdog both be gone by then.
+        lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit + 60:g}"
+        if self._packages is None:
+            return [*args, self._image, "sleep", lifetime]
+        # The package cache's forwarder (data/socket_forward.py) beside the main process, from the first moment.
+        socket = f"{PACKAGES_INSIDE}/{self._packages.proxy.unix_socket().name}"
+        main = 'python3 -S -c "$0" "$1" "$2" & exec sleep "$3"'
+        return [*args, self._image, "sh", "-c", main, _FORWARD, socket, str(PACKAGES_PORT), lifetime]
 
     def _find_cgroup(self) -> CgroupMemory | None:
         """The container's memory cgroup, where the harness can read it (an engine on this machine)."""
@@ -384,6 +396,7 @@ class DockerSandbox(Sandbox):
     def stop(self) -> None:
         if self._root is None:
             return
+        self._stop_wall_clock()
         if self._disk_watched is not None:
             WATCH.unwatch(self._root)
             self._disk_watched = None

@@ -2,12 +2,11 @@
 container's own network (its loopback, there even with ``--network none``), each connection forwarded
 to the harness's proxy through the unix socket bound into the container. pip speaks HTTP over TCP only.
 
-Arguments: the socket's path, the port. Returns once it listens (so pip never finds the port closed),
-leaving a daemon behind. It runs with agent code's privileges: agent code may stop it, and loses only
-its own package installs; what answers on the socket is the harness's proxy, with its own rules.
+Arguments: the socket's path, the port. Started beside the container's main process, before anything
+else runs there. It runs with agent code's privileges: agent code may stop it, and loses only its own
+package installs; what answers on the socket is the harness's proxy, with its own rules.
 """
 
-import os
 import socket
 import sys
 import threading
@@ -44,12 +43,6 @@ listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 listener.bind(("127.0.0.1", PORT))
 listener.listen(64)
-if os.fork():
-    os._exit(0)
-os.setsid()
-null = os.open(os.devnull, os.O_RDWR)
-for fd in (0, 1, 2):
-    os.dup2(null, fd)  # the engine's exec waits for its output to close
 while True:
     connection, _ = listener.accept()
     threading.Thread(target=serve, args=(connection,), daemon=True).start()
