@@ -176,9 +176,9 @@ class DockerSandbox(Sandbox):
             supervisor.register("dir", str(self._root))
         self._runtime = KernelRuntime.create(runtime_tag(self.config.root))
         supervisor.register("dir", str(self._runtime.root))
-        if cache_applies(self.config, without_network=True):
-            self._packages = PackageSession(self.config, None, None, "", f"http://127.0.0.1:{PACKAGES_PORT}")
         try:
+            if cache_applies(self.config, without_network=True):
+                self._packages = PackageSession(self.config, None, None, "", f"http://127.0.0.1:{PACKAGES_PORT}")
             self._start_container()
         except BaseException:
             self.stop()  # a start that failed half-way leaves nothing
@@ -379,6 +379,9 @@ class DockerSandbox(Sandbox):
     # -- commands and files --------------------------------------------------------------------
     def run(self, command: list[str], timeout: float = 600) -> CommandResult:
         self._check_disk()
+        left = self._time_left()  # nothing starts once the wall-time limit has passed
+        if left is not None:
+            timeout = min(timeout, left)
         try:
             proc = self._exec(["timeout", "-s", "KILL", f"{timeout:g}", *command], timeout=timeout + 30)
         except subprocess.TimeoutExpired as e:
