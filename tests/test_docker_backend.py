@@ -12,9 +12,12 @@ from typing import Any
 
 import pytest
 from tests.helpers import cli, make_task
-from tests.sandboxes import backend_settings
+from tests.mirror_fixtures import package_index
+from tests.sandboxes import backend_settings, tiny_wheel
 
 from super_bench import Action, Environment, SandboxConfig
+from super_bench.errors import SandboxError
+from super_bench.sandbox.backends.container_disk import DISK_MECHANISM
 from super_bench.sandbox.backends.container_engine import _candidates, find_engine
 from super_bench.sandbox.backends.container_image import CA_BUNDLE_INSIDE, image_info
 from super_bench.sandbox.backends.docker import DockerSandbox
@@ -47,6 +50,20 @@ def test_sandbox_check_says_which_engine_and_settings(docker: dict[str, Any]) ->
     assert f"tried with {image}" in out
     for arg in engine.run_args:
         assert arg in out
+    assert f"in docker: {DISK_MECHANISM}" in out
+
+
+def test_the_disk_limit_and_the_package_cache_are_recorded_as_docker_keeps_them(docker: dict[str, Any]) -> None:
+    config = SandboxConfig(**docker, network=False, disk_limit="1g", package_cache="link")
+    described = DockerSandbox.describe(config)
+    assert described.disk_enforcement == DISK_MECHANISM
+    # Links cannot cross the container's boundary: installs copy, and the record says so.
+    cache = described.package_cache
+    assert cache is not None and (cache["mode"], cache["asked"]) == ("copy", "link") and "boundary" in cache["why"]
+    assert DockerSandbox.describe(config.model_copy(update={"package_cache": "off"})).package_cache is None
+    # A file system of the task's own cannot hold the container's layer: asked for, it is refused, saying why.
+    with pytest.raises(SandboxError, match="the docker backend watches"):
+        DockerSandbox.check(config.model_copy(update={"disk_enforcement": "filesystem"}))
 
 
 def test_the_image_records_how_it_differs_from_the_papers(docker: dict[str, Any]) -> None:
@@ -77,16 +94,20 @@ def test_a_ca_bundle_reaches_tasks_read_only(
         "try:\n    open(os.environ['PIP_CERT'], 'a').write('x')\n    print('written')\n"
         "except OSError as e:\n    print('refused', e.strerror)\n"
         # Nothing else of the host's pip configuration is there.
-        "print(sorted(k for k in os.environ if k.startswith('PIP_')), os.environ.get('PIP_CONFIG_FILE'))"
+        "print(sorted(k for k in os.environ if k.startswith('PIP_')), os.environ.get('PIP_CONFIG_FILE'))\n"
+        "print(repr(os.environ['PIP_FIND_LINKS']), repr(os.environ['PIP_EXTRA_INDEX_URL']))"
     )
     lines = env.step(Action.execute(code)).observation.splitlines()
     assert lines[0] == f"{CA_BUNDLE_INSIDE} {CA_BUNDLE_INSIDE} {CA_BUNDLE_INSIDE}"
     assert lines[1] == "not a real one"
     assert lines[2] == "refused Read-only file system"
     names, config_file = lines[3].rsplit(" ", 1)
-    # Only super-bench's own settings: the bundle, and no pip configuration file read at all.
+    # Only super-bench's own settings: the bundle, the package cache as the one index, and no pip configuration
+    # file read at all; the host's links and extra index are not there.
     allowed = {"PIP_CERT", "PIP_CONFIG_FILE", "PIP_DISABLE_PIP_VERSION_CHECK", "PIP_ROOT_USER_ACTION"}
+    allowed |= {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX", "PIP_NO_CACHE_DIR", "PIP_FIND_LINKS"}
     assert set(ast.literal_eval(names)) <= allowed and config_file == "/dev/null"
+    assert lines[4] == "'' ''"
     assert bundle.read_text().count("x") == 0
 
 
@@ -116,3 +137,36 @@ def test_the_gold_agent_solves_the_masked_demo_set_in_docker_with_the_network_of
     assert environment["kind"] == "docker" and environment["engine"]["probed_with"] == environment["image"]
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["metrics"]["output_match"] == 1.0
+
+
+@pytest.mark.slow
+def test_the_package_cache_socket_serves_a_task_only_what_the_proxy_serves_it(
+    docker: dict[str, Any], env_factory: Any, tmp_path: Path
+) -> None:
+    wheel = tiny_wheel(tmp_path, "sbsocket", 3)
+    with package_index({"sbsocket": {"1.0": (wheel, "2024-01-01T00:00:00Z")}}) as (index, requested):
+        sandbox = {**docker, "network": False, "pip_index": index, "package_cache_dir": tmp_path / "cache"}
+        env: Environment = env_factory(cell_timeout=120, sandbox=sandbox)
+        env.reset(make_task())
+        port = index.split(":")[2].split("/")[0]
+        code = (
+            "import os, socket, urllib.request, urllib.error\n"
+            "own = os.environ['PIP_INDEX_URL']\n"
+            "def get(url):\n"
+            "    try:\n        return urllib.request.urlopen(url, timeout=30).status\n"
+            "    except urllib.error.HTTPError as e:\n        return e.code\n"
+            "    except OSError as e:\n        return type(e).__name__\n"
+            "print(get(own + 'sbsocket/'))\n"  # its own token: the page
+            "print(get(own.replace(own.split('/')[3], '0' * 32) + 'sbsocket/'))\n"  # a token no task holds
+            "print(get(own + '..%2F..%2Fetc/'))\n"  # not a project name
+            f"print(get('http://127.0.0.1:{port}/simple/sbsocket/'))\n"  # the upstream itself: the network is off
+            "d = '/run/super-bench-packages'\n"
+            "try:\n    open(d + '/planted', 'w')\nexcept OSError as e:\n    print(e.strerror)\n"
+            "try:\n    os.unlink(d + '/' + os.listdir(d)[0])\nexcept OSError as e:\n    print(e.strerror)\n"
+        )
+        lines = env.step(Action.execute(code)).observation.splitlines()
+        assert lines[:3] == ["200", "404", "400"], lines
+        assert lines[3] in ("URLError", "ConnectionRefusedError", "TimeoutError"), lines
+        assert lines[4:] == ["Read-only file system", "Read-only file system"], lines
+        assert [path for path in requested if not path.startswith("/simple/sbsocket")] == []
+        env.close()

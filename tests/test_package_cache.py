@@ -1,6 +1,7 @@
 """The package cache: pip in tasks installs through the harness's caching proxy of a real HTTP index, each file
 fetched once and kept only with the hash its index published; installed files are read-only links to the
-cache where agent code runs as a user of its own, copies elsewhere; tasks without a network get no cache."""
+cache where agent code runs as a user of its own, copies elsewhere (in docker always, with the network off too:
+through the proxy's unix socket); bwrap tasks without a network get no cache."""
 
 from __future__ import annotations
 
@@ -36,11 +37,13 @@ def run_cells(env_factory: Any, sandbox: dict[str, Any], cells: list[str], task_
     return steps
 
 
-@pytest.mark.parametrize("backend", ["bwrap", "local"])
+@pytest.mark.parametrize("backend", ["bwrap", "local", "docker"])
 def test_tasks_install_a_file_fetched_once_as_read_only_links_where_agent_code_has_a_user_of_its_own(
     env_factory: Any, tmp_path: Path, backend: str
 ) -> None:
     settings = backend_settings(backend)
+    if backend == "docker":
+        settings["network"] = False  # the container reaches the proxy through its socket alone
     links = backend == "bwrap" and os.geteuid() == 0  # agent code then runs as a user of its own
     wheel = tiny_wheel(tmp_path, "sbcached", 7)
     cache = tmp_path / "cache"

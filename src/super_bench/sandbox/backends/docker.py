@@ -7,11 +7,18 @@ Colab (``/content``, ``/root``, ``/tmp``); the kernel is started with ``exec`` a
 harness over unix sockets in the runtime directory, mounted at its host path. Limits are the
 engine's: memory (the container's cgroup, plus RLIMIT_DATA per process so that Python gets a
 MemoryError first), processes (pids cgroup), file size (RLIMIT_FSIZE), network (``none``),
-and wall time (the container's main process is ``sleep`` for that long).
+and wall time (kept by the harness, which kills everything in the container at the limit); the disk
+limit is watched (``container_disk``).
+
+pip in the task installs through the harness's package cache, with the network off too: the proxy's unix
+socket is bound into the container, and a forwarder started with it (``data/socket_forward.py``)
+serves it at a loopback port of the container's own. Installs copy: the cache's files are on the host, the
+task's packages in the container's own layer, and a link cannot cross from one to the other.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import subprocess
@@ -21,6 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox.backends.container_disk import DISK_MECHANISM, check_disk_limit, writable_layer
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
 from super_bench.sandbox.backends.container_image import (
     CA_BUNDLE_INSIDE,
@@ -51,8 +59,12 @@ from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
+from super_bench.sandbox.limits.disk import WATCH
 from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
+from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, cache_record
+
+log = logging.getLogger(__name__)
 
 MEMORY_MECHANISM = (
     "the container's memory cgroup (--memory: all its processes together, shared memory too; /dev/shm half "
@@ -62,6 +74,11 @@ MEMORY_MECHANISM = (
 SHARED_INSIDE = "/opt/super-bench/shared"
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
+# Where the package cache's socket directory appears in the container, and the port it is served at there.
+PACKAGES_INSIDE = "/run/super-bench-packages"
+PACKAGES_PORT = 3141
+_FORWARD = (Path(__file__).resolve().parents[1] / "data" / "socket_forward.py").read_text()
+_NO_LINKS = "links cannot cross the container's boundary (the cache is on the host, the task's packages in its layer)"
 
 # Starts the kernel in a process group of its own (so that interrupts and kills reach what it
 # runs too) and leaves its PID where the harness can kill that group.
@@ -95,17 +112,21 @@ class DockerSandbox(Sandbox):
         self._kernels: list[KernelProcess] = []
         self._cgroup: CgroupMemory | None = None
         self._oom_seen = 0
+        self._packages: PackageSession | None = None
+        self._disk_watched: Callable[[], int] | None = None
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
-        if config.disk_limit is not None:
-            # What the agent installs goes to the container's own layer, which the task directory's limit misses.
-            raise SandboxError("--disk-limit is enforced by the local and bwrap sandboxes, not by docker")
-        cls.engine_for(config)
+        check_disk_limit(config, *cls.engine_for(config))
 
     @classmethod
     def check_lines(cls, config: SandboxConfig) -> list[str]:
-        return [f"--sandbox docker uses: {describe_engine(config)}", f"--memory-limit in docker: {MEMORY_MECHANISM}"]
+        disk = cls.describe(config.model_copy(update={"disk_limit": 1 << 30})).disk_enforcement
+        return [
+            f"--sandbox docker uses: {describe_engine(config)}",
+            f"--memory-limit in docker: {MEMORY_MECHANISM}",
+            f"--disk-limit in docker: {disk}",
+        ]
 
     # The task image over a Debian-like base image (SUPER's packages), or only its kernel layer.
     build_options: ClassVar[frozenset[str]] = frozenset({"engine", "tag", "base_image", "kernel_only", "ca_bundle"})
@@ -156,11 +177,20 @@ class DockerSandbox(Sandbox):
             else:
                 found |= {"summary": info.summary, "python": info.python, "layer": info.layer, "base": info.base}
                 found["differences"] = info.differences
+        disk = None
+        if config.disk_limit is not None:
+            try:
+                cls.check(config)
+                disk = DISK_MECHANISM
+            except SandboxError as e:
+                disk = f"unavailable: {e}"
         return SandboxDescription(
             backend=cls.name,
             environment=found["summary"],
             task_environment=found,
             memory_enforcement=None if config.memory_limit is None else MEMORY_MECHANISM,
+            disk_enforcement=disk,
+            package_cache=cache_record(config, without_network=True, copies=_NO_LINKS),
         )
 
     @property
@@ -177,6 +207,7 @@ class DockerSandbox(Sandbox):
         if self._root is not None:
             return
         self._engine, self._image = self.engine_for(self.config)
+        check_disk_limit(self.config, self._engine, self._image)
         # The watchdog learns of each thing before it exists, so a harness killed at any moment leaves nothing.
         supervisor.register("container", [*self._engine.command, self.container])
         self._root = make_task_dir(self.config, self.label)
@@ -184,9 +215,13 @@ class DockerSandbox(Sandbox):
             supervisor.register("dir", str(self._root))
         self._runtime = KernelRuntime.create(runtime_tag(self.config.root))
         supervisor.register("dir", str(self._runtime.root))
-        proc = subprocess.run(self._run_command(), capture_output=True, text=True, timeout=300)
-        if proc.returncode != 0:
-            raise SandboxError(f"cannot start the container: {proc.stderr.strip() or proc.stdout.strip()}")
+        try:
+            if cache_applies(self.config, without_network=True):
+                self._packages = PackageSession(self.config, None, None, "", f"http://127.0.0.1:{PACKAGES_PORT}")
+            self._start_container()
+        except BaseException:
+            self.stop()  # a start that failed half-way leaves nothing
+            raise
         self._start_wall_clock()
         self._cgroup = self._find_cgroup()
         # Whether a file the container's root makes is the harness's own (rootless engines) or
@@ -196,13 +231,46 @@ class DockerSandbox(Sandbox):
         if self._exec(["touch", "/tmp/.super-bench-owner"]).returncode == 0:
             self._host_owns_files = made.stat().st_uid == os.getuid()
             made.unlink()
-        if self.config.packages_as_of is not None:
+        if self.config.packages_as_of is not None and self._packages is None:
+            # Without the package cache, the date is pip's own filter, which old pips ignore.
             try:
                 pip = self._exec(["python3", "-m", "pip", "--version"]).stdout.decode()
                 check_task_pip(self.config, pip, f"python3 of the image {self._image}")
             except SandboxError:
                 self.stop()
                 raise
+
+    def _start_container(self) -> None:
+        """The container (with the package cache's forwarder) and its disk watch."""
+        proc = subprocess.run(self._run_command(), capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise SandboxError(f"cannot start the container: {proc.stderr.strip() or proc.stdout.strip()}")
+        limit = self.config.disk_limit
+        if limit is not None:
+            layer = writable_layer(self.engine, self.container)
+            if layer is None:
+                raise SandboxError(f"--disk-limit on docker: the layer of {self.container} is not on this host")
+            self._disk_watched = WATCH.watch(self.root, limit, None, self._disk_passed_limit, also=(layer,))
+
+    def _disk_passed_limit(self, found: int) -> None:
+        """Called by the disk watch: stop everything the task runs, and let nothing more start."""
+        self._disk_passed = found
+        log.warning("task %s: it holds %d bytes, past its disk limit: stopping it", self.label, found)
+        self._kill_all()
+
+    def _wall_time_passed(self) -> None:
+        log.warning("task %s: its wall-time limit has passed: stopping it", self.label)
+        self._kill_all()
+
+    def _kill_all(self) -> None:
+        """Kill every process in the container but its main one (which keeps the container, and the task's files,
+        until ``stop``)."""
+        for kernel in list(self._kernels):
+            kernel.kill()
+        try:
+            self._exec(["sh", "-c", "kill -KILL -1"], timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            log.warning("task %s: cannot kill what runs in its container", self.label, exc_info=True)
 
     def _run_command(self) -> list[str]:
         config, root = self.config, self.root
@@ -229,6 +297,11 @@ class DockerSandbox(Sandbox):
             args += ["-v", f"{host}:{inside}"]
         for host, inside in sorted(shared.items()):
             args += ["-v", f"{host}:{inside}:ro"]
+        if self._packages is not None:
+            # The proxy's socket, by its directory (the harness's; agent code connects to the socket, nothing more).
+            args += ["-v", f"{self._packages.proxy.unix_socket().parent}:{PACKAGES_INSIDE}:ro"]
+            self._packages.environ(env)
+            env.update(config.env)
         if config.ca_bundle is not None:
             # The trust store the user gave: read-only, and pip, requests and OpenSSL use it.
             args += ["-v", f"{config.ca_bundle.resolve()}:{CA_BUNDLE_INSIDE}:ro"]
@@ -247,8 +320,15 @@ class DockerSandbox(Sandbox):
             args += ["--pids-limit", str(config.max_processes)]
         if config.max_file_size is not None:
             args += ["--ulimit", f"fsize={config.max_file_size}:{config.max_file_size}"]
-        lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit:g}"
-        return [*args, self._image, "sleep", lifetime]
+        # The harness keeps the wall time (``_wall_time_passed``); the main process ends the container a minute
+        # later, should the harness and its watchdog both be gone by then.
+        lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit + 60:g}"
+        if self._packages is None:
+            return [*args, self._image, "sleep", lifetime]
+        # The package cache's forwarder (data/socket_forward.py) beside the main process, from the first moment.
+        socket = f"{PACKAGES_INSIDE}/{self._packages.proxy.unix_socket().name}"
+        main = 'python3 -S -c "$0" "$1" "$2" & exec sleep "$3"'
+        return [*args, self._image, "sh", "-c", main, _FORWARD, socket, str(PACKAGES_PORT), lifetime]
 
     def _find_cgroup(self) -> CgroupMemory | None:
         """The container's memory cgroup, where the harness can read it (an engine on this machine)."""
@@ -267,7 +347,8 @@ class DockerSandbox(Sandbox):
         return count > seen
 
     def usage(self) -> Usage:
-        return Usage(None, self._cgroup.current() if self._cgroup is not None else None)
+        disk = self._disk_watched() if self._disk_watched is not None else None
+        return Usage(disk, self._cgroup.current() if self._cgroup is not None else None)
 
     @property
     def engine(self) -> Engine:
@@ -306,6 +387,7 @@ class DockerSandbox(Sandbox):
 
     # -- kernel --------------------------------------------------------------------------------
     def launch_kernel(self, extra_args: list[str], timeout: float) -> KernelLaunch:
+        self._check_disk()
         self._time_left()  # refuses once the wall-time limit has passed
         runtime = self._runtime
         if runtime is None:
@@ -335,6 +417,10 @@ class DockerSandbox(Sandbox):
 
     # -- commands and files --------------------------------------------------------------------
     def run(self, command: list[str], timeout: float = 600) -> CommandResult:
+        self._check_disk()
+        left = self._time_left()  # nothing starts once the wall-time limit has passed
+        if left is not None:
+            timeout = min(timeout, left)
         try:
             proc = self._exec(["timeout", "-s", "KILL", f"{timeout:g}", *command], timeout=timeout + 30)
         except subprocess.TimeoutExpired as e:
@@ -352,9 +438,16 @@ class DockerSandbox(Sandbox):
     def stop(self) -> None:
         if self._root is None:
             return
+        self._stop_wall_clock()
+        if self._disk_watched is not None:
+            WATCH.unwatch(self._root)
+            self._disk_watched = None
         for kernel in self._kernels:
             kernel.kill()
         self._kernels.clear()
+        if self._packages is not None:
+            self._packages.close()
+            self._packages = None
         if not self._host_owns_files:
             uid, gid = os.getuid(), os.getgid()
             self._exec(["chown", "-R", f"{uid}:{gid}", "/content", "/root", "/tmp"], timeout=300)

@@ -54,7 +54,7 @@ from super_bench.sandbox.limits.disk import describe as describe_disk
 from super_bench.sandbox.limits.memory import MemoryCgroup, memory_mechanism
 from super_bench.sandbox.limits.memory import describe as describe_memory
 from super_bench.sandbox.mirrors.serving import check_task_pip, mirror_environ
-from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, known_upstreams, package_cache_dir
+from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, cache_record
 from super_bench.sandbox.pyenv.report import describe_task_environment
 from super_bench.sandbox.pyenv.super_base import build_base_env, task_base
 from super_bench.sandbox.pyenv.task_env import BasePython, create_task_env, packages_of
@@ -143,7 +143,7 @@ class HostSandbox(Sandbox):
             warning=warning,
             memory_enforcement=_mechanism(config.memory_limit, lambda: memory_mechanism(config.memory_enforcement)),
             disk_enforcement=_mechanism(config.disk_limit, lambda: disk_mechanism(config.disk_enforcement)),
-            package_cache=_package_cache(config),
+            package_cache=cache_record(config),
         )
 
     # -- layout ------------------------------------------------------------------------------
@@ -440,20 +440,6 @@ def _mechanism(limit: int | None, mechanism: Callable[[], str]) -> str | None:
         return mechanism()
     except SuperBenchError as e:
         return f"unavailable: {e}"
-
-
-def _package_cache(config: SandboxConfig) -> dict[str, Any] | None:
-    """The package cache's mode, directory and upstream indexes, where tasks install through it. The indexes
-    from pip's configuration are found when a task first installs (asking pip costs a process): until then,
-    and in a run where no task installed anything, they are null (the runner records them at its end)."""
-    if not cache_applies(config):
-        return None
-    indexes = known_upstreams(config)
-    return {
-        "mode": config.package_cache,
-        "directory": str(package_cache_dir(config)),
-        "upstreams": None if indexes is None else list(indexes),
-    }
 
 
 def _text(data: str | bytes | None) -> str:

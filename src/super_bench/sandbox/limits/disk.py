@@ -169,8 +169,10 @@ def disk_usage(root: Path, agent_uid: int | None = None) -> int:
 
 
 class _Watched:
-    def __init__(self, root: Path, limit: int, agent_uid: int | None, exceeded: Callable[[int], None]) -> None:
-        self.root, self.limit, self.agent_uid, self.exceeded = root, limit, agent_uid, exceeded
+    def __init__(
+        self, root: Path, limit: int, agent_uid: int | None, exceeded: Callable[[int], None], also: tuple[Path, ...]
+    ) -> None:
+        self.root, self.limit, self.agent_uid, self.exceeded, self.also = root, limit, agent_uid, exceeded, also
         self.used = 0
         self.stopped = False
 
@@ -187,10 +189,16 @@ class DiskWatch:
         self._thread: threading.Thread | None = None
 
     def watch(
-        self, root: Path, limit: int, agent_uid: int | None, exceeded: Callable[[int], None]
+        self,
+        root: Path,
+        limit: int,
+        agent_uid: int | None,
+        exceeded: Callable[[int], None],
+        also: tuple[Path, ...] = (),
     ) -> Callable[[], int]:
-        """Watch ``root``; returns what it held at the last look. ``exceeded`` gets the bytes found."""
-        watched = _Watched(root, limit, agent_uid, exceeded)
+        """Watch ``root`` (and the directories ``also``, counted with it: a container's own layer); returns what
+        they held at the last look. ``exceeded`` gets the bytes found."""
+        watched = _Watched(root, limit, agent_uid, exceeded, also)
         with self._lock:
             self._watched.append(watched)
             if self._thread is None:
@@ -208,7 +216,7 @@ class DiskWatch:
                 watched = list(self._watched)
             start = time.monotonic()
             for w in watched:
-                w.used = disk_usage(w.root, w.agent_uid)
+                w.used = sum(disk_usage(root, w.agent_uid) for root in (w.root, *w.also))
                 if w.used > w.limit and not w.stopped:
                     w.stopped = True
                     try:

@@ -18,6 +18,9 @@ rule: a task names a project and nothing else.
 - Installs that link: where agent code runs as a user of its own and the task directory is on the store's
   file system, pip inside the task asks ``/TOKEN/link/SHA256`` for hard links to a wheel's unpacked files,
   read-only, instead of writing copies (``data/pip_links.py``).
+- A sandbox without a network (docker's, with ``--network off``) reaches the proxy through a unix socket,
+  opened on first use in a directory of its own (readable by all, as loopback is reachable by all) and
+  bound into the container: the same handler, the same tokens, the same rules.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ import json
 import logging
 import re
 import secrets
+import socketserver
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -41,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from super_bench.errors import PackageRequestRefused, SandboxError
+from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.scratch import short_temp_base
 from super_bench.sandbox.packages.index_pages import JSON_TYPE, IndexFile, parse_page, render_page
 from super_bench.sandbox.packages.sources import (
     Index,
@@ -105,10 +112,25 @@ class PackageProxy:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="super-bench-package-cache", daemon=True).start()
+        self._unix: Path | None = None
 
     @property
     def address(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def unix_socket(self) -> Path:
+        """The proxy's unix socket (opened on first use), for sandboxes that reach no loopback port of the host."""
+        with self._lock:
+            if self._unix is None:
+                directory = Path(tempfile.mkdtemp(prefix="sbp-", dir=short_temp_base()))
+                supervisor.register("dir", str(directory))  # removed with the harness, as a run's scratch is
+                directory.chmod(0o755)
+                path = directory / "proxy.sock"
+                server = _UnixServer(str(path), _handler(self))
+                path.chmod(0o666)  # whoever a container's root is on the host; the tokens guard each task's address
+                threading.Thread(target=server.serve_forever, name="super-bench-package-socket", daemon=True).start()
+                self._unix = path
+            return self._unix
 
     def register(
         self,
@@ -290,6 +312,10 @@ def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
             self._send(200, json.dumps({"path": f"{links.inside}/{name}"}).encode(), "application/json")
 
     return Handler
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
 
 
 _proxies: dict[Path, PackageProxy] = {}

@@ -2,9 +2,10 @@
 send its pip there, and, where installs link, the hook that makes pip link (``data/pip_links.py``).
 
 Used where the cache can be reached and has something to serve: the local and bwrap sandboxes with the
-network on (a sandbox without a network reaches no loopback service of the host), with an index to serve
-(not an offline bundle's wheels alone, which are on disk already). pip's own cache is switched off in the
-task: the harness's holds every download, and nothing pip writes is shared.
+network on (a bwrap sandbox without a network reaches no loopback service of the host), the docker sandbox
+always (through the proxy's unix socket, bound into the container), with an index to serve (not an offline
+bundle's wheels alone, which are on disk already). pip's own cache is switched off in the task: the
+harness's holds every download, and nothing pip writes is shared.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from super_bench.sandbox.base import SandboxConfig
 from super_bench.sandbox.lifetime.build_cache import cache_dir
@@ -41,29 +43,55 @@ def known_upstreams(config: SandboxConfig) -> tuple[str, ...] | None:
     return configured_indexes() if configured_indexes.cache_info().currsize else None
 
 
-def cache_applies(config: SandboxConfig) -> bool:
-    """Whether tasks of ``config`` install through the package cache (see the module's docstring)."""
-    if config.package_cache == "off" or not config.network:
+def cache_applies(config: SandboxConfig, *, without_network: bool = False) -> bool:
+    """Whether tasks of ``config`` install through the package cache (see the module's docstring);
+    ``without_network``: the sandbox reaches the cache with the network off too."""
+    if config.package_cache == "off" or not (config.network or without_network):
         return False
     if config.pip_index is None and config.offline_bundle is not None:
         return OfflineBundle.open(config.offline_bundle).wheelhouse is None
     return True
 
 
+def cache_record(
+    config: SandboxConfig, *, without_network: bool = False, copies: str | None = None
+) -> dict[str, Any] | None:
+    """The package cache's mode, directory and upstream indexes, where tasks install through it; ``copies``: why
+    installs copy where links were asked (the backend cannot link). The indexes from pip's configuration are
+    found when a task first installs (asking pip costs a process): until then, and in a run where no task
+    installed anything, they are null (the runner records them at its end)."""
+    if not cache_applies(config, without_network=without_network):
+        return None
+    indexes = known_upstreams(config)
+    record: dict[str, Any] = {
+        "mode": config.package_cache,
+        "directory": str(package_cache_dir(config)),
+        "upstreams": None if indexes is None else list(indexes),
+    }
+    if copies is not None and config.package_cache == "link":
+        record |= {"mode": "copy", "asked": "link", "why": copies}
+    return record
+
+
 class PackageSession:
     """One task's address at the package cache; ``close`` when the task stops."""
 
-    def __init__(self, config: SandboxConfig, python_dir: Path, owner: int | None, inside: str) -> None:
-        """``python_dir``: the task's Python environment; ``owner``: agent code's user id where it is not the
-        harness's; ``inside``: where agent code sees the environment."""
+    def __init__(
+        self, config: SandboxConfig, python_dir: Path | None, owner: int | None, inside: str, address: str | None = None
+    ) -> None:
+        """``python_dir``: the task's Python environment (None: installs never link); ``owner``: agent code's user
+        id where it is not the harness's; ``inside``: where agent code sees the environment; ``address``: where
+        agent code reaches the proxy, where not at its loopback port."""
         directory = package_cache_dir(config)
         self.proxy = proxy_for(directory)
+        self.address = address or self.proxy.address
         self._fd: int | None = None
         links = None
         # Links are safe only where agent code cannot write the cache's files (another user's, read-only),
         # and possible only on one file system.
         if (
             config.package_cache == "link"
+            and python_dir is not None
             and owner is not None
             and owner != os.geteuid()
             and os.stat(python_dir).st_dev == os.stat(self.proxy.store.directory).st_dev
@@ -76,7 +104,7 @@ class PackageSession:
     def environ(self, env: dict[str, str]) -> None:
         """Point agent code's pip at the cache, as its one index, in ``env`` (the task's variables)."""
         env.update(
-            PIP_INDEX_URL=f"{self.proxy.address}/{self.token}/simple/",
+            PIP_INDEX_URL=f"{self.address}/{self.token}/simple/",
             PIP_CONFIG_FILE=os.devnull,
             PIP_EXTRA_INDEX_URL="",
             PIP_NO_INDEX="",
@@ -84,7 +112,7 @@ class PackageSession:
         )
         env.setdefault("PIP_FIND_LINKS", "")  # an offline bundle's wheels stay, beside the index
         if self.links:
-            env["SUPER_BENCH_PACKAGE_LINKS"] = f"{self.proxy.address}/{self.token}/link"
+            env["SUPER_BENCH_PACKAGE_LINKS"] = f"{self.address}/{self.token}/link"
 
     def install_hook(self, site_packages: Path) -> None:
         """Put the hook that makes pip link into the task's environment (where installs link)."""
