@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 from tests.sandboxes import backend_settings, parent_pid, start_run, token
 
 from super_bench.sandbox.conformance import pids_with, wait_for
-from super_bench.sandbox.lifetime import reaper
+from super_bench.sandbox.lifetime import reaper, supervisor
 from super_bench.sandbox.lifetime.scratch import runtime_tag, scratch_dir
 from super_bench.sandbox.lifetime.supervisor import watchdog_command
 
@@ -84,3 +85,24 @@ def test_the_watchdog_imports_nothing_of_the_harness_but_the_reaper(tmp_path: Pa
     assert {name for name in imported if "super_bench" in name} == {reaper.__name__}
     assert not imported & {"pydantic", "rich", "jupyter_client", "site", "super_bench"}
     assert not marked.exists()  # it still does its work: the harness went away, what it registered went too
+
+
+def _spawn_in_child(marker: str) -> None:
+    # In a forked child: a process through the spawner, and a registration with the watchdog.
+    supervisor.spawn(["sh", "-c", f"echo ok > {marker}"]).wait(timeout=30)
+    supervisor.register("dir", marker + ".never-made")
+    supervisor.unregister("dir", marker + ".never-made")
+
+
+def test_a_child_forked_from_the_harness_spawns_with_threads_of_its_own(tmp_path: Path) -> None:
+    # The parent's spawner thread is running; a process pool's worker forked now has no such thread.
+    supervisor.spawn(["true"]).wait(timeout=30)
+    supervisor.register("dir", str(tmp_path / "never-made"))
+    marker = str(tmp_path / "from-child")
+    child = multiprocessing.get_context("fork").Process(target=_spawn_in_child, args=(marker,))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0 and Path(marker).read_text() == "ok\n"
+    supervisor.unregister("dir", str(tmp_path / "never-made"))

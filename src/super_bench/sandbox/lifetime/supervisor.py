@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -53,6 +54,18 @@ class _Spawner:
 _spawner = _Spawner()
 
 
+def _forked() -> None:
+    """In a child forked from the harness (a process pool's worker), its own spawner and watchdog: the
+    parent's threads do not exist there, so the inherited spawner would wait forever for one of them, and
+    locks held at the fork would never be released."""
+    global _spawner, _watchdog
+    _spawner = _Spawner()
+    _watchdog = _Watchdog()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def spawn(argv: list[str], **options: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(argv, **options)``, forked by the harness's long-lived spawner thread."""
     return _spawner.spawn(argv, **options)
@@ -88,6 +101,7 @@ class _Watchdog:
 
 
 _watchdog = _Watchdog()
+os.register_at_fork(after_in_child=_forked)
 
 
 def watchdog_command() -> list[str]:
