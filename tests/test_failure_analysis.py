@@ -284,6 +284,12 @@ def test_a_fully_succeeded_task_has_no_cause() -> None:
     assert analyze_failure(trajectory(run(0, TRACE + "KeyError: 'x'")), full) is None
 
 
+def test_a_task_that_grades_nothing_has_no_cause() -> None:
+    # An ad-hoc query (`run --query`) defines no metric: there is no failure to explain, whatever its output.
+    ungraded = Metrics(submitted=None)
+    assert analyze_failure(trajectory(run(0, TRACE + "KeyError: 'x'")), ungraded) is None
+
+
 # -- any trajectory -----------------------------------------------------------------------------------------
 
 LINES = st.sampled_from(

@@ -36,8 +36,8 @@ def analyze_failure(
 
     ``answer_provenance`` is the answer's provenance status where the caller has it; else it is traced here.
     """
-    if fully_succeeded(metrics):
-        return None
+    if fully_succeeded(metrics) or all(v is None for v in metrics.model_dump().values()):
+        return None  # nothing failed, or nothing is graded (an ad-hoc query): no failure to explain
     steps = trajectory.agent_steps
     invalid = [s for s in steps if s.outcome == "invalid"]
     if steps and len(invalid) * 2 > len(steps):
