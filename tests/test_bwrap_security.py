@@ -243,7 +243,8 @@ def test_daemons_die_with_their_kernel(bwrap_only: None, start: Any) -> None:
 
 @pytest.mark.slow
 def test_memory_bombs_are_contained(start: Any) -> None:
-    env = start(memory_limit="256m")
+    # 1 GiB: room for the kernel under an address-space limit too (an ordinary user's), none for 2 GiB bombs.
+    env = start(memory_limit="1g")
     assert "MemoryError" in run(env, "x = bytearray(2 * 2**30)")
     seen = run(env, "!python -c 'x = b\" \" * 2**31' 2>&1 | tail -1")
     assert "MemoryError" in seen

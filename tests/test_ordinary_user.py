@@ -273,11 +273,6 @@ def test_the_adversarial_tests_pass_as_an_ordinary_user(ordinary_user: OrdinaryU
         "no:cacheprovider",
         "--rootdir",
         str(checkout),
-        # Left out: under a 256 MiB address-space limit (the memory mechanism where no cgroup can be made, as for
-        # an ordinary user here), the kernel's own start fails now and then ("Cannot allocate memory"; see
-        # docs/sandboxes.md, "Limits"). As root that test runs with a cgroup.
-        "-k",
-        "not memory_bombs",
     ]
     basetemp = ordinary_user.work / f"pytest-{module}"
     proc = ordinary_user.run(*args, "--basetemp", str(basetemp), env={"PYTHONDONTWRITEBYTECODE": "1"})

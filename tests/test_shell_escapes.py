@@ -100,3 +100,16 @@ def test_any_text_a_command_prints_comes_back(env: Environment, text: str) -> No
     assert step.exit_code == 0
     # The terminal writes a newline as carriage return and newline, and nothing else changes.
     assert step.raw_output == text.replace("\n", "\r\n")
+
+
+@pytest.mark.slow
+def test_a_command_that_leaves_a_job_holding_its_terminal_keeps_its_output_and_does_not_wait_for_it(
+    env: Environment,
+) -> None:
+    # The shell exits while a background job still holds the terminal: what the command wrote last still comes
+    # back (Linux hands it over asynchronously), and the cell ends without waiting for the job.
+    for i in range(15):
+        started = time.monotonic()
+        step = run(env, f"!(sleep 3 &); echo out{i}")
+        assert (step.outcome, step.raw_output) == ("ok", f"out{i}\r\n"), i
+        assert time.monotonic() - started < 1.5

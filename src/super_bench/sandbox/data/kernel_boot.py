@@ -151,6 +151,8 @@ def _file(module: Any) -> str:
 _INTERRUPT_GRACE = 0.2
 # Output is passed on as it comes, and sent on at least this often (seconds) while it keeps coming.
 _FLUSH_EVERY = 0.05
+# Seconds what a command left behind may keep its terminal open after the shell has exited (``_relay``).
+_DRAIN = 0.1
 
 
 def run_shell(command: str) -> int:
@@ -191,21 +193,44 @@ def run_shell(command: str) -> int:
 
 def _relay(child: Any, deadline: float | None) -> None:
     """Write the command's output to the cell's stdout as it comes, until the terminal closes (or the
-    deadline passes)."""
-    import pexpect
+    deadline passes).
 
+    Read from the terminal directly rather than through ``read_nonblocking``: once the shell has exited,
+    pexpect calls it the end when nothing is readable at that instant, but Linux hands a terminal's output
+    to its reader asynchronously, so a command's last words (all of a short command's output) could still
+    be on their way while something the command left behind holds the terminal open. Here a closed terminal
+    ends the relay (the kernel delivers what was written before it reports the close), and once the shell
+    is gone, what still holds the terminal gets ``_DRAIN`` seconds to finish, as a background job would."""
+    import codecs
+    import errno
+    import select
+
+    decoder = codecs.getincrementaldecoder(child.encoding)(errors="replace")
+    fd = child.child_fd
     flushed = time.monotonic()
-    while deadline is None or time.monotonic() < deadline:
-        wait = _FLUSH_EVERY if deadline is None else max(0.0, min(_FLUSH_EVERY, deadline - time.monotonic()))
-        try:
-            sys.stdout.write(child.read_nonblocking(1 << 16, timeout=wait))
-        except pexpect.TIMEOUT:
-            pass
-        except pexpect.EOF:
+    drain_until: float | None = None
+    while True:
+        now = time.monotonic()
+        ends = min(t for t in (deadline, drain_until, now + _FLUSH_EVERY) if t is not None)
+        if (deadline is not None and now >= deadline) or (drain_until is not None and now >= drain_until):
             break
+        ready, _, _ = select.select([fd], [], [], max(0.0, ends - now))
+        if ready:
+            try:
+                data = os.read(fd, 1 << 16)
+            except OSError as e:
+                if e.errno != errno.EIO:  # EIO: the terminal's other side is closed and nothing is left
+                    raise
+                data = b""
+            if not data:
+                break
+            sys.stdout.write(decoder.decode(data))
+        elif drain_until is None and not child.isalive():
+            drain_until = time.monotonic() + _DRAIN
         if time.monotonic() - flushed >= _FLUSH_EVERY:
             sys.stdout.flush()
             flushed = time.monotonic()
+    sys.stdout.write(decoder.decode(b"", final=True))
     sys.stdout.flush()
 
 
