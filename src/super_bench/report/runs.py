@@ -137,7 +137,7 @@ def load_run(path: Path) -> RunData:
     except RunDirError as e:
         log.warning("%s; who ran it and when is not shown", e)
         manifest = RunManifest()
-    mode = _summary_mode(run_dir)
+    mode = run_dir.summary_mode()
     summary = summarize(results, mode)
     summary.task_environment = manifest.task_environment_line
     return RunData(run_dir.path, results, summary, tasks, manifest)
@@ -182,15 +182,3 @@ def _not_an_agent_run(manifest: RunManifest) -> str | None:
     if command == ["doctor"]:
         return "a `doctor` run (gold runs checking the tasks)"
     return None
-
-
-def _summary_mode(run_dir: RunDir) -> str:
-    """The mode the summary gives for rows that do not say theirs (corrected, without a readable summary)."""
-    try:
-        summary = run_dir.read_summary()
-    except NewerRecordError:
-        raise
-    except RunDirError as e:
-        log.warning("%s; rows that do not record their scoring mode count as corrected", e)
-        return "corrected"
-    return summary.mode if summary is not None else "corrected"

@@ -64,7 +64,7 @@ def analyze_run(path: Path, judge: ChatModel | None = None) -> RunOutcome:
                     log.warning("%s: no readable trajectory in the run directory; no cause", row.task_id)
                 results[key] = row.model_copy(update={"failure": None})
         ordered = list(results.values())
-        summary = summarize(ordered, _mode(run_dir))
+        summary = summarize(ordered, run_dir.summary_mode())
         summary.task_environment = _environment(run_dir)
         run_dir.write_scores(ordered, summary, None)
     return RunOutcome(run_dir, ordered, summary)
@@ -73,18 +73,6 @@ def analyze_run(path: Path, judge: ChatModel | None = None) -> RunOutcome:
 def failed(results: list[TaskResult]) -> list[TaskResult]:
     """The rows with a failure cause, by task and epoch."""
     return sorted((r for r in results if r.failure is not None), key=lambda r: r.key)
-
-
-def _mode(run_dir: RunDir) -> str:
-    """The mode of rows that do not record theirs, as the summary said (corrected without one)."""
-    try:
-        summary = run_dir.read_summary()
-    except NewerRecordError:
-        raise
-    except RunDirError as e:
-        log.warning("%s; rows that do not record their scoring mode count as corrected", e)
-        return "corrected"
-    return summary.mode if summary is not None else "corrected"
 
 
 def _environment(run_dir: RunDir) -> str | None:

@@ -244,6 +244,17 @@ class RunDir:
             return None
         return self._read(path, Summary)
 
+    def summary_mode(self) -> str:
+        """The mode the summary gives for rows that do not say theirs (corrected, without a readable summary)."""
+        try:
+            summary = self.read_summary()
+        except NewerRecordError:
+            raise
+        except RunDirError as e:
+            log.warning("%s; rows that do not record their scoring mode count as corrected", e)
+            return "corrected"
+        return summary.mode if summary is not None else "corrected"
+
     def write_manifest(self, manifest: RunManifest) -> None:
         atomic_write(self.path / "run.json", manifest.to_json())
 
