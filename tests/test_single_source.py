@@ -138,6 +138,7 @@ FOLLOWED: list[tuple[tuple[str, ...], str, Callable[..., Any], Any, Callable[[An
     (("run",), "executor", model_field(RunConfig, "executor"), "ray", same),
     (("run",), "infra_retries", model_field(RunConfig, "infra_retries"), 5, same),
     (("run",), "epochs", model_field(RunConfig, "epochs"), 3, same),
+    (("run",), "order", model_field(RunConfig, "order"), "given", same),
     (("run",), "ray_cpus", model_field(RayOptions, "cpus"), 2.0, same),
     (("run",), "ray_gpus", model_field(RayOptions, "gpus"), 1.0, same),
     (("play",), "max_steps", model_field(EnvConfig, "max_steps"), 7, same),

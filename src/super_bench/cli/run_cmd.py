@@ -116,6 +116,14 @@ RAY = "super_bench.runner.config:RayOptions."
     show_default=True,
     help="Runs of each task (seeds: --seed, +1, ...); summary.json gets standard errors and intervals.",
 )
+@click.option(
+    "--order",
+    type=click.Choice(["longest-first", "given"]),
+    default=Default(RUN + "order"),
+    show_default=True,
+    help="With several workers, the tasks that took longest in earlier runs first (untimed ones first of all), "
+    "or the order given.",
+)
 @click.option("--redo", is_flag=True, help="Replace the run in --out instead of resuming it.")
 def run_command(
     source: str,
@@ -147,6 +155,7 @@ def run_command(
     ray_gpus: float,
     infra_retries: int,
     epochs: int,
+    order: str,
     redo: bool,
 ) -> None:
     """Run an agent on tasks and score it.
@@ -184,6 +193,7 @@ def run_command(
         ray=RayOptions(address=ray_address, cpus=ray_cpus, memory_gb=ray_memory, gpus=ray_gpus),
         infra_retries=infra_retries,
         epochs=epochs,
+        order=order,
         redo=redo,
         env=EnvConfig(
             cell_timeout=cell_timeout,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,6 +58,11 @@ class RunConfig(BaseModel):
     )
     ray: RayOptions = Field(default_factory=RayOptions)
     infra_retries: int = Field(2, ge=0, description="Retries of a task that failed on the infrastructure")
+    order: Literal["longest-first", "given"] = Field(
+        "longest-first",
+        description="With several workers: the tasks that took longest in earlier runs first (untimed ones first of "
+        "all), or the order given",
+    )
     epochs: int = Field(1, ge=1, description="Runs of each task, with seeds seed, seed+1, ...")
     redo: bool = Field(False, description="Replace the run in the run directory instead of resuming it")
 

@@ -51,6 +51,7 @@ NOT_IDENTITY = frozenset(
         "workers",
         "ray",
         "infra_retries",
+        "order",
         "env.sandbox.root",
         "env.sandbox.keep",
         "env.sandbox.engine",

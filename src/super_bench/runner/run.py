@@ -13,6 +13,7 @@ from super_bench.agents import create_agent
 from super_bench.errors import ConfigError, RunDirError
 from super_bench.runner.config import Reporter, RunConfig
 from super_bench.runner.dispatch import dispatch
+from super_bench.runner.durations import Durations
 from super_bench.runner.executors import EXECUTORS, EpisodeSpec, ExecutorFactory, WorkItem
 from super_bench.runner.manifest import (
     add_task_environment,
@@ -123,15 +124,22 @@ def _run(
             if (task.task_id, epoch) not in finished
         ]
         results = list(finished.values())
+        by_id = {task.task_id: task for task in tasks}
+        durations = Durations(config.agent if config.model is None else f"{config.agent} {config.model}")
+        durations.learn(by_id, results)
         if reporter is not None:
             reporter.begin(len(tasks) * config.epochs, results)
         try:
             if pending:
                 spec = EpisodeSpec(config.agent, options, env, config.mode, run_dir.path)
                 with make_executor(spec, config) as executor:
+                    if config.order == "longest-first" and executor.capacity > 1:
+                        pending = durations.longest_first(pending)
                     results += dispatch(executor, pending, run_dir, config.infra_retries, reporter)
         finally:
             _remove_if_empty(scratch)
+        durations.learn(by_id, results)
+        durations.save()
         background.shutdown()
         packages.result()
         record_upstreams(manifest, config, run_dir)
