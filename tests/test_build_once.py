@@ -35,12 +35,19 @@ def _builders_at_once(count: int, build: Callable[[int], Path]) -> list[Path | N
     return results
 
 
+def beside(target: Path) -> list[str]:
+    """What lies beside a build but its lock file."""
+    return sorted(p.name for p in target.parent.iterdir() if p.name != f".{target.name}.lock")
+
+
 def test_builders_at_once_see_one_whole_build_and_leave_nothing_beside_it(tmp_path: Path) -> None:
     target = tmp_path / "kind" / "abc"
     built_by: list[int] = []
+    fills: list[int] = []
 
     def build(i: int) -> Path:
         def fill(into: Path) -> None:
+            fills.append(i)
             (into / "who").write_text(str(i))
             (into / "sub").mkdir()
             (into / "sub" / "data").write_text("x" * 1000)
@@ -51,7 +58,8 @@ def test_builders_at_once_see_one_whole_build_and_leave_nothing_beside_it(tmp_pa
 
     results = _builders_at_once(6, build)
     assert results == [target] * 6 and len(set(built_by)) == 1  # every builder got the one that won
-    assert sorted(p.name for p in target.parent.iterdir()) == ["abc"]  # no temporary folder left
+    assert len(fills) == 1  # the others waited for it instead of building the same at once
+    assert beside(target) == ["abc"]  # no temporary folder left
     assert is_built(target) and (target / "sub" / "data").read_text() == "x" * 1000
     assert stat.S_IMODE(target.stat().st_mode) == 0o755  # readable by every user by default
 
@@ -65,7 +73,7 @@ def test_a_failed_build_leaves_nothing_and_the_next_one_builds(tmp_path: Path) -
 
     with pytest.raises(RuntimeError, match="the build failed"):
         build_into(target, fails)
-    assert list(target.parent.iterdir()) == []
+    assert beside(target) == []
     assert build_into(target, lambda into: (into / "whole").write_text("whole")) == target
     assert (target / "whole").is_file() and not (target / "half").exists()
 
@@ -100,7 +108,7 @@ def test_a_wheel_is_unpacked_once_read_only_whoever_asks_at_once(tmp_path: Path)
 
     results = _builders_at_once(4, lambda _: store.unpacked(sha))
     target = tmp_path / "store" / "unpacked" / sha
-    assert results == [target] * 4 and sorted(p.name for p in target.parent.iterdir()) == [sha]
+    assert results == [target] * 4 and beside(target) == [sha]
     assert sorted(str(p.relative_to(target)) for p in target.rglob("*")) == [
         ".complete",
         "pkg",

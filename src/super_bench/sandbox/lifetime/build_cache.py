@@ -4,6 +4,8 @@ package store's unpacked wheels use too)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -11,7 +13,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,23 +44,41 @@ def build_into(
 ) -> Path:
     """``target``, unless it is built already: made by ``fill`` in a temporary directory beside it, marked
     finished (a marker file holding ``marker``), given its modes by ``finish``, and renamed into place, so
-    that concurrent builders (threads, runs, Ray workers) never see half of one; the first to finish wins."""
+    that concurrent builders (threads, runs, Ray workers) never see half of one. One builds while the others
+    wait for it (a lock file beside the target: the first run's workers and its manifest would otherwise each
+    build the same kernel environment at once); where the lock cannot be taken, the first to finish wins."""
     if is_built(target):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{target.name[:16]}-", dir=target.parent))
-    try:
-        fill(building)
-        (building / DONE_MARKER).write_text(marker)
-        finish(building)
+    with _building(target):
+        if is_built(target):  # built while this builder waited
+            return target
+        building = Path(tempfile.mkdtemp(prefix=f".{target.name[:16]}-", dir=target.parent))
         try:
-            os.rename(building, target)
-        except OSError:  # another builder finished first (the target is a directory that is not empty)
-            if not is_built(target):
-                raise
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
+            fill(building)
+            (building / DONE_MARKER).write_text(marker)
+            finish(building)
+            try:
+                os.rename(building, target)
+            except OSError:  # another builder finished first (the target is a directory that is not empty)
+                if not is_built(target):
+                    raise
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
     return target
+
+
+@contextlib.contextmanager
+def _building(target: Path) -> Iterator[None]:
+    """Held while ``target`` is built. An flock goes with its holder: a builder that dies releases it."""
+    try:
+        lock = open(target.parent / f".{target.name}.lock", "a")  # noqa: SIM115 (held across the yield)
+    except OSError:  # a lock file another user made, say: build alone, the first to finish winning
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def is_built(path: Path) -> bool:
