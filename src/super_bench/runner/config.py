@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,6 +57,11 @@ class RunConfig(BaseModel):
         None, ge=1, description="Tasks at once (default: 1 locally; on Ray, as many as the cluster's CPUs fit)"
     )
     ray: RayOptions = Field(default_factory=RayOptions)
+    prestart: Literal["auto", "off"] = Field(
+        "auto",
+        description="auto: while every worker is busy and tasks wait, start the next task's sandbox and kernel "
+        "ahead when a core is idle (the local executor); off: never",
+    )
     infra_retries: int = Field(2, ge=0, description="Retries of a task that failed on the infrastructure")
     epochs: int = Field(1, ge=1, description="Runs of each task, with seeds seed, seed+1, ...")
     redo: bool = Field(False, description="Replace the run in the run directory instead of resuming it")

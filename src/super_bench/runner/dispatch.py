@@ -66,13 +66,7 @@ def dispatch(
 
     try:
         while queue or running:
-            while queue and len(running) < executor.capacity:
-                item = queue.popleft()
-                if reporter is not None:
-                    reporter.task_started(item.task)
-                start = time.monotonic()  # before: with one worker, submit runs the task itself
-                future = executor.submit(item)
-                running[future], submitted[future] = item, start
+            _fill(executor, queue, running, submitted, reporter)
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 settle(future)
@@ -88,6 +82,25 @@ def dispatch(
                     pass  # already stopping
         raise
     return written
+
+
+def _fill(
+    executor: Executor,
+    queue: deque[WorkItem],
+    running: dict[Future[Any], WorkItem],
+    submitted: dict[Future[Any], float],
+    reporter: Reporter | None,
+) -> None:
+    """Submit queued items while the executor has room, and tell it which waits next."""
+    while queue and len(running) < executor.capacity:
+        item = queue.popleft()
+        if reporter is not None:
+            reporter.task_started(item.task)
+        start = time.monotonic()  # before: with one worker, submit runs the task itself
+        executor.upcoming(queue[0] if queue else None)  # so too: the next task may be prepared meanwhile
+        future = executor.submit(item)
+        running[future], submitted[future] = item, start
+    executor.upcoming(queue[0] if queue else None)  # what waits now (a retry may have joined the queue)
 
 
 def _failure(item: WorkItem, error: Exception) -> TaskResult:
