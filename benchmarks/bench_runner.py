@@ -1,7 +1,9 @@
 """How the runner scales: the gold agent on the demo suite with 1 and 2 workers, and the alternatives.
 
 Runs every task of the demo suite (Expert, Masked and Auto) with the local executor at 1 and 2 workers
-(threads), then, for comparison, 2 worker processes (a process pool calling the same episode function)
+(threads), and 2 workers with ``--prestart off`` (no task's environment started ahead; the default starts one
+only while a core is idle, which the gold agent's computing tasks seldom leave); then, for comparison, 2 worker
+processes (a process pool calling the same episode function)
 and, where Ray is installed, the Ray executor on a local 2-CPU instance. Reports the wall time, the
 speedup over 1 worker (the ratio; higher is better here), and the CPU time of the harness process
 itself (its threads; the kernels are separate processes), which shows whether threads are enough.
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from common import Row, table
+from common import PrestartCount, Row, table
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run
 from super_bench.agents import AgentOptions
@@ -34,6 +36,7 @@ from super_bench.runner.rundir import RunDir
 from super_bench.tasks.model import Task
 
 ONE, TWO = "1 worker (thread)", "2 workers (threads)"
+TWO_OFF = "2 workers (threads), --prestart off"
 TARGET = 1.6  # 2 workers over 1, the whole suite
 # The Expert set alone: its tasks are the longest, so that the runner's own gaps between them matter least.
 EXPERT_TARGET = 1.8
@@ -49,8 +52,12 @@ def with_runner(tasks: list[Task], root: Path, name: str, **settings: object) ->
     env = EnvConfig(sandbox=SandboxConfig(root=root / "sandboxes"))
     config = RunConfig(env=env, out=root / name, **settings)  # type: ignore[arg-type]
     cpu, start = self_cpu(), time.perf_counter()
-    outcome = run(config, tasks=tasks)
-    return time.perf_counter() - start, self_cpu() - cpu, outcome.results
+    with PrestartCount() as ahead:
+        outcome = run(config, tasks=tasks)
+    wall = time.perf_counter() - start
+    if config.prestart != "off" and config.executor == "local":
+        print(f"  prepared ahead: {ahead.prepared}, taken: {ahead.taken}", file=sys.stderr)
+    return wall, self_cpu() - cpu, outcome.results
 
 
 def _episode(args: tuple[Task, Path]) -> TaskResult:
@@ -72,6 +79,7 @@ def variants(tasks: list[Task], processes: bool, with_ray: bool) -> dict[str, Me
     found: dict[str, Measure] = {
         ONE: lambda root, name: with_runner(tasks, root, name, workers=1),
         TWO: lambda root, name: with_runner(tasks, root, name, workers=2),
+        TWO_OFF: lambda root, name: with_runner(tasks, root, name, workers=2, prestart="off"),
     }
     if processes:
         found["2 worker processes"] = lambda root, name: with_processes(tasks, root, name, 2)
@@ -136,6 +144,11 @@ def rows(sets: list[str], repeats: int = 1, processes: bool = True, with_ray: bo
                 target,
                 met,
             )
+        )
+    if TWO_OFF in times:
+        on, off = statistics.median(times[TWO][0]), statistics.median(times[TWO_OFF][0])
+        found.append(
+            Row("scaling", f"{where}, 2 workers, --prestart auto against off", f"{on:.1f} s", f"{off:.1f} s", on / off)
         )
     return found
 

@@ -141,6 +141,7 @@ class Prestart(Generic[Item, Ready]):
             if ready is None or ready[0] is not item:
                 return None
             self._ready = None
+            log.debug("a worker takes the environment prepared ahead")
             return ready[1]
 
     def close(self) -> None:
