@@ -28,10 +28,12 @@ from super_bench import EnvConfig, SandboxConfig, run
 from super_bench.agents import AGENTS
 from super_bench.agents.gold import GoldAgent
 from super_bench.environment import Environment
+from super_bench.errors import EnvironmentClosedError
 from super_bench.runner import prestart
 from super_bench.runner.prestart import Prestart, core_idle, cpu_times, idle_cores
 from super_bench.sandbox import SANDBOXES
 from super_bench.tasks.model import Task
+from super_bench.trajectory import utcnow
 
 # -- the decision ------------------------------------------------------------------------------------
 CPU_FIELDS = st.lists(st.integers(0, 2**40), min_size=4, max_size=10)
@@ -236,15 +238,21 @@ def test_a_prepared_sandbox_waits_past_the_wall_time_limit_and_its_task_still_ru
 
 def test_the_wall_clock_of_a_prepared_environment_starts_at_reset(tmp_path: Path) -> None:
     env = Environment(EnvConfig(sandbox=SandboxConfig(root=tmp_path, wall_time_limit=2)))
-    task = make_task("held")
+    task = make_task("held", pre_execute_cells=[{"type": "execute", "content": "y = 5"}])
     env.prepare(task)
+    with pytest.raises(EnvironmentClosedError):
+        env.trajectory  # noqa: B018 (no episode yet: nothing was run, nothing recorded)
     time.sleep(2.5)
-    before = time.monotonic()
+    before, reset_at = time.monotonic(), utcnow()
     env.reset(task)
     try:
-        assert env.budget_left().wall_seconds is not None
-        assert env.budget_left().wall_seconds > 2 - (time.monotonic() - before) - 0.01
-        step = env.step({"type": "execute", "content": "print(6 * 7)"})
+        left = env.budget_left().wall_seconds
+        assert left is not None and left > 2 - (time.monotonic() - before) - 0.01
+        trajectory = env.trajectory
+        assert trajectory.started_at >= reset_at
+        assert [s.pre_executed for s in trajectory.steps] == [True]  # run at reset, not ahead
+        assert trajectory.steps[0].start_time >= reset_at
+        step = env.step({"type": "execute", "content": "print(6 * 7 + y - 5)"})
         assert (step.outcome, step.observation.strip()) == ("ok", "42")
         assert not env.sandbox.ended
     finally:
