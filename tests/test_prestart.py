@@ -109,7 +109,7 @@ def test_nothing_is_prepared_while_no_core_is_idle() -> None:
 
     ahead: Prestart[str, Made] = Prestart(1, lambda item: prepared.append(item) or Made(item), idle=busy)
     ahead.begin()
-    ahead.upcoming("next")
+    ahead.upcoming(["next"])
     for _ in range(3):
         assert looked.acquire(timeout=30), "the probe was not asked"
     assert ahead.take("next") is None
@@ -125,33 +125,61 @@ def test_nothing_is_prepared_while_a_worker_is_free_or_no_task_waits() -> None:
         return True
 
     ahead: Prestart[str, Made] = Prestart(2, Made, idle=idle)
-    ahead.upcoming("next")
+    ahead.upcoming(["next"])
     ahead.begin()  # one of two workers busy: the task would start at once, not be prepared
     assert not looked.wait(0.5)
     ahead.begin()
-    ahead.upcoming(None)
+    ahead.upcoming([])
     assert not looked.wait(0.5)
     ahead.close()
 
 
-def test_the_prepared_item_goes_to_its_worker_and_what_is_not_taken_is_discarded() -> None:
-    ahead: Prestart[str, Made] = Prestart(1, Made, idle=lambda: True)
-    ahead.begin()
-    ahead.upcoming("a")
+def wait_for(condition: Any) -> None:
     deadline = time.monotonic() + 30
-    while ahead._ready is None and time.monotonic() < deadline:
+    while not condition():
+        assert time.monotonic() < deadline, "not prepared in 30 s"
         time.sleep(0.01)
-    assert ahead.take("b") is None  # another item's
-    ahead.end()
+
+
+def test_prepared_items_go_to_their_workers_at_most_ahead_at_a_time_and_the_rest_is_discarded() -> None:
+    ahead: Prestart[str, Made] = Prestart(2, Made, idle=lambda: True)
+    assert ahead.ahead == 2  # one per worker
+    ahead.begin()
+    ahead.begin()
+    ahead.upcoming(["a", "b", "c"])
+    wait_for(lambda: len(ahead._ready) == 2)
+    assert [item for item, _ in ahead._ready] == ["a", "b"]  # in order, and no more than two
+    assert ahead.take("c") is None  # not prepared: it starts as it is
+    ahead.end()  # a worker frees, and begins a
+    ahead.begin()
     made = ahead.take("a")
     assert made is not None and made.item == "a" and not made.discarded
+    ahead.upcoming(["b", "d"])
+    wait_for(lambda: len(ahead._ready) == 2)  # a was taken: room for d
+    left = [ready for _, ready in ahead._ready]
+    assert [m.item for m in left] == ["b", "d"]
+    ahead.close()  # the run stops: b and d are never taken
+    assert all(m.discarded for m in left) and ahead.take("b") is None and not made.discarded
+
+
+def test_an_item_whose_preparation_failed_is_not_tried_again() -> None:
+    tried: list[str] = []
+
+    def prepare(item: str) -> Made:
+        tried.append(item)
+        if item == "a":
+            raise OSError("no room for the sandboxes")
+        return Made(item)
+
+    ahead: Prestart[str, Made] = Prestart(1, prepare, idle=lambda: True, ahead=2)
     ahead.begin()
-    ahead.upcoming("c")
-    while ahead._ready is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    left = ahead._ready
-    ahead.close()  # the run stops: c is never taken
-    assert left is not None and left[1].discarded and ahead.take("c") is None
+    ahead.upcoming(["a", "b"])
+    wait_for(lambda: len(ahead._ready) == 1)
+    assert ahead.take("a") is None  # its worker starts it as it is
+    made = ahead.take("b")
+    assert made is not None and made.item == "b"
+    ahead.close()
+    assert tried == ["a", "b"]
 
 
 # -- real runs -------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import logging
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from super_bench.errors import ConfigError
@@ -97,10 +98,10 @@ def _fill(
         if reporter is not None:
             reporter.task_started(item.task)
         start = time.monotonic()  # before: with one worker, submit runs the task itself
-        executor.upcoming(queue[0] if queue else None)  # so too: the next task may be prepared meanwhile
+        executor.upcoming(list(islice(queue, executor.capacity)))  # so too: the next may be prepared meanwhile
         future = executor.submit(item)
         running[future], submitted[future] = item, start
-    executor.upcoming(queue[0] if queue else None)  # what waits now (a retry may have joined the queue)
+    executor.upcoming(list(islice(queue, executor.capacity)))  # what waits now (a retry may have joined the queue)
 
 
 def _failure(item: WorkItem, error: Exception) -> TaskResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,9 +88,9 @@ class Executor(ABC):
         result: TaskResult = future.result()
         return result
 
-    def upcoming(self, item: WorkItem | None) -> None:  # noqa: B027 (not abstract: most executors ignore it)
-        """The item that is submitted next, once one in flight ends (None: none waits). An executor may
-        prepare it ahead."""
+    def upcoming(self, items: Sequence[WorkItem]) -> None:  # noqa: B027 (not abstract: most executors ignore it)
+        """The items submitted next, in order, as those in flight end (none: nothing waits). An executor may
+        prepare them ahead."""
 
     @abstractmethod
     def cancel(self) -> None:
@@ -127,9 +128,9 @@ class LocalExecutor(Executor):
     def capacity(self) -> int:
         return self.workers
 
-    def upcoming(self, item: WorkItem | None) -> None:
+    def upcoming(self, items: Sequence[WorkItem]) -> None:
         if self._prestart is not None:
-            self._prestart.upcoming(item)
+            self._prestart.upcoming(items)
 
     def _prepare(self, item: WorkItem) -> Prepared | None:
         if self._cancellation.cancelled:

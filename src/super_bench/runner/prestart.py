@@ -6,9 +6,10 @@ worker begins at the agent's first step. Where tasks compute, the cores are busy
 would only compete with the running tasks for them (started blindly, a pool of them made two workers on two
 cores slower): so nothing starts ahead unless a core has been idle, as measured just now (``idle_cores``).
 
-One environment at most is prepared at a time, for the task that runs next. The worker that takes that task
-gets it (``Prestart.take``), waiting for a preparation under way rather than starting a second one; one that
-is not taken (the run stops) is discarded: its kernel and sandbox stopped, nothing left behind.
+Environments are prepared one at a time, each after a second of an idle core, for the tasks that run next, up
+to one per worker (at most ``AHEAD``): workers that wait on a model tend to free together. The worker that takes
+such a task gets its environment (``Prestart.take``), waiting for a preparation under way rather than starting a
+second one; one that is not taken (the run stops) is discarded: its kernel and sandbox stopped, nothing left.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 log = logging.getLogger(__name__)
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 WINDOW = 0.5  # seconds of each look at the cores
 LOOKS = 2  # consecutive looks that must each find an idle core: a second of idleness, not a gap between cells
 IDLE = 0.9  # of one core's time idle in a look
+AHEAD = 4  # environments prepared at most at a time (each holds a kernel's memory and the room of a task)
 
 
 def cpu_times(stat: str, cpus: Iterable[int]) -> tuple[int, int]:
@@ -94,28 +96,35 @@ Ready = TypeVar("Ready", bound=Discardable)
 
 
 class Prestart(Generic[Item, Ready]):
-    """Prepares the next item's environment (``prepare``: None when it cannot now) on a thread of its own,
-    while all ``workers`` are busy, an item waits (``upcoming``) and ``idle`` says a core is idle."""
+    """Prepares the environments of the items that run next (``prepare``: None when it cannot now), one after
+    another on a thread of its own, while all ``workers`` are busy, items wait (``upcoming``) and ``idle`` says
+    a core is idle; at most ``ahead`` of them at a time (by default one per worker, and no more than ``AHEAD``)."""
 
     def __init__(
-        self, workers: int, prepare: Callable[[Item], Ready | None], idle: Callable[[], bool] | None = None
+        self,
+        workers: int,
+        prepare: Callable[[Item], Ready | None],
+        idle: Callable[[], bool] | None = None,
+        ahead: int | None = None,
     ) -> None:
         self.workers = workers
+        self.ahead = min(workers, AHEAD) if ahead is None else ahead
         self._prepare = prepare
         self._idle = idle or _core_idle
         self._cond = threading.Condition()
-        self._next: Item | None = None
+        self._next: list[Item] = []
         self._busy = 0
         self._preparing: Item | None = None
-        self._ready: tuple[Item, Ready] | None = None
+        self._ready: list[tuple[Item, Ready]] = []
+        self._failed: list[Item] = []  # not tried again: their workers start them as they take them
         self._stopped = False
         self._thread = threading.Thread(target=self._loop, name="super-bench-prestart", daemon=True)
         self._thread.start()
 
-    def upcoming(self, item: Item | None) -> None:
-        """The item that runs next, once a worker is free (None: none waits)."""
+    def upcoming(self, items: Sequence[Item]) -> None:
+        """The items that run next, in order, as workers free (none: nothing waits)."""
         with self._cond:
-            self._next = item
+            self._next = list(items[: self.ahead])
             self._cond.notify_all()
 
     def begin(self) -> None:
@@ -133,34 +142,35 @@ class Prestart(Generic[Item, Ready]):
     def take(self, item: Item) -> Ready | None:
         """What was prepared for ``item`` (after the preparation under way, if it is item's), or None."""
         with self._cond:
-            if self._next is item:
-                self._next = None  # it starts now: not to be prepared any more
+            self._next = [other for other in self._next if other is not item]  # it starts now
             while self._preparing is item:
                 self._cond.wait()
-            ready = self._ready
-            if ready is None or ready[0] is not item:
-                return None
-            self._ready = None
-            log.debug("a worker takes the environment prepared ahead")
-            return ready[1]
+            for i, (prepared, ready) in enumerate(self._ready):
+                if prepared is item:
+                    del self._ready[i]
+                    log.debug("a worker takes the environment prepared ahead")
+                    return ready
+            return None
 
     def close(self) -> None:
         """Prepare nothing more, and discard what was prepared and not taken (after a preparation under way)."""
         with self._cond:
             self._stopped = True
-            self._next = None
+            self._next = []
             self._cond.notify_all()
             while self._preparing is not None:  # its thread discards it: wait until it has
                 self._cond.wait()
-            ready, self._ready = self._ready, None
-        if ready is not None:
-            ready[1].discard()
+            left, self._ready = self._ready, []
+        for _, ready in left:
+            ready.discard()
 
     def _wanted(self) -> Item | None:
-        """The item to prepare now, under the lock: one waits, no worker is free, nothing is prepared."""
-        if self._stopped or self._ready is not None or self._busy < self.workers:
+        """The item to prepare now, under the lock: no worker is free, fewer than ``ahead`` are prepared, and
+        the first waiting item that is not is not one whose preparation failed."""
+        if self._stopped or len(self._ready) >= self.ahead or self._busy < self.workers:
             return None
-        return self._next
+        done = [item for item, _ in self._ready] + self._failed
+        return next((item for item in self._next if not any(item is other for other in done)), None)
 
     def _loop(self) -> None:
         while True:
@@ -180,11 +190,14 @@ class Prestart(Generic[Item, Ready]):
             try:
                 ready = self._prepare(item)
             except Exception as e:  # the task's own failures to start are kept in what is prepared: this is else
-                log.warning("could not start the next task's environment ahead (it starts as a worker takes it): %s", e)
+                log.warning("could not start a task's environment ahead (it starts as a worker takes it): %s", e)
+                with self._cond:
+                    self._failed = [*self._failed[-100:], item]
             with self._cond:
                 if ready is not None and not self._stopped:
-                    self._ready, ready = (item, ready), None
-                    log.debug("prepared the environment of the next task ahead")
+                    self._ready.append((item, ready))
+                    ready = None
+                    log.debug("prepared the environment of a waiting task ahead")
             if ready is not None:  # stopped meanwhile
                 ready.discard()
             with self._cond:
