@@ -102,10 +102,12 @@ def variants(tasks: list[Task], processes: bool, with_ray: bool) -> dict[str, Me
 
 
 def measure(tasks: list[Task], chosen: dict[str, Measure], repeats: int) -> dict[str, tuple[list[float], list[float]]]:
-    """Each variant's wall times and harness CPU times, the variants interleaved in each repeat."""
+    """Each variant's wall times and harness CPU times, the variants interleaved in each repeat, in the order
+    given and then in reverse (so that none always follows the same one)."""
     times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in chosen}
     for repeat in range(repeats):
-        for i, (name, run_variant) in enumerate(chosen.items()):
+        order = list(enumerate(chosen.items()))
+        for i, (name, run_variant) in order if repeat % 2 == 0 else reversed(order):
             with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
                 wall, cpu, results = run_variant(Path(tmp), f"run{i}")
             solved = sum(r.status == "completed" for r in results)

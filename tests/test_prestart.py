@@ -340,3 +340,22 @@ def test_the_docker_backend_and_prestart_off_start_nothing_ahead(tmp_path: Path)
             assert executor._prestart is None
     with LocalExecutor(spec, config(tmp_path)) as executor:
         assert executor._prestart is not None
+
+
+def test_a_prepared_environment_holds_its_room_on_the_machine_until_discarded(tmp_path: Path) -> None:
+    from super_bench.runner.admission import ADMISSION
+    from super_bench.runner.episode import prepare_episode
+
+    env = EnvConfig(sandbox=SandboxConfig(root=tmp_path / "sandboxes", backend="local"))
+    before = len(ADMISSION._running)
+    prepared = prepare_episode(make_task("held"), env, tmp_path / "task")
+    assert prepared is not None
+    try:
+        assert len(ADMISSION._running) == before + 1
+        assert prepared.slot.usage is not None  # what the task uses of it is counted, as a running one's
+        assert list((tmp_path / "sandboxes").iterdir()), "no sandbox was started"
+    finally:
+        prepared.discard()
+    assert len(ADMISSION._running) == before
+    assert not list((tmp_path / "sandboxes").iterdir())
+    assert not (tmp_path / "task").exists()  # the step log is opened only once the episode begins
