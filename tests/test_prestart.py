@@ -92,6 +92,13 @@ def test_no_core_counts_as_idle_while_every_core_computes() -> None:
             loop.wait()
 
 
+def test_where_the_cpu_accounts_cannot_be_read_no_core_counts_as_idle(tmp_path: Path) -> None:
+    assert not core_idle(window=0.01, stat=str(tmp_path / "no-such-file"))
+    garbled = tmp_path / "stat"
+    garbled.write_text("".join(f"cpu{n} 1 2\n" for n in os.sched_getaffinity(0)))
+    assert not core_idle(window=0.01, stat=str(garbled))
+
+
 class Made:
     def __init__(self, item: str) -> None:
         self.item, self.discarded = item, False

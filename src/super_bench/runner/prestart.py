@@ -58,7 +58,7 @@ def idle_cores(before: tuple[int, int], after: tuple[int, int], cpus: int) -> fl
     return cpus * min(1.0, max(0.0, idle / total))
 
 
-def core_idle(window: float = WINDOW, looks: int = LOOKS, threshold: float = IDLE) -> bool:
+def core_idle(window: float = WINDOW, looks: int = LOOKS, threshold: float = IDLE, stat: str = "/proc/stat") -> bool:
     """Whether a core of this process's CPUs stayed idle for ``looks`` windows of ``window`` seconds in a row.
 
     Measured from ``/proc/stat``, the kernel's time accounts of each CPU, over the CPUs this process may run on
@@ -69,11 +69,11 @@ def core_idle(window: float = WINDOW, looks: int = LOOKS, threshold: float = IDL
     one is the bound, turn pre-start off.) Where ``/proc/stat`` cannot be read, no core counts as idle."""
     try:
         cpus = sorted(os.sched_getaffinity(0))
-        with open("/proc/stat") as f:
+        with open(stat) as f:
             before = cpu_times(f.read(), cpus)
         for _ in range(looks):
             time.sleep(window)
-            with open("/proc/stat") as f:
+            with open(stat) as f:
                 after = cpu_times(f.read(), cpus)
             if idle_cores(before, after, len(cpus)) < threshold:
                 return False
