@@ -1,9 +1,11 @@
 """How the runner scales: the gold agent on the demo suite with 1 and 2 workers, and the alternatives.
 
 Runs every task of the demo suite (Expert, Masked and Auto) with the local executor at 1 and 2 workers
-(threads); 2 workers start the tasks that took longest first, from the times the runner remembers (the 1-worker
-run of each repeat, which comes first, records them, as a user's earlier run would). For comparison: 2 workers
-with the tasks in the order given, 2 worker processes (a process pool calling the same episode function)
+(threads); 2 workers start the tasks that took longest first, from the times the runner remembers (the first
+repeat's 1-worker run, which comes first, records them, as a user's earlier run would). For comparison: 2 workers
+with the tasks in the order given; 2 workers with ``--prestart off`` (no task's environment started ahead; the
+default starts one only while a core is idle, which the gold agent's computing tasks seldom leave); 2 worker
+processes (a process pool calling the same episode function)
 and, where Ray is installed, the Ray executor on a local 2-CPU instance. Reports the wall time, the
 speedup over 1 worker (the ratio; higher is better here), and the CPU time of the harness process
 itself (its threads; the kernels are separate processes), which shows whether threads are enough.
@@ -26,7 +28,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from common import Row, table
+from common import PrestartCount, Row, table
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run
 from super_bench.agents import AgentOptions
@@ -37,6 +39,7 @@ from super_bench.tasks.model import Task
 
 ONE, TWO = "1 worker (thread)", "2 workers (threads)"
 TWO_GIVEN = "2 workers (threads), tasks in the order given"
+TWO_OFF = "2 workers (threads), --prestart off"
 TARGET = 1.6  # 2 workers over 1, the whole suite
 # The Expert set alone: its tasks are the longest, so that the runner's own gaps between them matter least.
 EXPERT_TARGET = 1.8
@@ -52,8 +55,12 @@ def with_runner(tasks: list[Task], root: Path, name: str, **settings: object) ->
     env = EnvConfig(sandbox=SandboxConfig(root=root / "sandboxes"))
     config = RunConfig(env=env, out=root / name, **settings)  # type: ignore[arg-type]
     cpu, start = self_cpu(), time.perf_counter()
-    outcome = run(config, tasks=tasks)
-    return time.perf_counter() - start, self_cpu() - cpu, outcome.results
+    with PrestartCount() as ahead:
+        outcome = run(config, tasks=tasks)
+    wall = time.perf_counter() - start
+    if config.prestart != "off" and config.executor == "local":
+        print(f"  prepared ahead: {ahead.prepared}, taken: {ahead.taken}", file=sys.stderr)
+    return wall, self_cpu() - cpu, outcome.results
 
 
 def _episode(args: tuple[Task, Path]) -> TaskResult:
@@ -76,6 +83,7 @@ def variants(tasks: list[Task], processes: bool, with_ray: bool) -> dict[str, Me
         ONE: lambda root, name: with_runner(tasks, root, name, workers=1),
         TWO: lambda root, name: with_runner(tasks, root, name, workers=2),
         TWO_GIVEN: lambda root, name: with_runner(tasks, root, name, workers=2, order="given"),
+        TWO_OFF: lambda root, name: with_runner(tasks, root, name, workers=2, prestart="off"),
     }
     if processes:
         found["2 worker processes"] = lambda root, name: with_processes(tasks, root, name, 2)
@@ -98,10 +106,12 @@ def variants(tasks: list[Task], processes: bool, with_ray: bool) -> dict[str, Me
 
 
 def measure(tasks: list[Task], chosen: dict[str, Measure], repeats: int) -> dict[str, tuple[list[float], list[float]]]:
-    """Each variant's wall times and harness CPU times, the variants interleaved in each repeat."""
+    """Each variant's wall times and harness CPU times, the variants interleaved in each repeat, in the order
+    given and then in reverse (so that none always follows the same one)."""
     times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in chosen}
     for repeat in range(repeats):
-        for i, (name, run_variant) in enumerate(chosen.items()):
+        order = list(enumerate(chosen.items()))
+        for i, (name, run_variant) in order if repeat % 2 == 0 else reversed(order):
             with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
                 wall, cpu, results = run_variant(Path(tmp), f"run{i}")
             solved = sum(r.status == "completed" for r in results)
@@ -140,6 +150,11 @@ def rows(sets: list[str], repeats: int = 1, processes: bool = True, with_ray: bo
                 target,
                 met,
             )
+        )
+    if TWO_OFF in times:
+        on, off = statistics.median(times[TWO][0]), statistics.median(times[TWO_OFF][0])
+        found.append(
+            Row("scaling", f"{where}, 2 workers, --prestart auto against off", f"{on:.1f} s", f"{off:.1f} s", on / off)
         )
     return found
 

@@ -16,8 +16,13 @@ request after a set delay.
   the index sent. Target: with 16 workers, the model-only tasks (which wait on the model, as real ones on an
   API) finish at least 6x faster than with 1.
 
+- prestart (only when asked for): N model-only tasks on each number of workers, with ``--prestart auto`` and
+  ``off`` in turn, ``--repeats`` times each: median wall times, and how many tasks' environments were started
+  ahead and taken.
+
     python benchmarks/bench_scale.py                          # 4 wheels of 200 MB at 50 MB/s, 16 tasks
     python benchmarks/bench_scale.py --wheels 4 --wheel-mb 16 --mb-per-s 20 --tasks 16   # a reduced size
+    python benchmarks/bench_scale.py --parts prestart --wheels 1 --wheel-mb 1 --tasks 12 --workers 2 4
 
 It needs a few GB of free disk at full size (16 tasks without the cache install 16 copies). The helpers that
 serve the index and the model are the test suite's (tests/), so it runs from a checkout.
@@ -28,6 +33,8 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from common import Row, table
+from common import PrestartCount, Row, table
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the test suite's index and model server
@@ -257,6 +264,57 @@ def worker_rows(
     return rows
 
 
+def prestart_rows(root: Path, index: str, tasks: int, delay: float, workers: list[int], repeats: int) -> list[Row]:
+    """Model-only tasks with ``--prestart auto`` and ``off``, alternating, ``repeats`` times each: the median
+    wall times, and how many tasks' environments were started ahead (and taken by their worker)."""
+    rows = []
+    for n in workers:
+        walls: dict[str, list[float]] = {"auto": [], "off": []}
+        ahead: dict[str, list[str]] = {"auto": [], "off": []}
+        for repeat in range(repeats):
+            for prestart in ("auto", "off") if repeat % 2 == 0 else ("off", "auto"):
+                where = root / f"prestart-{prestart}-{n}-{repeat}"
+                with SlowModel(delay, []) as model:
+                    config = RunConfig(
+                        agent="react-super",
+                        model="openai/slow",
+                        model_options=ModelOptions(base_url=model.base_url, cache=None),
+                        workers=n,
+                        prestart=prestart,
+                        out=where / "run",
+                        env=EnvConfig(cell_timeout=3600, sandbox=sandbox(where, index, "off")),
+                    )
+                    chosen = [Task(task_id=f"scale-{i:02d}", query="run a cell") for i in range(tasks)]
+                    load = os.getloadavg()[0]
+                    start = time.perf_counter()
+                    with PrestartCount() as count:
+                        outcome = run(config, tasks=chosen, progress=False)
+                    wall = time.perf_counter() - start
+                done = sum(r.stop_reason == "submitted" for r in outcome.results)
+                if done != tasks:
+                    raise RuntimeError(f"{tasks - done} task(s) did not submit: {[r.error for r in outcome.results]}")
+                walls[prestart].append(wall)
+                ahead[prestart].append(f"{count.prepared}/{count.taken}")
+                print(
+                    f"prestart {prestart}, {n} workers: {wall:.1f} s, prepared/taken {count.prepared}/{count.taken}, "
+                    f"load average {load:.1f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        on, off = statistics.median(walls["auto"]), statistics.median(walls["off"])
+        for prestart, wall in (("auto", on), ("off", off)):
+            rows.append(
+                Row(
+                    "prestart",
+                    f"{tasks} tasks, {n} workers, model only, --prestart {prestart}",
+                    f"{wall:.1f} s (median of {', '.join(f'{w:.1f}' for w in walls[prestart])}; prepared/taken "
+                    f"{', '.join(ahead[prestart])})",
+                )
+            )
+        rows.append(Row("prestart", f"{n} workers, auto against off", f"{on:.1f} s", f"{off:.1f} s", on / off))
+    return rows
+
+
 def rows(
     wheels: int = 4,
     wheel_mb: float = 200,
@@ -265,6 +323,7 @@ def rows(
     delay: float = 2.0,
     workers: tuple[int, ...] = (1, 4, 16),
     parts: tuple[str, ...] = ("install", "workers"),
+    repeats: int = 3,
 ) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         root = Path(tmp)
@@ -282,6 +341,8 @@ def rows(
                 found += install_rows(root, index, packages, requested, sizes)
             if "workers" in parts:
                 found += worker_rows(root, index, packages, requested, sizes, tasks, delay, list(workers))
+            if "prestart" in parts:
+                found += prestart_rows(root, index, tasks, delay, list(workers), repeats)
     size = f"{wheels} wheels of {wheel_mb:g} MB at {mb_per_s:g} MB/s, {backend()}, model {delay:g} s a reply"
     return [
         Row(r.benchmark, f"{r.case} [{size}]" if i == 0 else r.case, r.ours, r.reference, r.ratio, r.target, r.met)
@@ -297,11 +358,21 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--delay", type=float, default=2.0, help="Seconds the model takes a reply.")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--parts", nargs="+", choices=["install", "workers"], default=["install", "workers"])
+    parser.add_argument(
+        "--parts", nargs="+", choices=["install", "workers", "prestart"], default=["install", "workers"]
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="Runs of each side of the prestart part.")
     parser.add_argument("--json", action="store_true", help="The rows as JSON instead of a table.")
     args = parser.parse_args()
     found = rows(
-        args.wheels, args.wheel_mb, args.mb_per_s, args.tasks, args.delay, tuple(args.workers), tuple(args.parts)
+        args.wheels,
+        args.wheel_mb,
+        args.mb_per_s,
+        args.tasks,
+        args.delay,
+        tuple(args.workers),
+        tuple(args.parts),
+        args.repeats,
     )
     print(json.dumps([r.__dict__ for r in found], indent=1) if args.json else table(found))
     sys.exit(0 if all(r.met is not False for r in found) else 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import platform
 import secrets
@@ -187,3 +188,27 @@ def busy_loops(count: int) -> Iterator[None]:
         for loop in loops:
             loop.kill()
             loop.wait()
+
+
+class PrestartCount(logging.Handler):
+    """Counts, while installed (``with``), the environments the runner prepared ahead and those workers took."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.prepared = self.taken = 0
+        self._logger = logging.getLogger("super_bench.runner.prestart")
+        self._level = self._logger.level
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        self.prepared += message.startswith("prepared ")
+        self.taken += message.startswith("a worker takes ")
+
+    def __enter__(self) -> PrestartCount:
+        self._logger.addHandler(self)
+        self._logger.setLevel(logging.DEBUG)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.removeHandler(self)
+        self._logger.setLevel(self._level)

@@ -101,6 +101,8 @@ class Environment:
         self._agent_acted = False
         self._output_kept = 0
         self._recovery: KernelRecovery | None = None  # this attempt's kernel's
+        self._prepared: Task | None = None  # the task whose sandbox and kernel ``prepare`` started
+        self._prepare_error: Exception | None = None
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -150,9 +152,24 @@ class Environment:
         return self._kernel
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def reset(self, task: Task, *, agent: str | None = None, model: str | None = None) -> str:
-        """Start a fresh sandbox and kernel for ``task``, run its pre-executed cells; returns the query."""
+    def prepare(self, task: Task) -> None:
+        """Start the sandbox and the kernel of ``task`` ahead of ``reset(task)`` (the runner does it while a core
+        is idle): what an episode does before its first step that depends neither on the agent nor on the time.
+        The wall clock is held until ``reset``, so the wait counts against no budget; the pre-executed cells run
+        at ``reset``. A failure is kept, and raised by ``reset`` as if it had happened there."""
         self._shutdown()
+        self._prepared, self._prepare_error = task, None
+        try:
+            self._start(task, clock=False)
+        except Exception as e:
+            self._shutdown()
+            self._prepared, self._prepare_error = task, e
+
+    def reset(self, task: Task, *, agent: str | None = None, model: str | None = None) -> str:
+        """Start a fresh sandbox and kernel for ``task`` (or take those ``prepare`` started for it), run its
+        pre-executed cells; returns the query."""
+        if self._prepared is not task:
+            self._shutdown()
         self._attempt = 1
         self._begin(task, Trajectory(task_id=task.task_id, query=task.query, agent=agent, model=model))
         return task.query
@@ -187,8 +204,24 @@ class Environment:
         self._trajectory = trajectory
         self._agent_steps, self._execution_time = 0, 0.0
         self._agent_acted, self._output_kept, self._recovery = False, 0, None
+        prepared, error = self._prepared is task, self._prepare_error
+        self._prepared, self._prepare_error = None, None
+        if not prepared:
+            self._start(task)
+        elif error is not None:
+            raise error
+        else:
+            self.sandbox.start_clock()  # the task's time starts now, not when its sandbox was prepared
+        self._recovery = KernelRecovery(self.kernel, self.sandbox, self.config.sandbox)
+        for action in task.pre_execute_cells:
+            self._emit(self._record(action, None, utcnow(), self._pre_execute(action), pre_executed=True))
+
+    def _start(self, task: Task, *, clock: bool = True) -> None:
+        """A new sandbox for ``task``, started, and its kernel; ``clock=False``: the wall clock held."""
         sandbox = self._sandbox_factory(self.config.sandbox, task.task_id)
         self._sandbox = sandbox
+        if not clock:
+            sandbox.hold_clock()
         sandbox.start()
         self._kernel = NotebookKernel(
             sandbox,
@@ -197,9 +230,6 @@ class Environment:
             interrupt_grace=self.config.interrupt_grace,
         )
         self._kernel.start()
-        self._recovery = KernelRecovery(self._kernel, sandbox, self.config.sandbox)
-        for action in task.pre_execute_cells:
-            self._emit(self._record(action, None, utcnow(), self._pre_execute(action), pre_executed=True))
 
     def close(self) -> Trajectory | None:
         """Stop the kernel and sandbox; returns the finished trajectory (None if no episode began).
@@ -225,6 +255,7 @@ class Environment:
             kernel.kill()
 
     def _shutdown(self) -> None:
+        self._prepared = self._prepare_error = None
         if self._kernel is not None:
             if self._trajectory is not None:
                 self._trajectory.kernel_restarts = self._kernel.restarts

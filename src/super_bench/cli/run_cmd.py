@@ -80,6 +80,13 @@ RAY = "super_bench.runner.config:RayOptions."
     help="Tasks at once, each in its own sandbox. [default: 1; with Ray, as many as the cluster's CPUs fit]",
 )
 @click.option(
+    "--prestart",
+    type=click.Choice(["auto", "off"]),
+    default=Default(RUN + "prestart"),
+    show_default=True,
+    help="auto: while every worker is busy and tasks wait, start the next task's sandbox ahead if a core is idle.",
+)
+@click.option(
     "--executor",
     type=str,
     default=Default(RUN + "executor"),
@@ -148,6 +155,7 @@ def run_command(
     no_cache: bool,
     mode: str,
     workers: int | None,
+    prestart: str,
     executor: str,
     ray_address: str | None,
     ray_cpus: float,
@@ -190,6 +198,7 @@ def run_command(
         mode=mode,
         executor=executor,
         workers=workers,
+        prestart=prestart,
         ray=RayOptions(address=ray_address, cpus=ray_cpus, memory_gb=ray_memory, gpus=ray_gpus),
         infra_retries=infra_retries,
         epochs=epochs,

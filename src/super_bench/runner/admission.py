@@ -127,6 +127,20 @@ class Admission:
             return f"memory: {_gib(max(0, memory))} available of the {_gib(need.memory)} a task needs"
         return None
 
+    def reserve(self, need: Need, where: Path) -> Slot | None:
+        """Hold a reservation for ``need`` now, if the machine has room for it, without waiting; give it
+        back with ``release``. For a task's environment started ahead of the task (``runner.prestart``)."""
+        slot = Slot(need, where)
+        with self._lock:
+            if self._lacking(need, where) is not None:
+                return None
+            self._running.append(slot)
+        return slot
+
+    def release(self, slot: Slot) -> None:
+        with self._lock:
+            self._running.remove(slot)
+
     @contextmanager
     def room(self, need: Need, where: Path, check: Callable[[], None] = lambda: None) -> Iterator[Slot]:
         """Wait until the machine has room for ``need`` (``check`` is called between looks: it raises to
@@ -154,8 +168,7 @@ class Admission:
         try:
             yield slot
         finally:
-            with self._lock:
-                self._running.remove(slot)
+            self.release(slot)
 
 
 ADMISSION = Admission()

@@ -57,6 +57,11 @@ class RunConfig(BaseModel):
         None, ge=1, description="Tasks at once (default: 1 locally; on Ray, as many as the cluster's CPUs fit)"
     )
     ray: RayOptions = Field(default_factory=RayOptions)
+    prestart: Literal["auto", "off"] = Field(
+        "auto",
+        description="auto: while every worker is busy and tasks wait, start the next task's sandbox and kernel "
+        "ahead when a core is idle (the local executor); off: never",
+    )
     infra_retries: int = Field(2, ge=0, description="Retries of a task that failed on the infrastructure")
     order: Literal["longest-first", "given"] = Field(
         "longest-first",

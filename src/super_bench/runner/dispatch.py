@@ -12,6 +12,7 @@ import logging
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from super_bench.errors import ConfigError
@@ -66,13 +67,7 @@ def dispatch(
 
     try:
         while queue or running:
-            while queue and len(running) < executor.capacity:
-                item = queue.popleft()
-                if reporter is not None:
-                    reporter.task_started(item.task)
-                start = time.monotonic()  # before: with one worker, submit runs the task itself
-                future = executor.submit(item)
-                running[future], submitted[future] = item, start
+            _fill(executor, queue, running, submitted, reporter)
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 settle(future)
@@ -88,6 +83,25 @@ def dispatch(
                     pass  # already stopping
         raise
     return written
+
+
+def _fill(
+    executor: Executor,
+    queue: deque[WorkItem],
+    running: dict[Future[Any], WorkItem],
+    submitted: dict[Future[Any], float],
+    reporter: Reporter | None,
+) -> None:
+    """Submit queued items while the executor has room, and tell it which waits next."""
+    while queue and len(running) < executor.capacity:
+        item = queue.popleft()
+        if reporter is not None:
+            reporter.task_started(item.task)
+        start = time.monotonic()  # before: with one worker, submit runs the task itself
+        executor.upcoming(list(islice(queue, executor.capacity)))  # so too: the next may be prepared meanwhile
+        future = executor.submit(item)
+        running[future], submitted[future] = item, start
+    executor.upcoming(list(islice(queue, executor.capacity)))  # what waits now (a retry may have joined the queue)
 
 
 def _failure(item: WorkItem, error: Exception) -> TaskResult:

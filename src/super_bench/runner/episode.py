@@ -15,6 +15,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -48,6 +49,10 @@ class Cancellation:
         self._event = threading.Event()
         self._lock = threading.Lock()
         self._envs: set[Environment] = set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
 
     def check(self) -> None:
         if self._event.is_set():
@@ -125,6 +130,68 @@ def _play(env: Environment, task: Task, agent_spec: str, options: AgentOptions) 
     return None, None
 
 
+def _environment(env_config: EnvConfig, cancellation: Cancellation | None, step_log: _StepLog) -> Environment:
+    if cancellation is None:
+        return Environment(env_config, on_step=step_log)
+    env = _CancellableEnvironment(env_config, cancellation, step_log)
+    cancellation.watch(env)
+    return env
+
+
+@dataclass(eq=False)
+class Prepared:
+    """A task's environment, not yet reset, and its hold on the machine's room (``runner.admission``): made as
+    the episode begins, or ahead of it (``prepare_episode``)."""
+
+    task: Task
+    env: Environment
+    step_log: _StepLog
+    slot: Slot
+    cancellation: Cancellation | None
+
+    @classmethod
+    def open(
+        cls, task: Task, env_config: EnvConfig, task_dir: Path, cancellation: Cancellation | None, slot: Slot
+    ) -> Prepared:
+        step_log = _StepLog(task_dir / "steps.jsonl")  # opened at the first step, once the episode has begun
+        env = _environment(env_config, cancellation, step_log)
+        slot.usage = env.resource_usage
+        return cls(task, env, step_log, slot, cancellation)
+
+    def discard(self) -> None:
+        """Stop its kernel and sandbox and give back its room: nothing of it is left."""
+        try:
+            self.env.close()
+        finally:
+            self.step_log.close()
+            if self.cancellation is not None:
+                self.cancellation.forget(self.env)
+            ADMISSION.release(self.slot)
+
+
+def _room(env_config: EnvConfig) -> tuple[Need, Path]:
+    sandbox = env_config.sandbox
+    return Need.of(sandbox.disk_limit, sandbox.memory_limit), sandbox.root or Path(tempfile.gettempdir())
+
+
+def prepare_episode(
+    task: Task, env_config: EnvConfig, task_dir: Path, cancellation: Cancellation | None = None
+) -> Prepared | None:
+    """Start ``task``'s sandbox and kernel ahead of its episode (``Environment.prepare``: the wall clock held, a
+    failure kept for the episode to meet as it begins); None when the machine has no room for the task now.
+    Give it to ``run_episode``, or ``discard`` it."""
+    slot = ADMISSION.reserve(*_room(env_config))
+    if slot is None:
+        return None
+    prepared = Prepared.open(task, env_config, task_dir, cancellation, slot)
+    try:
+        prepared.env.prepare(task)
+    except BaseException:
+        prepared.discard()
+        raise
+    return prepared
+
+
 def run_episode(
     task: Task,
     agent_spec: str,
@@ -136,21 +203,40 @@ def run_episode(
     mode: ScoreMode = "corrected",
     epoch: int = 1,
     cancellation: Cancellation | None = None,
+    prepared: Prepared | None = None,
 ) -> TaskResult:
     """Run ``task`` with a fresh agent and environment; save its trajectory in ``task_dir``.
 
-    It starts once this machine has the free disk and memory the task needs (``runner.admission``).
+    It starts once this machine has the free disk and memory the task needs (``runner.admission``), or at once
+    in the environment ``prepared`` for it ahead (``prepare_episode``), which holds that room already.
     Whatever ``task_dir`` held before (the remains of an interrupted attempt) is removed first."""
-    sandbox = env_config.sandbox
-    need = Need.of(sandbox.disk_limit, sandbox.memory_limit)
-    check = cancellation.check if cancellation is not None else _never
-    where = sandbox.root or Path(tempfile.gettempdir())
-    with ADMISSION.room(need, where, check) as slot:
-        result = _episode(
-            task, agent_spec, agent_options, env_config, task_dir, run_dir, mode, epoch, cancellation, slot
-        )
-    result.waited = slot.waited
-    return result
+    if prepared is not None and prepared.task is not task:
+        prepared.discard()
+        prepared = None
+    if prepared is None:
+        need, where = _room(env_config)
+        check = cancellation.check if cancellation is not None else _never
+        with ADMISSION.room(need, where, check) as slot:
+            _clear(task_dir)
+            started = Prepared.open(task, env_config, task_dir, cancellation, slot)
+            result = _episode(task, agent_spec, agent_options, task_dir, run_dir, mode, epoch, started)
+        result.waited = slot.waited
+        return result
+    try:
+        _clear(task_dir)
+    except BaseException:
+        prepared.discard()
+        raise
+    try:
+        return _episode(task, agent_spec, agent_options, task_dir, run_dir, mode, epoch, prepared)
+    finally:
+        ADMISSION.release(prepared.slot)
+
+
+def _clear(task_dir: Path) -> None:
+    if task_dir.exists():
+        shutil.rmtree(task_dir)
+    task_dir.mkdir(parents=True)
 
 
 def _never() -> None:
@@ -161,27 +247,14 @@ def _episode(
     task: Task,
     agent_spec: str,
     agent_options: AgentOptions,
-    env_config: EnvConfig,
     task_dir: Path,
     run_dir: Path | None,
     mode: ScoreMode,
     epoch: int,
-    cancellation: Cancellation | None,
-    slot: Slot,
+    started: Prepared,
 ) -> TaskResult:
-    if task_dir.exists():
-        shutil.rmtree(task_dir)
-    task_dir.mkdir(parents=True)
-    step_log = _StepLog(task_dir / "steps.jsonl")
-    env = (
-        Environment(env_config, on_step=step_log)
-        if cancellation is None
-        else _CancellableEnvironment(env_config, cancellation, step_log)
-    )
-    if cancellation is not None:
-        cancellation.watch(env)
-
-    slot.usage = env.resource_usage
+    """The episode in ``started``'s environment, which it closes."""
+    env, step_log, cancellation = started.env, started.step_log, started.cancellation
     wall_start = time.monotonic()
     failure: Failure | None = None
     error: str | None = None

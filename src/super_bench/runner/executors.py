@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +21,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from super_bench._registry import Registry
 from super_bench.agents import AgentOptions
 from super_bench.environment import EnvConfig
-from super_bench.runner.episode import Cancellation, run_episode
+from super_bench.runner.episode import Cancellation, Prepared, prepare_episode, run_episode
+from super_bench.runner.prestart import Prestart
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
+from super_bench.sandbox import sandbox_class
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.model import Task
 
@@ -85,6 +88,10 @@ class Executor(ABC):
         result: TaskResult = future.result()
         return result
 
+    def upcoming(self, items: Sequence[WorkItem]) -> None:  # noqa: B027 (not abstract: most executors ignore it)
+        """The items submitted next, in order, as those in flight end (none: nothing waits). An executor may
+        prepare them ahead."""
+
     @abstractmethod
     def cancel(self) -> None:
         """Stop the items in flight: their futures end with ``Cancelled`` (or, at the latest, normally)."""
@@ -113,24 +120,43 @@ class LocalExecutor(Executor):
         self._pool = (
             ThreadPoolExecutor(self.workers, thread_name_prefix="super-bench-task") if self.workers > 1 else None
         )
+        self._prestart: Prestart[WorkItem, Prepared] | None = None
+        if config.prestart == "auto" and sandbox_class(spec.env.sandbox).starts_ahead:
+            self._prestart = Prestart(self.workers, self._prepare)
 
     @property
     def capacity(self) -> int:
         return self.workers
 
+    def upcoming(self, items: Sequence[WorkItem]) -> None:
+        if self._prestart is not None:
+            self._prestart.upcoming(items)
+
+    def _prepare(self, item: WorkItem) -> Prepared | None:
+        if self._cancellation.cancelled:
+            return None
+        return prepare_episode(item.task, self.spec.env, self.spec.task_dir(item), self._cancellation)
+
     def _run(self, item: WorkItem) -> TaskResult:
-        spec = self.spec
-        return run_episode(
-            item.task,
-            spec.agent,
-            spec.options_for(item),
-            spec.env,
-            spec.task_dir(item),
-            run_dir=spec.run_dir,
-            mode=spec.mode,
-            epoch=item.epoch,
-            cancellation=self._cancellation,
-        )
+        spec, prestart = self.spec, self._prestart
+        if prestart is not None:
+            prestart.begin()
+        try:
+            return run_episode(
+                item.task,
+                spec.agent,
+                spec.options_for(item),
+                spec.env,
+                spec.task_dir(item),
+                run_dir=spec.run_dir,
+                mode=spec.mode,
+                epoch=item.epoch,
+                cancellation=self._cancellation,
+                prepared=None if prestart is None else prestart.take(item),
+            )
+        finally:
+            if prestart is not None:
+                prestart.end()
 
     def submit(self, item: WorkItem) -> Future[TaskResult]:
         if self._pool is not None:
@@ -144,8 +170,12 @@ class LocalExecutor(Executor):
 
     def cancel(self) -> None:
         self._cancellation.cancel()
+        if self._prestart is not None:
+            self._prestart.close()  # what was prepared ahead is stopped and removed
 
     def close(self) -> None:
+        if self._prestart is not None:
+            self._prestart.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 

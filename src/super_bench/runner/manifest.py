@@ -49,6 +49,7 @@ NOT_IDENTITY = frozenset(
         "redo",
         "executor",
         "workers",
+        "prestart",
         "ray",
         "infra_retries",
         "order",

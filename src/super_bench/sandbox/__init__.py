@@ -83,10 +83,14 @@ def describe_backend(config: SandboxConfig, *, packages: bool = False) -> Sandbo
     return SANDBOXES.get(resolve_backend(config.backend)).describe(config, packages=packages)
 
 
+def sandbox_class(config: SandboxConfig) -> type[Sandbox]:
+    """The class of the configured backend."""
+    return SANDBOXES.get(resolve_backend(config.backend))
+
+
 def create_sandbox(config: SandboxConfig, label: str = "task") -> Sandbox:
     """A new, not yet started, sandbox of the configured backend."""
-    cls = SANDBOXES.get(resolve_backend(config.backend))
-    return cls(config, label)
+    return sandbox_class(config)(config, label)
 
 
 __all__ = [
@@ -103,4 +107,5 @@ __all__ = [
     "create_sandbox",
     "describe_backend",
     "resolve_backend",
+    "sandbox_class",
 ]

@@ -309,6 +309,11 @@ class Sandbox(ABC):
         self._deadline: float | None = None
         self._disk_passed: int | None = None  # bytes found in the task directory past its disk limit
         self._wall_clock: threading.Timer | None = None
+        self._clock_held = False
+
+    # Whether a sandbox may be started ahead of its task with its wall clock held (``hold_clock``): false where
+    # something of the sandbox counts the task's time from its start on its own.
+    starts_ahead: ClassVar[bool] = True
 
     # Whether agent code is confined (its own view of the files, its own namespaces): where it is not, code from
     # elsewhere (a run directory's replays) runs only when the user names this backend.
@@ -404,9 +409,22 @@ class Sandbox(ABC):
         self.write_file(path, change(self.read_file(path)))
 
     # -- the wall-time limit ----------------------------------------------------------------------
+    def hold_clock(self) -> None:
+        """Have ``start`` leave the wall clock stopped until ``start_clock``: a sandbox started ahead of its task
+        (the runner's pre-start) spends none of the task's wall time while it waits for the task's agent."""
+        self._clock_held = True
+
+    def start_clock(self) -> None:
+        """Start the wall clock that ``hold_clock`` held (nothing if none was held)."""
+        if self._clock_held:
+            self._clock_held = False
+            self._start_wall_clock()
+
     def _start_wall_clock(self) -> None:
         """Start the task's clock; at its limit a timer of the harness calls ``_wall_time_passed``. Enforced
         from outside: no process of the task keeps the time, so none that agent code can stop or kill."""
+        if self._clock_held:
+            return
         limit = self.config.wall_time_limit
         self._deadline = None if limit is None else time.monotonic() + limit
         if limit is not None:
