@@ -85,9 +85,10 @@ class _RunningCell:
 
     def result(self, state: CellState, exit_code: int | None = None) -> CellResult:
         """What the cell produced since the last result; the next result starts afresh."""
+        # Joined once (a cell's output may be 100 MB), its chunks let go as soon as it is.
         text = self.buffer.text()
         dropped, figures = self.buffer.dropped + self.figures_dropped, self.figures
-        self.buffer.take()
+        self.buffer.clear()
         self.figures, self.figure_chars, self.figures_dropped = [], 0, 0
         return CellResult(
             text,
