@@ -286,7 +286,7 @@ def main() -> None:
             # bound socket's connections keep the options it had then.
             context.setsockopt(zmq.SNDHWM, 0)
             try:
-                super().init_iopub(context)
+                super().init_iopub(context)  # type: ignore[no-untyped-call]
             finally:
                 context.sockopts.pop(zmq.SNDHWM, None)
 
