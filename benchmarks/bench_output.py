@@ -156,7 +156,7 @@ def rows(sizes: list[float], sandbox: str, repeats: int = 3) -> list[Row]:
             cells[size] = cell
             raw = median([raw_cell(cell_for(size)[0], Path(tmp)) for _ in range(repeats)])
             graded = all((r[3].get("metrics") or {}).get("landmarks") == 1.0 for r in runs)  # type: ignore[union-attr]
-            ours = f"{seconds(wall)} (the cell's step {seconds(cell)}), harness peak {peak:.0f} MB, "
+            ours = f"{seconds(wall)} (the cell's step {seconds(cell)}), harness peak {peak:.0f} MiB, "
             ours += f"landmark {'found' if graded else 'NOT found'}"
             case = f"{size:g} MB cell ({sandbox})"
             reference = f"{seconds(raw)} (the cell through raw execute_interactive)"
