@@ -29,6 +29,8 @@ def test_the_end_of_megabytes_of_progress_bars_is_graded(benchmarks: ModuleType)
     runs = [r for r in rows if r.benchmark == "huge output"]
     assert len(runs) == 2 and all("landmark found" in r.ours for r in runs)
     assert runs[-1].met is not None and runs[-1].ratio is not None
+    (memory,) = [r for r in rows if r.benchmark == "huge output, memory"]
+    assert memory.case == runs[-1].case and memory.ratio is not None and memory.met is not None
     # The benchmark raises if clean_output and the naive cleaner disagree on the text.
     assert [r.case for r in rows if r.benchmark == "cleaning"] == ["0.5 MB", "2 MB"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -18,6 +19,7 @@ ACTION_TYPES: tuple[str, ...] = ("execute", "edit", "submit", "interrupt", "cont
 # levels deep and a few hundred characters long.
 MAX_CONTENT_DEPTH = 64
 MAX_ANSWER_CHARS = 1_000_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Action(BaseModel):
@@ -64,13 +66,9 @@ class Action(BaseModel):
 def valid_text(text: str) -> str:
     """``text`` with each lone surrogate (``"\\ud800"``: JSON and Python strings can hold one, UTF-8 cannot, so
     no file or JSON writer takes it) replaced by U+FFFD; a valid surrogate pair becomes its character."""
-    if text.isascii():
+    if text.isascii() or not _SURROGATE.search(text):  # looked for, not encoded: a text may be 100 MB
         return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def content_problem(

@@ -4,9 +4,11 @@ everything after it (scoring, viewer, importer, re-scoring), saved as ``trajecto
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar
 
@@ -197,8 +199,7 @@ class Trajectory(BaseModel):
         """Write ``trajectory.json`` (atomically); ``notebook.save_notebook`` writes its notebook beside it."""
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "trajectory.json"
-        # Encoded straight to bytes: one copy of a trajectory that may hold a hundred megabytes of output.
-        atomic_write(path, self.__pydantic_serializer__.to_json(self, indent=1))
+        atomic_write(path, lambda file: write_json(file, self, indent=1))
         return path
 
     @classmethod
@@ -221,12 +222,16 @@ def metadata_problem(value: Any) -> str | None:
     return None
 
 
-def atomic_write(path: Path, content: str | bytes) -> None:
-    """Write a file (text as UTF-8) so that readers see the old or the new content, never a torn one."""
+def atomic_write(path: Path, content: str | bytes | Callable[[BinaryIO], None]) -> None:
+    """Write a file (text as UTF-8, or what a writer given the open file writes) so that readers see the old
+    or the new content, never a torn one."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(content.encode("utf-8") if isinstance(content, str) else content)
+            if callable(content):
+                content(f)
+            else:
+                f.write(content.encode("utf-8") if isinstance(content, str) else content)
         # mkstemp makes the file private (0600); give it the mode a plain open() would have.
         umask = os.umask(0)
         os.umask(umask)
@@ -238,7 +243,39 @@ def atomic_write(path: Path, content: str | bytes) -> None:
 
 
 def write_step_line(file: BinaryIO, step: Step) -> None:
-    """One step as a JSON line, for the append-only log written while an episode runs: its JSON written as
-    pydantic makes it (bytes), with no copy of it as text or with its newline (a step may hold 100 MB)."""
-    file.write(step.__pydantic_serializer__.to_json(step))
+    """One step as a JSON line, for the append-only log written while an episode runs (``write_json``)."""
+    write_json(file, step)
     file.write(b"\n")
+
+
+# A step's output longer than this is written into its record's JSON piece by piece.
+STREAMED_CHARS = 1 << 20
+
+
+def write_json(file: BinaryIO, record: Step | Trajectory, *, indent: int | None = None) -> None:
+    """``record``'s JSON into ``file``, byte for byte as pydantic writes it, without ever holding the JSON of
+    a long output (a step may hold 100 MB): pydantic encodes the record with a marker in place of each
+    output longer than ``STREAMED_CHARS``, and the outputs are encoded where the markers stand, a piece at a
+    time, by the standard library's JSON string encoder (which escapes exactly what pydantic's does). The
+    marker is drawn at random for each record, so no text in it can hold it; if one did, the record is
+    encoded whole."""
+    steps = record.steps if isinstance(record, Trajectory) else [record]
+    long = [s.output for s in steps if s.output is not None and len(s.output) > STREAMED_CHARS]
+    if long:
+        marker = secrets.token_hex(16)
+        light = [
+            s.model_copy(update={"output": marker}) if s.output is not None and len(s.output) > STREAMED_CHARS else s
+            for s in steps
+        ]
+        skeleton = record.model_copy(update={"steps": light}) if isinstance(record, Trajectory) else light[0]
+        parts = skeleton.__pydantic_serializer__.to_json(skeleton, indent=indent).split(f'"{marker}"'.encode())
+        if len(parts) == len(long) + 1:
+            file.write(parts[0])
+            for text, part in zip(long, parts[1:]):
+                file.write(b'"')
+                for start in range(0, len(text), STREAMED_CHARS):
+                    file.write(encode_basestring(text[start : start + STREAMED_CHARS])[1:-1].encode("utf-8"))
+                file.write(b'"')
+                file.write(part)
+            return
+    file.write(record.__pydantic_serializer__.to_json(record, indent=indent))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from queue import Empty
 from typing import Any, Literal, NoReturn
 
+import zmq
 from jupyter_client.blocking.client import BlockingKernelClient
 
 from super_bench import messages
@@ -37,6 +38,9 @@ FIGURE_TYPES = ("image/png", "image/jpeg")
 # The largest image kept (base64 characters): a matplotlib figure is tens of kilobytes.
 MAX_FIGURE_CHARS = 4_000_000
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+# IOPub messages the harness's ZeroMQ socket holds before it stops reading from the kernel: of stream output,
+# in the kernel's pieces of 64 KiB, at most about 2 MiB.
+IOPUB_QUEUE = 32
 
 
 @dataclass
@@ -85,9 +89,10 @@ class _RunningCell:
 
     def result(self, state: CellState, exit_code: int | None = None) -> CellResult:
         """What the cell produced since the last result; the next result starts afresh."""
+        # Joined once (a cell's output may be 100 MB), its chunks let go as soon as it is.
         text = self.buffer.text()
         dropped, figures = self.buffer.dropped + self.figures_dropped, self.figures
-        self.buffer.take()
+        self.buffer.clear()
         self.figures, self.figure_chars, self.figures_dropped = [], 0, 0
         return CellResult(
             text,
@@ -98,6 +103,19 @@ class _RunningCell:
             figures=figures,
             dropped=dropped,
         )
+
+
+class _Client(BlockingKernelClient):
+    """A kernel client that queues few IOPub messages: the rest wait in the kernel (which drops none, see
+    ``kernel_boot``), not in the harness's memory, when output comes faster than the harness reads it."""
+
+    def connect_iopub(self, identity: bytes | None = None) -> zmq.Socket[bytes]:
+        socket: zmq.Socket[bytes] = self.context.socket(zmq.SUB)
+        socket.linger = 1000
+        socket.rcvhwm = IOPUB_QUEUE  # set before it connects: a connection keeps the options it was made with
+        socket.connect(self._make_url("iopub"))
+        socket.setsockopt(zmq.SUBSCRIBE, b"")
+        return socket
 
 
 class NotebookKernel:
@@ -134,7 +152,7 @@ class NotebookKernel:
         except KernelError as e:
             self._fail_start(str(e))
         self._process = launch.process
-        client = BlockingKernelClient()
+        client = _Client()
         client.load_connection_info(launch.connection)  # type: ignore[arg-type]  # a TypedDict of the same keys
         # No heartbeat channel: the kernel's process is watched directly (a thread with an event loop of its own
         # that pinged the kernel every few seconds, for nothing).

@@ -185,8 +185,12 @@ class OutputBuffer:
         )
 
     def take(self) -> str:
-        """Return the text and empty the buffer (the ceiling and drop count start afresh)."""
+        """Return the text and empty the buffer (``clear``)."""
         text = self.text()
+        self.clear()
+        return text
+
+    def clear(self) -> None:
+        """Empty the buffer: the ceiling and the drop count start afresh."""
         self._head, self._head_size, self._chunks, self._size = [], 0, deque(), 0
         self._cut, self.dropped = False, 0
-        return text

@@ -17,6 +17,7 @@ figures work. Where the task has no copy of a package, the kernel's is shared.
 
 Shell escapes (``!command``) run as IPython runs them, in a pseudo-terminal through pexpect, but
 without the tenth of a second pexpect sleeps when it closes a child's terminal (``run_shell``).
+Output is sent in stream messages of at most ``STREAM_PIECE`` characters (``_split_stream_messages``).
 
 This file is standalone on purpose: it runs in the task's interpreter, where the harness's own
 packages are not installed.
@@ -244,11 +245,51 @@ def _route_shell_escapes() -> None:
             module.system = run_shell  # type: ignore[attr-defined]
 
 
+# The most characters of output one stream message carries. A cell that prints 100 MB in one go reaches the
+# harness in pieces, each read on its own; read as one message, its bytes, their text and the output were
+# all held at once.
+STREAM_PIECE = 1 << 16
+
+
+def _split_stream_messages() -> None:
+    """Make the kernel send a stream message of more than ``STREAM_PIECE`` characters as several, in order."""
+    from jupyter_client.session import Session
+
+    send = Session.send
+
+    def send_in_pieces(self: Any, stream: Any, msg_or_type: Any, *args: Any, **kwargs: Any) -> Any:
+        stream_message = isinstance(msg_or_type, dict) and msg_or_type.get("msg_type") == "stream"
+        content: Any = msg_or_type.get("content") if stream_message else None
+        text = content.get("text") if isinstance(content, dict) else None
+        if args or not isinstance(text, str) or len(text) <= STREAM_PIECE:
+            return send(self, stream, msg_or_type, *args, **kwargs)
+        parent = msg_or_type.get("parent_header")
+        for start in range(0, len(text), STREAM_PIECE):
+            piece = {**content, "text": text[start : start + STREAM_PIECE]}
+            sent = send(self, stream, self.msg("stream", piece, parent=parent), **kwargs)
+        return sent
+
+    Session.send = send_in_pieces  # type: ignore[method-assign]
+
+
 def main() -> None:
     sys.path[0] = PACKAGES  # this directory itself holds nothing to import
+    _split_stream_messages()
+    import zmq
     from ipykernel.kernelapp import IPKernelApp
 
     class KernelApp(IPKernelApp):
+        def init_iopub(self, context: Any) -> None:
+            # No limit on the messages queued for the harness: past ZeroMQ's default of 1000 a publisher drops
+            # them, and an output sent in pieces (STREAM_PIECE) would lose its end. What is queued is the
+            # kernel's memory, where a cell's output is held anyway. Set before the socket binds, since a
+            # bound socket's connections keep the options it had then.
+            context.setsockopt(zmq.SNDHWM, 0)
+            try:
+                super().init_iopub(context)  # type: ignore[no-untyped-call]
+            finally:
+                context.sockopts.pop(zmq.SNDHWM, None)
+
         def init_extensions(self) -> None:
             # The shell exists; extensions and start-up code are the first that may be the task's.
             split_from_task()
