@@ -114,6 +114,50 @@ def test_two_workers_run_tasks_at_once_with_the_same_scores(tmp_path: Path) -> N
     assert not list((tmp_path / "sandboxes").iterdir()), "a sandbox was left behind"
 
 
+THREADS = (
+    'import os\nprint(*(os.environ.get(n) for n in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")))'
+)
+
+
+def threads_seen(out: Path, task_id: str) -> list[str]:
+    trajectory = json.loads((out / "tasks" / task_id / "trajectory.json").read_text())
+    return str(trajectory["steps"][0]["observation"]).split()
+
+
+@pytest.mark.slow
+def test_workers_share_the_cores_out_among_the_tasks_numerical_libraries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = [
+        make_task(f"threads-{i}", answer=i, solution=[THREADS, {"type": "submit", "content": i}]) for i in range(2)
+    ]
+    share = str(max(1, len(os.sched_getaffinity(0)) // 2))
+    two = run(config(tmp_path, workers=2, out=tmp_path / "two"), tasks=tasks, progress=False)
+    assert all(r.metrics.output_match == 1.0 for r in two.results)
+    assert threads_seen(tmp_path / "two", "threads-0") == [share] * 3
+    assert json.loads((tmp_path / "two" / "run.json").read_text())["executor"]["task_threads"] == int(share)
+    # One worker: the libraries' own default, as in SUPER's environment.
+    run(config(tmp_path, out=tmp_path / "one"), tasks=tasks, progress=False)
+    assert threads_seen(tmp_path / "one", "threads-0") == ["None"] * 3
+    # What the user sets or passes is kept.
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "5")
+    sandbox = {"env": {"OMP_NUM_THREADS": "7"}, "pass_env": ("OPENBLAS_NUM_THREADS",)}
+    run(config(tmp_path, workers=2, out=tmp_path / "mine", sandbox=sandbox), tasks=tasks, progress=False)
+    assert threads_seen(tmp_path / "mine", "threads-1") == ["7", "5", share]
+
+
+def test_the_thread_share_is_the_cores_per_worker_or_the_cpus_a_ray_task_reserves() -> None:
+    from super_bench.runner.config import RayOptions
+
+    cores = len(os.sched_getaffinity(0))
+    assert RunConfig().task_threads() is None and RunConfig(workers=1).task_threads() is None
+    assert RunConfig(workers=2).task_threads() == max(1, cores // 2)
+    assert RunConfig(workers=10_000).task_threads() == 1
+    assert RunConfig(executor="ray").task_threads() == 1
+    assert RunConfig(executor="ray", ray=RayOptions(cpus=2.5)).task_threads() == 2
+    assert RunConfig(executor="ray", ray=RayOptions(cpus=0.25)).task_threads() == 1
+
+
 # -- resume ---------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_to_one_row_per_task_and_the_same_scores(

@@ -122,7 +122,9 @@ def build_manifest(config: RunConfig, run_dir: RunDir, previous: RunManifest | N
     from super_bench._version import __version__
 
     now = datetime.now().astimezone()
-    executor = Executor(name=config.executor, workers=config.workers, epochs=config.epochs)
+    executor = Executor(
+        name=config.executor, workers=config.workers, epochs=config.epochs, task_threads=config.task_threads()
+    )
     if config.executor == "ray":
         executor.ray = config.ray.model_dump(mode="json")
     manifest = RunManifest(

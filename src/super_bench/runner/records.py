@@ -105,6 +105,9 @@ class Executor(BaseModel):
     name: str
     workers: int | None = None
     epochs: int = 1
+    task_threads: int | None = Field(
+        None, description="Threads each task's OpenMP, OpenBLAS and MKL were given (several local workers)"
+    )
     ray: dict[str, Any] | None = Field(None, description="Address and per-task resources, with the ray executor")
 
 

@@ -98,7 +98,8 @@ def _run(
     # The run's sandboxes live in a scratch directory of its own, which nobody else uses while it holds the lock.
     sandbox = config.env.sandbox
     scratch = scratch_dir(run_dir.path, sandbox.root)
-    env = config.env.model_copy(update={"sandbox": sandbox.model_copy(update={"root": scratch})})
+    given = {"root": scratch, "env": {**_thread_limits(config), **sandbox.env}}
+    env = config.env.model_copy(update={"sandbox": sandbox.model_copy(update=given)})
     with run_dir.lock():
         for leftover in [] if sandbox.keep else clear_scratch(scratch):
             log.info("removed %s, left behind by an earlier attempt at this run", leftover)
@@ -149,6 +150,18 @@ def _run(
         summary.task_environment = manifest.task_environment_line
         run_dir.write_summary(summary)
     return RunOutcome(run_dir, results, summary)
+
+
+# The variables OpenMP, OpenBLAS and MKL read for their thread counts (OpenBLAS reads its own before OpenMP's).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _thread_limits(config: RunConfig) -> dict[str, str]:
+    """The thread counts tasks get (``RunConfig.task_threads``), but for a variable the user gives them or passes."""
+    threads = config.task_threads()
+    if threads is None:
+        return {}
+    return {name: str(threads) for name in THREAD_VARIABLES if name not in config.env.sandbox.pass_env}
 
 
 def _remove_if_empty(directory: Path) -> None:
