@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.flaky_sandbox import FlakySandbox
 from tests.helpers import make_task
 
 from super_bench import EnvConfig, Environment, SandboxConfig
+from super_bench.sandbox import SANDBOXES
 
 
 @pytest.fixture
@@ -111,3 +113,14 @@ def no_real_model_calls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     patch.setattr(socket.socket, "connect_ex", connect_ex)
     yield
     patch.undo()
+
+
+@pytest.fixture
+def flaky() -> Iterator[type[FlakySandbox]]:
+    """The flaky sandbox (tests/flaky_sandbox.py) registered as ``flaky``, its counts cleared."""
+    SANDBOXES.register("flaky", "tests.flaky_sandbox:FlakySandbox")
+    FlakySandbox.failures.clear()
+    FlakySandbox.starts.clear()
+    yield FlakySandbox
+    FlakySandbox.failures.clear()
+    SANDBOXES.unregister("flaky")

@@ -31,7 +31,6 @@ from super_bench.environment import Environment
 from super_bench.errors import EnvironmentClosedError
 from super_bench.runner import prestart
 from super_bench.runner.prestart import Prestart, core_idle, cpu_times, idle_cores
-from super_bench.sandbox import SANDBOXES
 from super_bench.tasks.model import Task
 from super_bench.trajectory import utcnow
 
@@ -313,16 +312,6 @@ def test_a_stopped_run_leaves_nothing_of_the_task_it_prepared(
     assert not (tmp_path / "sandboxes").exists() or not list((tmp_path / "sandboxes").iterdir())
     assert not processes_with_home_under(tmp_path)
     assert not (tmp_path / "run" / "tasks" / "quick-2").exists()
-
-
-@pytest.fixture
-def flaky() -> Iterator[type[FlakySandbox]]:
-    SANDBOXES.register("flaky", "tests.flaky_sandbox:FlakySandbox")
-    FlakySandbox.failures.clear()
-    FlakySandbox.starts.clear()
-    yield FlakySandbox
-    FlakySandbox.failures.clear()
-    SANDBOXES.unregister("flaky")
 
 
 def test_a_failure_to_start_ahead_is_the_tasks_failure_to_start_retried_as_one(

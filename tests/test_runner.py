@@ -30,7 +30,6 @@ from super_bench.models import ModelOptions
 from super_bench.runner.progress import RunProgress
 from super_bench.runner.results import TaskResult, metric_stats, summarize
 from super_bench.runner.rundir import RunDir
-from super_bench.sandbox import SANDBOXES
 from super_bench.scoring import Metrics
 from super_bench.trajectory import Usage
 
@@ -294,16 +293,6 @@ def test_a_torn_last_line_is_dropped_and_its_task_runs_again(tmp_path: Path) -> 
 
 
 # -- failure classes --------------------------------------------------------------------------------
-@pytest.fixture
-def flaky() -> Iterator[type[FlakySandbox]]:
-    SANDBOXES.register("flaky", "tests.flaky_sandbox:FlakySandbox")
-    FlakySandbox.failures.clear()
-    FlakySandbox.starts.clear()
-    yield FlakySandbox
-    FlakySandbox.failures.clear()
-    SANDBOXES.unregister("flaky")
-
-
 @pytest.mark.slow
 def test_infrastructure_failures_are_retried_then_counted_apart(tmp_path: Path, flaky: type[FlakySandbox]) -> None:
     flaky.failures.update({"tinyreg": 1, "spkmeans-news": 99})
