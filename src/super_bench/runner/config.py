@@ -84,15 +84,13 @@ class RunConfig(BaseModel):
 
     def task_threads(self) -> int | None:
         """How many threads each task's numerical libraries (OpenMP, OpenBLAS, MKL: numpy, torch) may start. With
-        several local workers, the cores shared out among them, since each library otherwise starts a thread per
-        core in every task at once; on Ray, the CPUs a task reserves (as Ray does for its own tasks); with one
-        local worker, None: their own default, as in SUPER's environment, which ran one task at a time."""
+        several workers on this machine, the cores shared out among them, since each library otherwise starts a
+        thread per core in every task at once; on Ray, the CPUs a task reserves (as Ray does for its own tasks);
+        with one worker, None: their own default, as in SUPER's environment, which ran one task at a time."""
         if self.executor == "ray":
             return max(1, int(self.ray.cpus))
         workers = self.workers or 1
-        if self.executor != "local" or workers == 1:
-            return None
-        return max(1, len(os.sched_getaffinity(0)) // workers)
+        return None if workers == 1 else max(1, len(os.sched_getaffinity(0)) // workers)
 
     def agent_options(self) -> AgentOptions:
         return AgentOptions(
