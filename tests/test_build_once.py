@@ -78,6 +78,15 @@ def test_a_failed_build_leaves_nothing_and_the_next_one_builds(tmp_path: Path) -
     assert (target / "whole").is_file() and not (target / "half").exists()
 
 
+def test_a_link_planted_as_the_lock_file_is_not_followed(tmp_path: Path) -> None:
+    target = tmp_path / "kind" / "abc"
+    target.parent.mkdir()
+    victim = tmp_path / "victim"
+    (target.parent / ".abc.lock").symlink_to(victim)  # opened for the lock, it would make the file it names
+    assert build_into(target, lambda into: (into / "whole").write_text("whole")) == target
+    assert (target / "whole").is_file() and not victim.exists()
+
+
 def test_folders_built_before_are_found_by_their_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUPER_BENCH_ENV_CACHE", str(tmp_path / "cache"))
     key = ["3.11", ["numpy"]]

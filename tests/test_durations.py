@@ -147,6 +147,18 @@ def test_a_cache_that_cannot_be_written_warns_and_loses_nothing_else(
     assert blocked.read_text() == ""
 
 
+def test_a_link_planted_as_the_lock_file_is_not_followed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "durations.json"
+    victim = tmp_path / "victim"
+    path.with_name("durations.json.lock").symlink_to(victim)
+    durations = Durations("gold", path)
+    durations.learn(tasks("a"), [finished("a", 1.0)])
+    with caplog.at_level(logging.WARNING):
+        durations.save()
+    assert "could not record the tasks' durations" in caplog.text
+    assert not victim.exists() and not path.exists()
+
+
 class StartOrder:
     """A reporter that keeps the order the runner starts tasks in."""
 

@@ -3,7 +3,10 @@ it before anything else is imported)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -13,3 +16,16 @@ def cache_dir() -> Path:
     if os.environ.get("SUPER_BENCH_ENV_CACHE"):
         return Path(os.environ["SUPER_BENCH_ENV_CACHE"])
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "super-bench"
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path``, made if missing, never opened through a symbolic link (whoever
+    could plant one there could point it at a file of the harness's). The lock goes with its holder: a process
+    that dies releases it. Raises ``OSError`` where the file cannot be opened."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock

@@ -13,9 +13,9 @@ from pydantic import ValidationError
 
 from super_bench._names import METRICS
 from super_bench.errors import ReportError, RunDirError
-from super_bench.runner.records import NewerRecordError, RunManifest
+from super_bench.runner.records import RunManifest
 from super_bench.runner.results import MIXED_MODE, Summary, TaskResult, summarize, task_means
-from super_bench.runner.rundir import RunDir
+from super_bench.runner.rundir import RunDir, tolerated
 from super_bench.stats import Estimate, bootstrap_mean
 from super_bench.tasks.model import Task, masked_categories
 
@@ -130,13 +130,7 @@ def load_run(path: Path) -> RunData:
             tasks = {t.task_id: t for t in run_dir.read_tasks()}
         except (ValidationError, ValueError) as e:
             log.warning("%s/tasks.jsonl is unreadable; gold answers and landmarks are not shown: %s", path, e)
-    try:
-        manifest = run_dir.read_manifest() or RunManifest()
-    except NewerRecordError:
-        raise
-    except RunDirError as e:
-        log.warning("%s; who ran it and when is not shown", e)
-        manifest = RunManifest()
+    manifest = tolerated(run_dir.read_manifest, "who ran it and when is not shown") or RunManifest()
     mode = run_dir.summary_mode()
     summary = summarize(results, mode)
     summary.task_environment = manifest.task_environment_line

@@ -12,10 +12,9 @@ from pydantic import ValidationError
 
 from super_bench.analysis import judge_failure
 from super_bench.errors import RunDirError
-from super_bench.runner.records import NewerRecordError
 from super_bench.runner.rescore import read_trajectory, trajectory_files
 from super_bench.runner.results import TaskResult, summarize
-from super_bench.runner.rundir import RunDir, RunOutcome
+from super_bench.runner.rundir import RunDir, RunOutcome, tolerated
 
 if TYPE_CHECKING:
     from super_bench.models import ChatModel
@@ -76,11 +75,5 @@ def failed(results: list[TaskResult]) -> list[TaskResult]:
 
 
 def _environment(run_dir: RunDir) -> str | None:
-    try:
-        manifest = run_dir.read_manifest()
-    except NewerRecordError:
-        raise
-    except RunDirError as e:
-        log.warning("%s", e)
-        return None
+    manifest = tolerated(run_dir.read_manifest, "the task environment is not shown")
     return manifest.task_environment_line if manifest is not None else None

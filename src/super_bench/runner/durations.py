@@ -14,20 +14,19 @@ once may each write it: each reads it again under a lock and replaces it whole, 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from super_bench._paths import cache_dir
+from super_bench._paths import cache_dir, file_lock
 
 if TYPE_CHECKING:
     from super_bench.runner.executors import WorkItem
@@ -115,7 +114,7 @@ class Durations:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with _locked(self.path.with_name(self.path.name + ".lock")):
+            with file_lock(self.path.with_name(self.path.name + ".lock")):
                 known = _read(self.path)
                 for key, timing in self._new.items():
                     known.setdefault(key, {})[self.agent] = timing
@@ -166,13 +165,3 @@ def _write(path: Path, known: dict[str, dict[str, Timing]]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)

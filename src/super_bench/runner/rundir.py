@@ -24,7 +24,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +40,7 @@ from super_bench.trajectory import atomic_write
 
 log = logging.getLogger(__name__)
 _Record = TypeVar("_Record", RunManifest, Summary)
+_T = TypeVar("_T")
 
 # What a run writes at the top of its directory (and its verification: runner.verify_records); --redo
 # removes exactly these.
@@ -246,13 +247,7 @@ class RunDir:
 
     def summary_mode(self) -> str:
         """The mode the summary gives for rows that do not say theirs (corrected, without a readable summary)."""
-        try:
-            summary = self.read_summary()
-        except NewerRecordError:
-            raise
-        except RunDirError as e:
-            log.warning("%s; rows that do not record their scoring mode count as corrected", e)
-            return "corrected"
+        summary = tolerated(self.read_summary, "rows that do not record their scoring mode count as corrected")
         return summary.mode if summary is not None else "corrected"
 
     def write_manifest(self, manifest: RunManifest) -> None:
@@ -286,3 +281,16 @@ class RunOutcome:
     run_dir: RunDir
     results: list[TaskResult]
     summary: Summary
+
+
+def tolerated(read: Callable[[], _T | None], consequence: str) -> _T | None:
+    """``read()`` of a record a run can do without (its summary, its manifest): None, with a warning that says
+    the ``consequence``, where it is unreadable. One written by a newer version still raises: reading on would
+    lose what that version recorded."""
+    try:
+        return read()
+    except NewerRecordError:
+        raise
+    except RunDirError as e:
+        log.warning("%s; %s", e, consequence)
+        return None

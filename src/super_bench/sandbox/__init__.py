@@ -72,7 +72,7 @@ def check_backend(config: SandboxConfig, commits: Mapping[str, Collection[str]] 
     git mirror (``commits``: repository URL -> the commits tasks pin there); else one clear ``SandboxError``."""
     from super_bench.sandbox.mirrors.preflight import check_mirrors
 
-    cls = SANDBOXES.get(resolve_backend(config.backend))
+    cls = sandbox_class(config)
     cls.check(config)
     check_mirrors(config, commits, other_user=cls.agent_is_another_user())
     return cls
@@ -80,7 +80,7 @@ def check_backend(config: SandboxConfig, commits: Mapping[str, Collection[str]] 
 
 def describe_backend(config: SandboxConfig, *, packages: bool = False) -> SandboxDescription:
     """What runs of ``config`` record and say of the backend it names (see ``Sandbox.describe``)."""
-    return SANDBOXES.get(resolve_backend(config.backend)).describe(config, packages=packages)
+    return sandbox_class(config).describe(config, packages=packages)
 
 
 def sandbox_class(config: SandboxConfig) -> type[Sandbox]:

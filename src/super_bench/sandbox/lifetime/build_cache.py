@@ -5,7 +5,6 @@ package store's unpacked wheels use too)."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -17,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from super_bench._paths import cache_dir
+from super_bench._paths import cache_dir, file_lock
 
 # The file that marks a build finished (folders built before keep theirs: the name does not change).
 DONE_MARKER = ".complete"
@@ -70,14 +69,12 @@ def build_into(
 
 @contextlib.contextmanager
 def _building(target: Path) -> Iterator[None]:
-    """Held while ``target`` is built. An flock goes with its holder: a builder that dies releases it."""
-    try:
-        lock = open(target.parent / f".{target.name}.lock", "a")  # noqa: SIM115 (held across the yield)
-    except OSError:  # a lock file another user made, say: build alone, the first to finish winning
-        yield
-        return
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    """Held while ``target`` is built, by a lock file beside it."""
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(file_lock(target.parent / f".{target.name}.lock"))
+        except OSError:  # a lock file another user made, say: build alone, the first to finish winning
+            pass
         yield
 
 
