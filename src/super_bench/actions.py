@@ -6,8 +6,9 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
+from super_bench._pydantic import Model
 from super_bench.errors import SuperBenchError
 
 ActionType = Literal["execute", "edit", "submit", "interrupt", "continue_wait"]
@@ -22,7 +23,7 @@ MAX_ANSWER_CHARS = 1_000_000
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class Action(BaseModel):
+class Action(Model):
     """``{"type": ..., "content": ...}``: for ``execute`` a cell, for ``edit`` the SUPER edit
     text, for ``submit`` the answer (a JSON value, or JSON text to be parsed)."""
 

@@ -7,12 +7,13 @@ it what is left rather than keeping counts of their own.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from super_bench._pydantic import Model
 from super_bench.trajectory import StopReason
 
 
-class BudgetLeft(BaseModel):
+class BudgetLeft(Model):
     """What is left of each budget of an episode: at least 0, None where the budget has no limit."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

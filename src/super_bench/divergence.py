@@ -16,8 +16,9 @@ import re
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from super_bench._pydantic import Model
 from super_bench.trajectory import Step
 
 DivergenceKind = Literal["environment", "nondeterminism", "answer_not_reproduced"]
@@ -40,7 +41,7 @@ _ENVIRONMENT = re.compile(
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
 
-class Divergence(BaseModel):
+class Divergence(Model):
     """The first difference between a recording and its replay."""
 
     kind: DivergenceKind

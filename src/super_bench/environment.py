@@ -21,9 +21,10 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from super_bench import messages
+from super_bench._pydantic import Model
 from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, parse_answer, valid_text
 from super_bench.budget import BudgetLeft
 from super_bench.edit import EditFailed, apply_edit, parse_edit
@@ -45,7 +46,7 @@ from super_bench.trajectory import (
 )
 
 
-class EnvConfig(BaseModel):
+class EnvConfig(Model):
     """Settings of the notebook environment."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
 
-from pydantic import BaseModel
+from super_bench._pydantic import Model
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
@@ -25,7 +25,7 @@ PERMUTATION_RESAMPLES = 20000
 SCORE_DENOMINATOR = 10**6
 
 
-class Estimate(BaseModel):
+class Estimate(Model):
     """A mean over ``n`` tasks with its bootstrap interval (``low``, ``high``); None where n is 0."""
 
     mean: float | None

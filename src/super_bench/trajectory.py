@@ -12,11 +12,12 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 from pydantic_core import to_json
 
 from super_bench import messages
 from super_bench._names import BUDGET_STOPS, BudgetStop
+from super_bench._pydantic import Model
 from super_bench.actions import Action, content_problem, valid_text
 
 # 2: each step says whether it ended the episode (terminated, truncated, stop_reason). Version 1 files
@@ -55,7 +56,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class Figure(BaseModel):
+class Figure(Model):
     """An image a cell displayed (a matplotlib figure, say), kept as the notebook's output holds it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -65,7 +66,7 @@ class Figure(BaseModel):
     data: str = Field(pattern=r"^[A-Za-z0-9+/]*={0,2}$", description="The image, base64-encoded")
 
 
-class Step(BaseModel):
+class Step(Model):
     """One action and what came of it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -118,7 +119,7 @@ class Step(BaseModel):
 Summed = TypeVar("Summed", bound="Figures")
 
 
-class Figures(BaseModel):
+class Figures(Model):
     """Figures that add up field by field (a task's usage, its waste)."""
 
     def add(self: Summed, other: Summed) -> None:
@@ -144,7 +145,7 @@ class Usage(Figures):
     cost: float = Field(0.0, description="USD, at the price table's rates")
 
 
-class Trajectory(BaseModel):
+class Trajectory(Model):
     """One episode of one agent on one task."""
 
     model_config = ConfigDict(extra="forbid")

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from super_bench._pydantic import Model
 from super_bench._registry import Registry
 from super_bench.errors import AgentError
 from super_bench.models.base import ModelOptions
@@ -29,7 +30,7 @@ class Agent(Protocol):
     def run(self, env: Environment) -> None: ...
 
 
-class AgentOptions(BaseModel):
+class AgentOptions(Model):
     """What an agent is built from, besides its name."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

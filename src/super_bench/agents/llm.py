@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from super_bench._pydantic import Model
 from super_bench.actions import Action
 from super_bench.agents.base import AgentOptions
 from super_bench.errors import AgentError, ConfigError
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from super_bench.trajectory import Step
 
 
-class LLMSettings(BaseModel):
+class LLMSettings(Model):
     """Settings of a model-driven agent (``--agent-setting KEY=VALUE``); the defaults are the paper's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -20,8 +20,9 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from super_bench._pydantic import Model
 from super_bench.agents.base import AGENTS, Agent, AgentOptions
 from super_bench.agents.llm import cut_observation, model_for, volatile_paths
 from super_bench.errors import AgentError
@@ -36,7 +37,7 @@ _VERDICT = re.compile(r"VERDICT:\s*\**\s*(PASS|FAIL)", re.IGNORECASE)
 SHOWN_STEPS = 20
 
 
-class ReflexionSettings(BaseModel):
+class ReflexionSettings(Model):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     attempts: int = Field(3, ge=1, description="Attempts in all, the first included")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from super_bench._pydantic import Model
 from super_bench.scoring import Metrics
 
 Cause = Literal[
@@ -22,7 +23,7 @@ CAUSES: tuple[Cause, ...] = get_args(Cause)
 QUOTE_CHARS = 300  # the quoted line is cut to this many characters
 
 
-class FailureCause(BaseModel):
+class FailureCause(Model):
     """The primary cause of one task's failure, and what shows it."""
 
     cause: Cause

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from super_bench._pydantic import Model
 from super_bench.construct.repos import Repository, exclusion, open_repository
 from super_bench.errors import ModelError, TaskSourceError
 from super_bench.models import ChatModel, Message, ModelRequest
@@ -47,7 +48,7 @@ _FORMAT = (
 )
 
 
-class TaskReply(BaseModel):
+class TaskReply(Model):
     """The task as the model states it."""
 
     model_config = ConfigDict(extra="ignore")

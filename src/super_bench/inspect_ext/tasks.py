@@ -18,8 +18,9 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser
 from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from super_bench._pydantic import Model
 from super_bench.environment import EnvConfig
 from super_bench.errors import ConfigError
 from super_bench.inspect_ext.agent import super_agent
@@ -45,7 +46,7 @@ class TaskOptionError(ConfigError, PrerequisiteError):
         self.message = f"error: {message}"
 
 
-class TaskOptions(BaseModel):
+class TaskOptions(Model):
     """What ``-T name=value`` may set on a super_bench task."""
 
     model_config = ConfigDict(extra="forbid")

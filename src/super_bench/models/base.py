@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
+from super_bench._pydantic import Model
 from super_bench._registry import Registry
 from super_bench.errors import ConfigError
 from super_bench.models.cache import Reply, ResponseCache
@@ -33,7 +34,7 @@ class Message(TypedDict):
     content: str
 
 
-class ModelRequest(BaseModel):
+class ModelRequest(Model):
     """One chat completion request. Its JSON form (with the model's identity) keys the cache."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -46,7 +47,7 @@ class ModelRequest(BaseModel):
     seed: int | None = None
 
 
-class ModelResponse(BaseModel):
+class ModelResponse(Model):
     text: str
     finish_reason: str | None = Field(None, description="stop, length, ... as the provider said")
     usage: Usage = Field(description="This call alone: one model call, its tokens and cost")
@@ -62,7 +63,7 @@ def default_cache_path() -> Path | None:
     return root / "super-bench" / "responses.sqlite"
 
 
-class ModelOptions(BaseModel):
+class ModelOptions(Model):
     """How models are made, for every provider. Holds no secrets: keys come from the environment."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -19,14 +19,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from super_bench._pydantic import Model
 from super_bench.errors import ConfigError
 
 _VERSION_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)")
 
 
-class Price(BaseModel):
+class Price(Model):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     input: float = Field(ge=0, description="USD per million prompt tokens")

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from super_bench._names import METRICS
+from super_bench._pydantic import Model
 from super_bench.analysis import CAUSES, fully_succeeded
 from super_bench.errors import ReportError
 from super_bench.runner.waste import Waste, total
@@ -22,7 +23,7 @@ from .runs import RunData, check_modes
 SOLVED = 1.0 - 1e-9  # full marks: a task counts as solved only when its metric is 1
 
 
-class PairedDiff(BaseModel):
+class PairedDiff(Model):
     """``other - base`` over the tasks where both runs define a metric."""
 
     n: int = Field(description="Paired tasks")
@@ -57,7 +58,7 @@ class CategoryDiff(PairedDiff):
     category: str
 
 
-class TimeSpent(BaseModel):
+class TimeSpent(Model):
     """Seconds of one kind over the shared tasks, in each run; null where a run's rows do not record it."""
 
     kind: str = Field(description="A field of the rows' waste, or waited (held back for free disk or memory)")
@@ -69,7 +70,7 @@ NOT_ANALYSED = "not_analysed"  # a task that did not fully succeed in a row writ
 SUCCEEDED = "none"  # fully succeeded: no cause
 
 
-class CauseCount(BaseModel):
+class CauseCount(Model):
     """Shared tasks whose primary failure cause is ``cause`` in each run."""
 
     cause: str = Field(description=f"A failure cause, {NOT_ANALYSED} (a row without one), or {SUCCEEDED} (succeeded)")
@@ -77,7 +78,7 @@ class CauseCount(BaseModel):
     other: int
 
 
-class CauseMove(BaseModel):
+class CauseMove(Model):
     """A shared task whose cause differs between the runs."""
 
     task_id: str
@@ -85,7 +86,7 @@ class CauseMove(BaseModel):
     other: str
 
 
-class Comparison(BaseModel):
+class Comparison(Model):
     base: str
     other: str
     base_mode: str

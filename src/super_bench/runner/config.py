@@ -9,8 +9,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from super_bench._pydantic import Model
 from super_bench.agents import AGENTS, AgentOptions
 from super_bench.environment import EnvConfig
 from super_bench.models import ModelOptions
@@ -20,7 +21,7 @@ from super_bench.tasks.loaders import default_set, load_tasks
 from super_bench.tasks.model import Task
 
 
-class RayOptions(BaseModel):
+class RayOptions(Model):
     """Where the ``ray`` executor runs, and what each task asks the cluster for."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -34,7 +35,7 @@ class RayOptions(BaseModel):
     gpus: float = Field(0, ge=0, description="GPUs each task asks for")
 
 
-class RunConfig(BaseModel):
+class RunConfig(Model):
     """Everything that defines a run."""
 
     model_config = ConfigDict(extra="forbid")

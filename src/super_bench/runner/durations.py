@@ -24,9 +24,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from super_bench._paths import cache_dir, file_lock
+from super_bench._pydantic import Model
 
 if TYPE_CHECKING:
     from super_bench.runner.executors import WorkItem
@@ -39,14 +40,14 @@ VERSION = 1
 KEEP = 20_000  # tasks remembered; the ones timed longest ago are forgotten first
 
 
-class Timing(BaseModel):
+class Timing(Model):
     model_config = ConfigDict(frozen=True)
 
     seconds: float = Field(ge=0, allow_inf_nan=False)
     at: float = Field(allow_inf_nan=False)  # when it was measured (Unix time), to forget the oldest first
 
 
-class _File(BaseModel):
+class _File(Model):
     version: int
     # task key -> agent key -> its last finished run
     tasks: dict[str, dict[str, Timing]] = Field(default_factory=dict)

@@ -16,8 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from super_bench._pydantic import Model
 from super_bench.errors import RunDirError
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class NewerRecordError(RunDirError):
 Record = TypeVar("Record", bound="VersionedRecord")
 
 
-class VersionedRecord(BaseModel):
+class VersionedRecord(Model):
     """A record of the run directory, in the current version once read (``from_json``)."""
 
     schema_version: int = Field(RUN_SCHEMA_VERSION, description="The version of the record's format")
@@ -86,7 +87,7 @@ class VersionedRecord(BaseModel):
         return data
 
 
-class TaskSource(BaseModel):
+class TaskSource(Model):
     """Where a run's tasks came from, and a digest of the records run (``sha256sum tasks.jsonl``)."""
 
     model_config = ConfigDict(extra="allow")
@@ -99,7 +100,7 @@ class TaskSource(BaseModel):
     source_sha256: str | None = Field(None, description="Of a task file, or of a directory's task files")
 
 
-class Executor(BaseModel):
+class Executor(Model):
     model_config = ConfigDict(extra="allow")
 
     name: str
@@ -111,7 +112,7 @@ class Executor(BaseModel):
     ray: dict[str, Any] | None = Field(None, description="Address and per-task resources, with the ray executor")
 
 
-class Rescoring(BaseModel):
+class Rescoring(Model):
     """One ``super-bench score`` of the run."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)

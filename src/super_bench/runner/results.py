@@ -8,9 +8,10 @@ from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from super_bench._names import METRICS, TaskStatus
+from super_bench._pydantic import Model
 from super_bench.analysis import FailureCause, analyze_failure
 from super_bench.divergence import Divergence
 from super_bench.runner.records import VersionedRecord
@@ -127,7 +128,7 @@ def _divergence_of(trajectory: Trajectory) -> Divergence | None:
         return None  # not the replay agent's record
 
 
-class MetricStats(BaseModel):
+class MetricStats(Model):
     """A metric's mean over tasks, its standard error and a bootstrap 95% confidence interval.
 
     A task run for several epochs counts once, with the mean of its epochs, so that the error

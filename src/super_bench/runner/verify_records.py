@@ -8,9 +8,10 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from super_bench._names import TaskStatus
+from super_bench._pydantic import Model
 from super_bench.divergence import Divergence
 from super_bench.runner.records import VersionedRecord, read_lines
 from super_bench.runner.rundir import RunDir
@@ -57,7 +58,7 @@ class VerifyResult(VersionedRecord):
         return self.status in ("completed", "agent_error")
 
 
-class VerifyEnvironment(BaseModel):
+class VerifyEnvironment(Model):
     """Where the replays ran, and what of the run's own settings was not used (``runner.verify_env``)."""
 
     asked: dict[str, Any] = Field(default_factory=dict, description="The run's sandbox settings, as run.json has them")

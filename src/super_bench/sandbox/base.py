@@ -25,9 +25,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from super_bench._names import DiskEnforcement, MemoryEnforcement, PackageCacheMode
+from super_bench._pydantic import Model
 from super_bench.errors import KernelError, SandboxError
 from super_bench.sandbox.kernel.runtime_dir import KernelFiles, KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
@@ -88,7 +89,7 @@ def parse_size(value: str | int) -> int:
     return int(float(number) * 1024 ** "bkmgt".index(unit.lower() or "b"))
 
 
-class SandboxConfig(BaseModel):
+class SandboxConfig(Model):
     """How task sandboxes are made. One config serves every task of a run."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -169,7 +170,7 @@ class SandboxConfig(BaseModel):
         return parse_size(value) if isinstance(value, str) else value
 
 
-class SandboxDescription(BaseModel):
+class SandboxDescription(Model):
     """What a run records and says of its sandbox (``run.json``, ``super-bench sandbox check``, the run's
     announcement), told by the backend so that no caller needs to know backends by name."""
 
@@ -186,7 +187,7 @@ class SandboxDescription(BaseModel):
     package_cache: dict[str, Any] | None = Field(None, description="The package cache tasks install through, if any")
 
 
-class BuildRequest(BaseModel):
+class BuildRequest(Model):
     """What ``super-bench sandbox build`` asks a backend to build: the package list, and the options of the
     command line that were given (a backend's ``build_options`` names those it takes)."""
 
@@ -204,7 +205,7 @@ class BuildRequest(BaseModel):
     torch: Literal["pypi", "cpu"] | None = Field(None, description="Where torch comes from (default: pypi)")
 
 
-class BuildReport(BaseModel):
+class BuildReport(Model):
     """What a backend's build made: one line to say so, and what the user should know of it."""
 
     model_config = ConfigDict(frozen=True)
@@ -215,7 +216,7 @@ class BuildReport(BaseModel):
     )
 
 
-class CommandResult(BaseModel):
+class CommandResult(Model):
     """A command run inside a sandbox."""
 
     returncode: int

@@ -19,14 +19,13 @@ from pathlib import Path
 from queue import Empty
 from typing import Any
 
-from pydantic import BaseModel
-
+from super_bench._pydantic import Model
 from super_bench.sandbox.base import KernelLaunch, Sandbox, SandboxConfig, SandboxDescription, Usage
 
 _SECRET = "SUPER_BENCH_CONFORMANCE_TOKEN"
 
 
-class CheckResult(BaseModel):
+class CheckResult(Model):
     """One conformance check: its name, whether it passed, and what was seen where it did not."""
 
     name: str
@@ -34,7 +33,7 @@ class CheckResult(BaseModel):
     detail: str = ""
 
 
-class ConformanceReport(BaseModel):
+class ConformanceReport(Model):
     backend: str
     checks: list[CheckResult]
 

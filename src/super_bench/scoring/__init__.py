@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from super_bench._names import METRICS, SCORE_MODES, ScoreMode
+from super_bench._pydantic import Model
 from super_bench.scoring.answer import compare_answer, score_answer
 from super_bench.scoring.entrypoint import entrypoint_runs
 from super_bench.scoring.landmarks import find_landmarks, landmark_steps, raw_text
@@ -31,7 +32,7 @@ from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory
 
 
-class Metrics(BaseModel):
+class Metrics(Model):
     """A task's scores; None where the task does not define the metric."""
 
     output_match: float | None = None
@@ -40,7 +41,7 @@ class Metrics(BaseModel):
     submitted: float | None = 0.0  # None where the task has no answer to submit (corrected mode)
 
 
-class ScoreDetails(BaseModel):
+class ScoreDetails(Model):
     """Why the metrics are what they are (shown by the viewer)."""
 
     landmark_steps: list[int | None] = Field(default_factory=list, description="First matching step per landmark")

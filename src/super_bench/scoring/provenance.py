@@ -35,8 +35,9 @@ from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from super_bench._pydantic import Model
 from super_bench.scoring.listing import prints_source
 from super_bench.scoring.shown import Finder, Number, finder_for
 from super_bench.scoring.submission import utf8_text
@@ -54,7 +55,7 @@ _TYPED_IN = ("execute", "edit")
 _INDEX = attrgetter("index")
 
 
-class FieldProvenance(BaseModel):
+class FieldProvenance(Model):
     """Where one submitted value was first shown."""
 
     model_config = ConfigDict(extra="forbid")
@@ -81,7 +82,7 @@ class FieldProvenance(BaseModel):
         return self.step is None and self.pre_executed_step is not None
 
 
-class AnswerProvenance(BaseModel):
+class AnswerProvenance(Model):
     """Provenance of a whole submission."""
 
     model_config = ConfigDict(extra="forbid")

@@ -19,10 +19,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from super_bench._pydantic import Model
 from super_bench._version import __version__
 from super_bench.actions import Action, ActionType
 from super_bench.errors import KernelError, SandboxError, SuperBenchError
@@ -33,7 +34,7 @@ from super_bench.trajectory import Step, StopReason, Trajectory
 log = logging.getLogger(__name__)
 
 
-class StepRequest(BaseModel):
+class StepRequest(Model):
     """One action, as in a trajectory, with the agent's optional reasoning."""
 
     model_config = ConfigDict(extra="forbid")
@@ -43,14 +44,14 @@ class StepRequest(BaseModel):
     thought: str | None = Field(None, description="Kept in the trajectory")
 
 
-class SessionStarted(BaseModel):
+class SessionStarted(Model):
     session_id: str
     task_id: str
     observation: str = Field(description="The first observation: the task's query")
     pre_executed: list[Step] = Field(description="Cells the harness ran before the agent starts (Masked tasks)")
 
 
-class StepReply(BaseModel):
+class StepReply(Model):
     step: Step = Field(description="The step as recorded (its raw output is in the trajectory)")
     done: bool = Field(description="The episode is over and its sandbox stopped; the scores are in the session")
     terminated: bool = Field(description="The episode ended with this step in an end state of the task (a submission)")
@@ -58,12 +59,12 @@ class StepReply(BaseModel):
     stop_reason: StopReason | None
 
 
-class Scores(BaseModel):
+class Scores(Model):
     metrics: Metrics
     details: ScoreDetails
 
 
-class SessionState(BaseModel):
+class SessionState(Model):
     session_id: str
     task_id: str
     done: bool
@@ -73,7 +74,7 @@ class SessionState(BaseModel):
     error: str | None = Field(None, description="Why the sandbox failed, if it did")
 
 
-class SessionSummary(BaseModel):
+class SessionSummary(Model):
     session_id: str
     task_id: str
     done: bool

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 
 import anyio
 from anyio import to_thread
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from super_bench._names import TaskSet
+from super_bench._pydantic import Model
 from super_bench.actions import Action
 from super_bench.environment import EnvConfig, Environment
 from super_bench.errors import KernelError, SandboxError, SuperBenchError
@@ -60,7 +61,7 @@ class BadSessionRequest(SessionError):
     status = 422
 
 
-class SessionRequest(BaseModel):
+class SessionRequest(Model):
     """What a new session runs: a task by id (from a source the server offers), or an ad-hoc query."""
 
     model_config = ConfigDict(extra="forbid")

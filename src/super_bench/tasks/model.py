@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from super_bench._names import TaskSet
+from super_bench._pydantic import Model
 from super_bench.actions import Action
 from super_bench.errors import SuperBenchError
 
@@ -38,7 +39,7 @@ def compile_landmark(pattern: str) -> regex.Pattern[str]:
     return regex.compile(pattern, regex.VERSION0)
 
 
-class Task(BaseModel):
+class Task(Model):
     """One SUPER problem: what to do, in which repository, and how it is graded."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

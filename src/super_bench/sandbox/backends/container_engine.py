@@ -18,15 +18,16 @@ import resource
 import shutil
 import subprocess
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from super_bench._pydantic import Model
 from super_bench.errors import SandboxError
 
 _INSTALL = "install Docker (https://docs.docker.com/engine/install/) or Podman (apt-get install podman)"
 _PROBE_TIMEOUT = 120
 
 
-class Engine(BaseModel):
+class Engine(Model):
     """A container engine and the settings it runs containers with here."""
 
     model_config = ConfigDict(frozen=True)

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from super_bench._pydantic import Model
 from super_bench._version import __version__
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
@@ -66,7 +67,7 @@ _SUPER_TOOLS = (
 )
 
 
-class ImageInfo(BaseModel):
+class ImageInfo(Model):
     """What a built image is, from its label: recorded in each run's manifest."""
 
     image: str

@@ -13,15 +13,16 @@ from __future__ import annotations
 from datetime import date, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from super_bench._pydantic import Model
 from super_bench.errors import SandboxError
 
 MANIFEST = "offline-bundle.json"
 FORMAT = 1
 
 
-class BundledRepository(BaseModel):
+class BundledRepository(Model):
     model_config = ConfigDict(extra="forbid")
 
     url: str
@@ -30,7 +31,7 @@ class BundledRepository(BaseModel):
     tasks: list[str] = Field(default_factory=list)
 
 
-class OfflineBundle(BaseModel):
+class OfflineBundle(Model):
     """The manifest of an offline bundle, and where the bundle lies."""
 
     model_config = ConfigDict(extra="forbid")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from importlib import metadata
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import Field, computed_field
 
+from super_bench._pydantic import Model
 from super_bench.sandbox.base import SandboxConfig
 from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP
 from super_bench.sandbox.pyenv.super_base import (
@@ -36,7 +37,7 @@ def reference_packages() -> dict[str, str | None]:
     return found
 
 
-class TaskEnvironmentInfo(BaseModel):
+class TaskEnvironmentInfo(Model):
     """Recorded in every run's manifest and summary."""
 
     kind: str = Field(description="default (no SUPER environment built), built (sandbox build) or custom")

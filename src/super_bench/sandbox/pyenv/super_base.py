@@ -16,8 +16,9 @@ from collections.abc import Callable
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from super_bench._pydantic import Model
 from super_bench.errors import SandboxError
 from super_bench.sandbox.kernel.kernel_env import kernel_env
 from super_bench.sandbox.lifetime.build_cache import cache_dir
@@ -110,7 +111,7 @@ def _pyenv_pythons(version: str) -> list[str]:
     return sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")), reverse=True)
 
 
-class BaseEnvRecord(BaseModel):
+class BaseEnvRecord(Model):
     """What ``sandbox build`` made, written beside the environment when it finished."""
 
     model_config = ConfigDict(extra="ignore")
