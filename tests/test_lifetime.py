@@ -106,3 +106,16 @@ def test_a_child_forked_from_the_harness_spawns_with_threads_of_its_own(tmp_path
         child.kill()
     assert child.exitcode == 0 and Path(marker).read_text() == "ok\n"
     supervisor.unregister("dir", str(tmp_path / "never-made"))
+
+
+def test_a_watchdog_with_nothing_left_to_remove_imports_only_what_it_reads_with() -> None:
+    """Starting it is part of every run: what removing and killing need is imported only when there is some."""
+    *command, code = watchdog_command()
+    add = {"op": "add", "kind": "dir", "value": "/nonexistent/never-made"}
+    registrations = "".join(json.dumps(entry) + "\n" for entry in (add, {**add, "op": "remove"}))
+    listing = code + "print(' '.join(sorted(sys.modules)))\n"
+    proc = subprocess.run([*command, listing], input=registrations, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    imported = set(proc.stdout.split())
+    assert "json" in imported and reaper.__name__ in imported
+    assert not imported & {"shutil", "subprocess", "typing", "contextlib", "importlib.util"}

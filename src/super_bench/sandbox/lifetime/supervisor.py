@@ -107,15 +107,18 @@ os.register_at_fork(after_in_child=_forked)
 def watchdog_command() -> list[str]:
     """The watchdog's command line: a Python without ``site`` that loads the two standard-library-only
     modules it needs from their files, so that it starts in milliseconds (importing them as
-    ``super_bench.sandbox....`` would run the packages' ``__init__`` and import much of the harness)."""
+    ``super_bench.sandbox....`` would run the packages' ``__init__`` and import much of the harness). They are
+    loaded by ``importlib.machinery``'s loader, with their byte code cached as for any import: ``importlib.util``
+    imports ``contextlib`` and more, a fifth of the watchdog's start-up CPU."""
     from super_bench.sandbox.lifetime import reaper, watchdog
 
     load = (
-        "import importlib.util as u, sys\n"
+        "import sys\n"
+        "from importlib.machinery import SourceFileLoader\n"
         "def load(name, path):\n"
-        "    spec = u.spec_from_file_location(name, path)\n"
-        "    module = sys.modules[name] = u.module_from_spec(spec)\n"
-        "    spec.loader.exec_module(module)\n"
+        "    module = sys.modules[name] = type(sys)(name)\n"
+        "    module.__file__ = path\n"
+        "    SourceFileLoader(name, path).exec_module(module)\n"
         "    return module\n"
         f"load({reaper.__name__!r}, {reaper.__file__!r})\n"
         f"load('watchdog', {watchdog.__file__!r}).main()\n"
