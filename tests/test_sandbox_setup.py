@@ -278,3 +278,36 @@ def test_the_default_task_packages_are_found_again_without_reading_any_metadata(
 
     monkeypatch.setattr(module, "distribution_closure", unread)
     assert module._default_packages(version) == first
+
+
+def test_package_lists_are_noted_and_read_again_until_the_packages_change(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from importlib import metadata
+
+    from super_bench.sandbox.pyenv.task_env import packages_of
+
+    def install(site: Path, folder: str, name: str, version: str) -> None:
+        (site / folder).mkdir(parents=True)
+        (site / folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nText\n")
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    install(first, "zeta-1.0.dist-info", "Zeta", "1.0")
+    install(first, "alpha_pkg-2.0.dist-info", "Alpha.Pkg", "2.0")
+    install(second, "zeta-3.0.dist-info", "Zeta", "3.0")
+    dirs = [str(first), str(second)]
+    # As the metadata says, sorted without case; a distribution in two directories at the later one's version.
+    expected = {"Alpha.Pkg": "2.0", "Zeta": "3.0"}
+    assert packages_of(dirs) == expected == {d.metadata["Name"]: d.version for d in metadata.distributions(path=dirs)}
+
+    def unread(**_: Any) -> Any:
+        raise AssertionError("the distributions' metadata was read again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(metadata, "distributions", unread)
+        assert packages_of(dirs) == expected
+        assert list(packages_of(dirs)) == ["Alpha.Pkg", "Zeta"]
+    install(first, "beta-0.1.dist-info", "beta", "0.1")  # an install: read again
+    assert packages_of(dirs) == {"Alpha.Pkg": "2.0", "beta": "0.1", "Zeta": "3.0"}
+    assert packages_of(dirs[::-1])["Zeta"] == "1.0"
+    assert packages_of([str(tmp_path / "missing")]) == {}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from importlib import metadata
 
 from pydantic import Field, computed_field
 
@@ -17,6 +16,7 @@ from super_bench.sandbox.pyenv.super_base import (
     built_record,
     task_base,
 )
+from super_bench.sandbox.pyenv.task_env import packages_of
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*([^\s;#]+))?")
 
@@ -90,11 +90,7 @@ class TaskEnvironmentInfo(Model):
 def describe_task_environment(config: SandboxConfig) -> TaskEnvironmentInfo:
     """What the task environments of ``config`` are layered over, next to the paper's environment."""
     base = task_base(config.task_python)
-    installed = {
-        _canonical(dist.metadata["Name"]): dist.version
-        for dist in metadata.distributions(path=list(base.site_dirs))
-        if dist.metadata["Name"]
-    }
+    installed = {_canonical(name): version for name, version in packages_of(base.site_dirs).items()}
     reference = reference_packages()
     missing = sorted(name for name in reference if name not in installed)
     other = {

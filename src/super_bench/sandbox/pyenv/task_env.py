@@ -16,13 +16,16 @@ upgrades or breaks stays in the task directory (pip refuses to uninstall anythin
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import json
 import os
 import site
 import subprocess
 import sys
 import sysconfig
+import threading
 import venv
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +34,7 @@ from typing import Literal
 
 from super_bench.errors import SandboxError
 from super_bench.sandbox.kernel.kernel_env import copy_distributions, distribution_closure, kernel_env
-from super_bench.sandbox.lifetime.build_cache import build_once, remembered
+from super_bench.sandbox.lifetime.build_cache import build_once, cache_dir, remembered
 from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP, paper_pip_wheel, unpack_wheel
 
 BaseKind = Literal["default", "built", "custom"]
@@ -227,8 +230,35 @@ def create_task_env(
 
 
 def packages_of(directories: Sequence[str]) -> dict[str, str]:
-    """The distributions in package directories, by name, like ``pip freeze``."""
+    """The distributions in package directories, by name, like ``pip freeze``.
+
+    Parsing each distribution's metadata is what this costs (tens of milliseconds for the kernel's packages,
+    at every run's record of its environment, far more for SUPER's): the list is noted in the cache directory,
+    keyed by the directories' metadata folders (whose names hold each distribution's name and version) and
+    their modification times, and read from the note until they change."""
+    key: list[object] = []
+    for directory in directories:  # in their order: a distribution in two of them is listed at the later one's
+        try:
+            with os.scandir(directory) as entries:
+                found = [e for e in entries if e.name.endswith((".dist-info", ".egg-info"))]
+                key.append([directory, sorted((e.name, e.stat(follow_symlinks=False).st_mtime_ns) for e in found)])
+        except OSError:
+            key.append([directory, None])
+    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+    note = cache_dir() / "package-lists" / f"{digest}.json"
+    try:
+        noted = json.loads(note.read_text())
+        if isinstance(noted, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in noted.items()):
+            return noted
+    except (OSError, ValueError):
+        pass
     from importlib import metadata
 
-    found = {d.metadata["Name"]: d.version for d in metadata.distributions(path=list(directories))}
-    return dict(sorted(((k, v) for k, v in found.items() if k), key=lambda kv: kv[0].lower()))
+    parsed = {d.metadata["Name"]: d.version for d in metadata.distributions(path=list(directories))}
+    listed = dict(sorted(((k, v) for k, v in parsed.items() if k), key=lambda kv: kv[0].lower()))
+    with contextlib.suppress(OSError):  # listed the long way next time too
+        note.parent.mkdir(parents=True, exist_ok=True)
+        partial = note.with_name(f".{note.name}-{os.getpid()}-{threading.get_ident()}")
+        partial.write_text(json.dumps(listed))
+        os.replace(partial, note)
+    return listed
