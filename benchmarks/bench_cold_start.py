@@ -14,7 +14,13 @@ its processes (the harness, the sandbox, the kernel, the watchdog) is set beside
 ratio, and the wall ratio idle and with two busy loops spinning on the machine's cores (``--busy``), as
 where users run benchmarks beside other work. The two sides alternate, and each figure is a median.
 
+With ``--against SRC`` (the ``src`` directory of an earlier release's checkout), the CPU figures set this
+release's one-cell run beside that release's (run with ``SRC`` first on ``PYTHONPATH``) and the raw kernel, the
+three in turn in every round, their order reversed in every second: the machine's speed drifts by a fifth
+between runs minutes apart, so a change is judged by the median of the differences within the rounds.
+
     python benchmarks/bench_cold_start.py [--backends local bwrap docker] [--repeats 5] [--busy 2]
+    python benchmarks/bench_cold_start.py --backends local bwrap --against ../earlier/src --repeats 9
 """
 
 from __future__ import annotations
@@ -175,6 +181,38 @@ def measure(backend: str, repeats: int) -> list[Row]:
     return [row]
 
 
+def measure_against(backend: str, repeats: int, source: Path) -> list[Row]:
+    """The one-cell run's CPU (all processes, cgroups), this release's against the earlier one in ``source``
+    (a ``src`` directory), with the raw kernel's beside them; the three in turn in every round."""
+    earlier = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(source), os.environ.get("PYTHONPATH")) if p)}
+    cpu: dict[str, list[float]] = {"ours": [], "earlier": [], "raw": []}
+    with tempfile.TemporaryDirectory(prefix="bench-cold-against-") as tmp:
+        root = Path(tmp)
+        command, raw_command, raw_env = _commands(backend, root)
+        sides = {
+            "ours": lambda i: timed_cpu([*command, "--out", str(root / f"ours-{i}")]),
+            "earlier": lambda i: timed_cpu([*command, "--out", str(root / f"earlier-{i}")], env=earlier),
+            "raw": lambda i: timed_cpu(raw_command, env=raw_env),
+        }
+        for i in range(repeats):
+            for side in list(sides) if i % 2 == 0 else list(sides)[::-1]:
+                _, used, _ = sides[side](i)
+                cpu[side].append(used)
+    ours, before, raw = (median(cpu[side]) for side in ("ours", "earlier", "raw"))
+    less = median([b - o for o, b in zip(cpu["ours"], cpu["earlier"])])
+    return [
+        ratio_row(
+            "cold start, CPU, against an earlier release",
+            backend,
+            ours,
+            before,
+            1.0,
+            ours_text=f"{seconds(ours)} of CPU, {ours / raw:.2f}x the raw kernel; {seconds(less)} less a round",
+            reference_text=f"{seconds(before)} (earlier), {before / raw:.2f}x the raw kernel's {seconds(raw)}",
+        )
+    ]
+
+
 def rows(backends: Sequence[str], repeats: int, busy: int = 2) -> list[Row]:
     found: list[Row] = []
     for backend, problem in available_backends(backends).items():
@@ -195,8 +233,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--busy", type=int, default=2, help="Busy loops beside the second round of CPU figures.")
     parser.add_argument("--cpu-only", action="store_true", help="Only the figures measured in cgroups.")
+    parser.add_argument(
+        "--against", type=Path, metavar="SRC", help="Only the CPU figures, against the earlier release in SRC."
+    )
     args = parser.parse_args()
-    if args.cpu_only:
+    if args.against is not None:
+        print(table([row for b in args.backends for row in measure_against(b, args.repeats, args.against.resolve())]))
+    elif args.cpu_only:
         print(table([row for b in args.backends for row in measure_cpu(b, args.repeats, args.busy)]))
     else:
         print(table(rows(args.backends, args.repeats, args.busy)))

@@ -138,3 +138,20 @@ def test_the_shell_step_benchmark_times_both_cells_in_one_environment(benchmarks
     row = benchmarks.bench_steps.shell_step("local", pairs=3)
     assert (row.benchmark, row.case, row.target) == ("shell step", "local", "<= +30 ms")
     assert "`!true`" in row.ours and row.met is not None
+
+
+def test_the_one_cell_runs_cpu_is_compared_with_an_earlier_release_round_by_round(benchmarks: ModuleType) -> None:
+    import common
+
+    import super_bench
+
+    if not common.cpu_counting():
+        pytest.skip("no cgroup can be made here (the CPU figures need root)")
+    import bench_cold_start
+
+    # This release given as the earlier one: each round runs both and the raw kernel, and the row compares them.
+    source = Path(super_bench.__file__).parent.parent
+    (row,) = bench_cold_start.measure_against("local", 1, source)
+    assert row.benchmark == "cold start, CPU, against an earlier release" and row.case == "local"
+    assert row.ratio is not None and row.ratio > 0 and row.met is not None
+    assert "x the raw kernel" in row.ours and "(earlier)" in row.reference
