@@ -28,7 +28,7 @@ from super_bench.sandbox.lifetime.build_cache import Lookup, build_once, remembe
 BOOT_SCRIPT = Path(__file__).resolve().parents[1] / "data" / "kernel_boot.py"
 _KERNEL_REQUIREMENT = "ipykernel"
 # Left out of the kernel's packages: debugpy serves Jupyter's visual debugger, which no front end here asks
-# for, and ipykernel imports it (with its vendored pydevd) at every start where it is installed: about a fifth
+# for, and ipykernel imports it (with its vendored pydevd) at every start where it is installed: about a quarter
 # of a kernel's start-up CPU. Without it, ipykernel runs without that debugger, as it supports; IPython's own
 # %debug and pdb are untouched.
 LEFT_OUT = ("debugpy",)
