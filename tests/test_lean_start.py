@@ -95,3 +95,23 @@ def test_a_distribution_is_removed_with_its_recorded_files_and_nothing_else(tmp_
         "shared/also.txt",
         "shared/kept.py",
     ]
+
+
+def test_the_servers_request_bodies_are_read_without_pydantic_warnings() -> None:
+    """FastAPI wraps a body's model in an annotation of its own: a model built only then made pydantic warn."""
+    pytest.importorskip("fastapi")
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "from fastapi.testclient import TestClient\n"
+        "from super_bench import EnvConfig, SandboxConfig\n"
+        "from super_bench.server.app import create_app\n"
+        "from super_bench.server.sessions import SessionManager\n"
+        "manager = SessionManager(EnvConfig(sandbox=SandboxConfig(backend='local')))\n"
+        "client = TestClient(create_app(manager, 't'))\n"
+        "auth = {'Authorization': 'Bearer t'}\n"
+        "print(client.post('/v1/sessions', json={'bogus': 1}, headers=auth).status_code)\n"
+        "print(client.post('/v1/sessions/none/step', json={'type': 'execute'}, headers=auth).status_code)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["422", "404"]

@@ -37,7 +37,9 @@ log = logging.getLogger(__name__)
 class StepRequest(Model):
     """One action, as in a trajectory, with the agent's optional reasoning."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built at import, not on first use: FastAPI wraps a request body's model in an annotation of its own,
+    # where pydantic would build it inline and warn of the body's alias.
+    model_config = ConfigDict(extra="forbid", defer_build=False)
 
     type: ActionType
     content: Any = Field(None, description="The cell, the edit text, or the answer; none for interrupt/continue_wait")

@@ -64,7 +64,9 @@ class BadSessionRequest(SessionError):
 class SessionRequest(Model):
     """What a new session runs: a task by id (from a source the server offers), or an ad-hoc query."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built at import, not on first use: FastAPI wraps a request body's model in an annotation of its own,
+    # where pydantic would build it inline and warn of the body's alias.
+    model_config = ConfigDict(extra="forbid", defer_build=False)
 
     task_id: str | None = Field(None, min_length=1, description="A task id, e.g. tinyreg")
     source: str | None = Field(None, description="Where the task comes from (default: the server's first source)")
