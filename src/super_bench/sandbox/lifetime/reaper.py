@@ -2,7 +2,7 @@
 be shed: a process group, a marker variable in the environment, a cgroup, a container. Standard library
 only: the watchdog process uses it too. ``shutil`` and ``subprocess`` are imported where they are used: the
 watchdog loads this module at every run and, after a run that ended as it should, has nothing left to remove
-(they were about a third of its start-up CPU)."""
+(importing them was a good part of its start-up CPU)."""
 
 from __future__ import annotations
 
