@@ -272,9 +272,31 @@ def _split_stream_messages() -> None:
     Session.send = send_in_pieces  # type: ignore[method-assign]
 
 
+class _DebuggerBackendBlocked:
+    """A finder that makes Jupyter's visual debugger back end (debugpy, with its vendored pydevd) fail to
+    import. ipykernel imports it when its kernel is made, at every start, for a debugger no front end here
+    asks for: about a quarter of a kernel's start-up CPU. Only while ipykernel's debugger module loads: it
+    then runs as ipykernel does where debugpy is not installed, and the package stays installed, for
+    ``pip check`` and for agent code that imports it."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] in ("debugpy", "_pydevd_bundle"):
+            raise ModuleNotFoundError(f"{name} is not loaded by the kernel's start", name=name)
+
+
+def _without_debugger_backend() -> None:
+    blocked = _DebuggerBackendBlocked()
+    sys.meta_path.insert(0, blocked)
+    try:
+        import ipykernel.debugger  # noqa: F401  # remembers, once, that the back end is not there
+    finally:
+        sys.meta_path.remove(blocked)
+
+
 def main() -> None:
     sys.path[0] = PACKAGES  # this directory itself holds nothing to import
     _split_stream_messages()
+    _without_debugger_backend()
     import zmq
     from ipykernel.kernelapp import IPKernelApp
 

@@ -10,10 +10,8 @@ builders never see half of one.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -27,13 +25,8 @@ from super_bench.sandbox.lifetime.build_cache import Lookup, build_once, remembe
 
 BOOT_SCRIPT = Path(__file__).resolve().parents[1] / "data" / "kernel_boot.py"
 _KERNEL_REQUIREMENT = "ipykernel"
-# Left out of the kernel's packages: debugpy serves Jupyter's visual debugger, which no front end here asks
-# for, and ipykernel imports it (with its vendored pydevd) at every start where it is installed: about a quarter
-# of a kernel's start-up CPU. Without it, ipykernel runs without that debugger, as it supports; IPython's own
-# %debug and pdb are untouched.
-LEFT_OUT = ("debugpy",)
 # Bumped when the layout of a kernel environment changes, so old builds are not reused.
-_LAYOUT = 2
+_LAYOUT = 1
 
 
 def _key(name: str) -> str:
@@ -102,21 +95,6 @@ def copy_distributions(dists: list[Installed], target: Path) -> None:
             shutil.copy2(source, destination)
 
 
-def remove_distributions(directory: Path, names: tuple[str, ...]) -> None:
-    """Remove the distributions named from a package directory: the files their records list there, then the
-    folders that leaves empty."""
-    for dist in metadata.distributions(path=[str(directory)]):
-        if _key(dist.metadata["Name"] or "") not in names:
-            continue
-        files = [file for file in dist.files or [] if file.parts and file.parts[0] != ".."]
-        for file in files:
-            (directory / file).unlink(missing_ok=True)
-        for top in {file.parts[0] for file in files}:
-            for folder, _, _ in sorted(os.walk(directory / top), key=lambda entry: -len(entry[0])):
-                with contextlib.suppress(OSError):
-                    os.rmdir(folder)  # only where empty
-
-
 def _same_version(version: str) -> bool:
     return version == f"{sys.version_info[0]}.{sys.version_info[1]}"
 
@@ -133,7 +111,7 @@ def kernel_env(python: str, version: str) -> Path:
     if found is not None and found.built is not None:
         return found.built
     if _same_version(version):
-        dists = [d for d in distribution_closure([_KERNEL_REQUIREMENT]) if _key(d.name) not in LEFT_OUT]
+        dists = distribution_closure([_KERNEL_REQUIREMENT])
         manifest = [d.pin for d in dists]
     else:
         dists, manifest = [], [f"pip:{_KERNEL_REQUIREMENT}"]
@@ -145,7 +123,6 @@ def kernel_env(python: str, version: str) -> Path:
             copy_distributions(dists, packages)
         else:
             _pip_install_target(python, version, packages)
-            remove_distributions(packages, LEFT_OUT)
         (directory / "kernel_boot.py").write_bytes(boot)
 
     built = build_once("kernels", [_LAYOUT, version, manifest, hashlib.sha256(boot).hexdigest()], fill)
