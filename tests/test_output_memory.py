@@ -108,12 +108,15 @@ PIECES = st.lists(st.text(alphabet=st.sampled_from("ab\n \x00é€😀"), max_si
 
 
 @settings(max_examples=300, deadline=None)
-@given(pieces=PIECES, limit=st.integers(1, 500), grow=st.integers(0, 60), peeks=st.integers(0, 3))
+@given(
+    pieces=PIECES, limit=st.integers(1, 500), grow=st.integers(0, 60), block=st.integers(1, 80), peeks=st.integers(0, 3)
+)
 def test_an_output_grown_in_place_is_kept_as_one_joined_would_be(
-    pieces: list[str], limit: int, grow: int, peeks: int
+    pieces: list[str], limit: int, grow: int, block: int, peeks: int
 ) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(output_module, "GROW_CHARS", grow)  # grown in place from a few characters on
+        patch.setattr(output_module, "GROW_CHARS", grow)  # grown in place from a few characters on,
+        patch.setattr(output_module, "_BLOCK", block)  # appended a few characters at a time
         buffer = OutputBuffer(max_chars=limit)
         for i, piece in enumerate(pieces):
             buffer.append(piece)
@@ -124,12 +127,15 @@ def test_an_output_grown_in_place_is_kept_as_one_joined_would_be(
 
 
 @settings(max_examples=200, deadline=None)
-@given(pieces=PIECES, limits=st.lists(st.integers(1, 300), min_size=2), grow=st.integers(0, 60))
+@given(
+    pieces=PIECES, limits=st.lists(st.integers(1, 300), min_size=2), grow=st.integers(0, 60), block=st.integers(1, 80)
+)
 def test_an_output_grown_in_place_under_a_moving_ceiling_keeps_a_head_and_a_tail(
-    pieces: list[str], limits: list[int], grow: int
+    pieces: list[str], limits: list[int], grow: int, block: int
 ) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(output_module, "GROW_CHARS", grow)
+        patch.setattr(output_module, "_BLOCK", block)
         buffer = OutputBuffer(max_chars=limits[0])
         for i, piece in enumerate(pieces):
             buffer.max_chars = limits[i % len(limits)]

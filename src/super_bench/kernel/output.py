@@ -241,17 +241,31 @@ class _Grown:
         self._api = _in_place()
         self._slot = ctypes.c_void_p(id(start))  # id() is the object's address in CPython
         self._api.Py_IncRef(self._slot)
+        # Pieces joined a megabyte at a time before they are appended: each resize of a large string remaps its
+        # pages, which costs as much as copying a megabyte once the string is long.
+        self._pending: list[str] = []
+        self._pending_size = 0
 
     def append(self, piece: str) -> None:
+        self._pending.append(piece)
+        self._pending_size += len(piece)
+        if self._pending_size >= _BLOCK:
+            self._flush()
+
+    def _flush(self) -> None:
         import ctypes
 
-        # On failure (no memory) it lets the string go, empties the slot and raises.
-        self._api.PyUnicode_Append(ctypes.byref(self._slot), piece)
+        if self._pending:
+            joined = "".join(self._pending)
+            self._pending, self._pending_size = [], 0
+            # On failure (no memory) it lets the string go, empties the slot and raises.
+            self._api.PyUnicode_Append(ctypes.byref(self._slot), joined)
 
     def take(self) -> str:
         """The string, whose reference passes to the caller; nothing is held any more."""
         import ctypes
 
+        self._flush()
         text: str = ctypes.cast(self._slot, ctypes.py_object).value  # a new reference
         self._release()
         return text
