@@ -227,3 +227,13 @@ def test_a_twenty_megabyte_cell_is_held_about_once_graded_and_recorded(env_facto
     env.trajectory.save(tmp_path)
     assert Trajectory.load(tmp_path).steps[0] == step
     assert Step.model_validate_json((tmp_path / "steps.jsonl").read_bytes()) == step
+
+
+def test_where_strings_cannot_be_grown_in_place_the_pieces_are_joined(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(output_module, "_in_place", lambda: None)  # another interpreter than CPython
+    monkeypatch.setattr(output_module, "GROW_CHARS", 10)
+    buffer = OutputBuffer(1000)
+    for i in range(50):
+        buffer.append(f"line {i}\n")
+    assert buffer._grown is None
+    assert buffer.take() == "".join(f"line {i}\n" for i in range(50))
