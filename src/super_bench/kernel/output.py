@@ -12,6 +12,7 @@ import sys
 from collections import deque
 from collections.abc import Iterator
 from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and lone ESC pairs.
@@ -271,7 +272,7 @@ class _Grown:
         return text
 
     def _release(self) -> None:
-        if self._slot.value is not None:
+        if getattr(self, "_slot", None) is not None and self._slot.value is not None:
             self._api.Py_DecRef(self._slot)
             self._slot.value = None
 
@@ -288,10 +289,14 @@ def _in_place() -> Any:
         import ctypes
     except ImportError:  # an interpreter built without it
         return None
-    api = ctypes.pythonapi  # a PyDLL: called with the GIL held, a Python error raised as such
-    api.PyUnicode_Append.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.py_object]
-    api.PyUnicode_Append.restype = None
-    for name in ("Py_IncRef", "Py_DecRef"):
-        getattr(api, name).argtypes = [ctypes.c_void_p]
-        getattr(api, name).restype = None
-    return api
+    # Typed here, not on ``ctypes.pythonapi``'s shared function objects; called with the GIL held (PYFUNCTYPE),
+    # a Python error raised as such.
+    python = ctypes.pythonapi
+    reference = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
+    return SimpleNamespace(
+        PyUnicode_Append=ctypes.PYFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.py_object)(
+            ("PyUnicode_Append", python)
+        ),
+        Py_IncRef=reference(("Py_IncRef", python)),
+        Py_DecRef=reference(("Py_DecRef", python)),
+    )

@@ -18,7 +18,12 @@ import functools
 import importlib
 import re
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from super_bench.tasks.model import compile_landmark
+
+if TYPE_CHECKING:
+    import regex  # imported by compile_landmark, on first use
 
 _COUNT = re.compile(r"\{(?:\d+(?:,\d*)?|,\d+)\}")
 _SPACE, _NEWLINE = ord(" "), ord("\n")
@@ -62,7 +67,7 @@ def flat_pattern(pattern: str) -> str | None:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a possible nested set or set operation: ``regex`` may read it so
             parsed = parser.parse(pattern, 0)
-    except (re.error, Warning, RecursionError, OverflowError, ValueError):
+    except Exception:  # an error or a warning, whichever: the output is searched in its copy
         return None
     flags = parsed.state.flags
     if flags & ~(re.I | re.M | re.S | re.X | re.U | re.A):
@@ -73,6 +78,18 @@ def flat_pattern(pattern: str) -> str | None:
         return None
     prefix = ("i" if flags & re.I else "") + ("a" if flags & re.A else "")
     return f"(?{prefix}){body}" if prefix else body
+
+
+@functools.lru_cache(maxsize=1024)
+def flat_landmark(pattern: str) -> regex.Pattern[str] | None:
+    """``flat_pattern`` compiled as landmarks are (``compile_landmark``); None when it is not rewritten."""
+    rewritten = flat_pattern(pattern)
+    if rewritten is None:
+        return None
+    try:
+        return compile_landmark(rewritten)
+    except Exception:  # never expected (the tests compile every rewriting), but then: the copy
+        return None
 
 
 def _braces_are_counts(pattern: str) -> bool:

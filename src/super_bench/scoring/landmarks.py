@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from super_bench.scoring.flatline import flat_pattern
+from super_bench.scoring.flatline import flat_landmark
 from super_bench.scoring.texts import Chunks, Text, outputs
 from super_bench.tasks.model import compile_landmark
 from super_bench.trajectory import Step
@@ -65,14 +65,11 @@ def find_landmarks(landmarks: Sequence[str], chunks: Chunks) -> list[int | None]
         for i, (pattern, piece) in list(pending.items()):
             k = _find_piece(joined, piece, 0)
             while k is not None:
-                searched, text = pattern, joined.texts[k]
-                rewritten = flat_pattern(pattern.pattern) if len(text) > FLAT_CHARS else None
-                if rewritten is not None:
-                    searched = compile_landmark(rewritten)
-                elif k in flat:
-                    text = flat[k]
-                else:
-                    text = flat[k] = text.replace("\n", " ")
+                text = joined.texts[k]
+                searched = flat_landmark(pattern.pattern) if len(text) > FLAT_CHARS else None
+                if searched is None:
+                    searched = pattern
+                    text = flat[k] if k in flat else flat.setdefault(k, text.replace("\n", " "))
                 try:
                     matched = searched.search(text, timeout=SEARCH_TIMEOUT) is not None
                 except TimeoutError:
