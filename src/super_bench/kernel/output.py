@@ -116,7 +116,8 @@ class OutputBuffer:
     the ceiling, it is one string that each chunk is appended to in place (``_Grown``), each chunk let go
     as soon as it is appended: joining a long output would hold its chunks and the text at once, twice it.
     Past the ceiling, the head's chunks stay as they came and the tail's oldest chunks are let go as newer
-    ones arrive, so the buffer holds about ``max_chars`` and one chunk (1.5 times ``max_chars`` at most).
+    ones arrive, so the buffer holds about ``max_chars`` and one chunk (1.5 times ``max_chars`` at most; twice,
+    for a moment, when a grown string passes the ceiling and is cut into blocks).
     """
 
     def __init__(self, max_chars: int) -> None:
