@@ -12,13 +12,18 @@ Cleaning: ``clean_output`` (the model's copy of the output: ANSI codes removed, 
 return redraw collapsed) on the same text, against a naive cleaner made of two regular
 expressions, in MB/s, at each size.
 
-    python benchmarks/bench_output.py [--sizes 1 10 100] [--sandbox local]
+Against an earlier release (``--baseline``, the ``src`` folder of its source tree, or
+``$SUPER_BENCH_BASELINE``): the memory of the largest cell and of the one-line cell, run by that release
+and by this one in turn.
+
+    python benchmarks/bench_output.py [--sizes 1 10 100] [--sandbox local] [--baseline SRC]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -37,6 +42,8 @@ TARGET_SECONDS = 30.0
 TARGET_MEMORY = 800  # MB
 TARGET_MEMORY_RATIO = 1.5  # the peak above a one-line cell's, over the output kept
 MIB = 1 << 20
+_baseline = os.environ.get("SUPER_BENCH_BASELINE")
+BASELINE = Path(_baseline) if _baseline else None
 # Run the CLI in this process and report its peak resident memory (KiB) at exit: the high-water mark of its own
 # memory (VmHWM), not ru_maxrss, which Linux carries over exec from the process that spawned it (this benchmark,
 # which holds a 100 MB text and has loaded the trajectories of earlier runs).
@@ -78,10 +85,12 @@ def cell_for(megabytes: float) -> tuple[str, str]:
     return code, line * lines + "training finished: accuracy 0.9137\n"
 
 
-def harness_run(megabytes: float, sandbox: str, root: Path) -> tuple[float, float, float, dict[str, object], int]:
+def harness_run(
+    megabytes: float, sandbox: str, root: Path, source: Path | None = None
+) -> tuple[float, float, float, dict[str, object], int]:
     """Wall seconds of the run, seconds of the cell's step (from its start to the next step's, so
     with its cleaning and recording), peak MiB of the harness, the task's result, and the characters
-    of output the step kept."""
+    of output the step kept; ``source``: an earlier release's ``src`` folder, which runs it instead."""
     code, _ = cell_for(megabytes)
     task = {"task_id": "huge-output", "query": "Train and report the accuracy.", "landmarks": [LANDMARK]}
     task["answer"] = {"accuracy": 0.9137}
@@ -96,7 +105,8 @@ def harness_run(megabytes: float, sandbox: str, root: Path) -> tuple[float, floa
     command = [sys.executable, "-c", PEAK, "run", "--source", str(tasks), "--agent", f"replay:{actions}"]
     command += ["--sandbox", sandbox, "--out", str(out)]
     start = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True)
+    env = None if source is None else {**os.environ, "PYTHONPATH": str(source.resolve())}
+    proc = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"super-bench run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -214,13 +224,42 @@ def rows(sizes: list[float], sandbox: str, repeats: int = 3) -> list[Row]:
     return found
 
 
+def baseline_rows(size: float, sandbox: str, baseline: Path | None, repeats: int = 3) -> list[Row]:
+    """The largest cell's memory, this release against the one at ``baseline``, run in turn."""
+    case = f"{size:g} MB cell ({sandbox}), against the release before"
+    if baseline is None or not (baseline / "super_bench").is_dir():
+        return [Row("huge output, memory", case, "not measured: give --baseline SRC (an earlier release's src folder)")]
+    found: dict[Path | None, list[tuple[float, float, int, bool]]] = {None: [], baseline: []}
+    with tempfile.TemporaryDirectory(prefix="bench-output-") as tmp:
+        for i in range(repeats):
+            for source in (baseline, None):
+                root = Path(tmp) / f"{i}-{'before' if source else 'after'}"
+                one_line = harness_run(1e-6, sandbox, root / "base", source)[2]
+                _, _, peak, result, kept = harness_run(size, sandbox, root / "big", source)
+                graded = (result.get("metrics") or {}).get("landmarks") == 1.0  # type: ignore[union-attr]
+                found[source].append((peak, one_line, kept, graded))
+
+    def summary(runs: list[tuple[float, float, int, bool]]) -> tuple[str, float]:
+        peak, one_line = median([r[0] for r in runs]), median([r[1] for r in runs])
+        ratio = (peak - one_line) / (median([r[2] for r in runs]) / MIB)
+        graded = "graded" if all(r[3] for r in runs) else "NOT graded"
+        return f"peak {peak:.0f} MiB, one-line cell {one_line:.0f}: {ratio:.2f}x the output kept, {graded}", ratio
+
+    ours, ratio = summary(found[None])
+    theirs, before = summary(found[baseline])
+    return [Row("huge output, memory", case, ours, f"{theirs} ({baseline})", ratio / before)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs="+", type=float, default=[1, 10, 100])
     parser.add_argument("--sandbox", default="local")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline", type=Path, default=BASELINE, help="An earlier release's src folder.")
     args = parser.parse_args()
-    print(table(rows(args.sizes, args.sandbox, args.repeats)))
+    measured = rows(args.sizes, args.sandbox, args.repeats)
+    measured += baseline_rows(max(args.sizes), args.sandbox, args.baseline, args.repeats)
+    print(table(measured))
 
 
 if __name__ == "__main__":
