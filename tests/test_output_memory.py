@@ -56,6 +56,7 @@ def test_records_with_long_outputs_are_written_byte_for_byte_as_pydantic_writes_
     whole_trajectory = trajectory.__pydantic_serializer__.to_json(trajectory, indent=1)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(trajectory_module, "STREAMED_CHARS", piece)  # every output longer than a few characters
+        patch.setattr(trajectory_module, "_PIECE_CHARS", piece)  # written a few characters at a time
         for step, expected in zip(trajectory.steps, whole):
             line = io.BytesIO()
             write_step_line(line, step)
@@ -237,3 +238,15 @@ def test_where_strings_cannot_be_grown_in_place_the_pieces_are_joined(monkeypatc
         buffer.append(f"line {i}\n")
     assert buffer._grown is None
     assert buffer.take() == "".join(f"line {i}\n" for i in range(50))
+
+
+def test_a_flush_of_more_pieces_than_zeromq_queues_by_default_reaches_the_harness(env: Environment) -> None:
+    """One write of 140 MB is one flush of some 2,100 pieces, which the kernel's IOPub thread hands to itself
+    through a pipe: with ZeroMQ's default queue there, it waited on itself for ever and the cell timed out."""
+    size = 140_000_000
+    assert size // STREAM_PIECE > 2_000
+    step = env.step(Action.execute(f"import sys; sys.stdout.write('x' * {size}); print('end')"))
+    assert step.outcome == "ok", step.observation[-300:]
+    assert step.raw_output.endswith("xxxx" + "end\n") and "characters of output dropped" in step.raw_output
+    step = env.step(Action.execute("print('after')"))
+    assert step.observation == "after\n"

@@ -305,12 +305,12 @@ def main() -> None:
             # No limit on the messages queued for the harness: past ZeroMQ's default of 1000 a publisher drops
             # them, and an output sent in pieces (STREAM_PIECE) would lose its end. What is queued is the
             # kernel's memory, where a cell's output is held anyway. Set before the socket binds, since a
-            # bound socket's connections keep the options it had then.
+            # bound socket's connections keep the options it had then, and left set for the sockets made
+            # after it: the IOPub thread hands each message to itself through a pipe of its own (made on its
+            # first message), and with ZeroMQ's limit there a flush of more than about 2,000 pieces (130 MB)
+            # blocked that thread on its own pipe for ever.
             context.setsockopt(zmq.SNDHWM, 0)
-            try:
-                super().init_iopub(context)  # type: ignore[no-untyped-call]
-            finally:
-                context.sockopts.pop(zmq.SNDHWM, None)
+            super().init_iopub(context)  # type: ignore[no-untyped-call]
 
         def init_extensions(self) -> None:
             # The shell exists; extensions and start-up code are the first that may be the task's.
