@@ -143,6 +143,7 @@ def test_sandbox_check_lists_the_backends() -> None:
         assert name in result.stdout
     assert f"--sandbox auto uses: {resolve_backend('auto')}" in result.stdout
     said = " ".join(result.stdout.split())
+    assert "kernels (local, bwrap): each task's is a new interpreter, started cold" in said
     if os.geteuid() == 0:  # whom agent code drops to, and without what
         assert "run as root" in said and "setpriv drops agent code to a user id of each task's own" in said
         assert "no capabilities (bounding set empty)" in said

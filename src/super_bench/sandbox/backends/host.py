@@ -62,6 +62,13 @@ from super_bench.sandbox.pyenv.task_env import BasePython, create_task_env, pack
 log = logging.getLogger(__name__)
 
 
+# Said by `sandbox check`: no kernel is forked from a warm one (docs/performance.md says why).
+KERNEL_START = (
+    "kernels (local, bwrap): each task's is a new interpreter, started cold in the task's own environment, "
+    "variables and limits; none is forked from a warm one"
+)
+
+
 class HostSandbox(Sandbox):
     """A task as host processes in a task directory of its own; subclasses say how they are confined."""
 
@@ -82,6 +89,7 @@ class HostSandbox(Sandbox):
         return [
             f"--memory-limit is enforced by: {describe_memory(memory_mechanism())}",
             f"--disk-limit is enforced by: {describe_disk(disk_mechanism())}",
+            KERNEL_START,
         ]
 
     # The base environment task environments are layered over, from an interpreter of this machine.
