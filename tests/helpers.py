@@ -112,3 +112,15 @@ def payloads(html: str) -> dict[str, Any]:
     """Each task a viewer page embeds, decoded as the page decodes it."""
     found = re.findall(r'<script type="application/gzip\+base64" id="(t\d+)">([^<]*)</script>', html)
     return {key: json.loads(gzip.decompress(base64.b64decode(blob))) for key, blob in found}
+
+
+def assert_head_and_tail(full: str, text: str, dropped: int, limit: int) -> None:
+    """``text`` is what an output buffer kept of ``full``: all of it, or, ``dropped`` characters gone, a head and a
+    tail of it around the marker, together within ``limit``."""
+    if not dropped:
+        assert text == full
+        return
+    head, _, tail = text.partition(f"\n[... {dropped:,} characters of output dropped by super-bench ...]\n")
+    assert full.startswith(head) and full.endswith(tail)
+    assert len(head) + len(tail) + dropped == len(full)
+    assert len(head) + len(tail) <= limit

@@ -1,5 +1,6 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.helpers import assert_head_and_tail
 
 from super_bench.kernel.output import OutputBuffer, cap_text, clean_output, strip_ansi
 
@@ -117,12 +118,4 @@ def test_a_ceiling_lowered_or_raised_mid_cell_keeps_a_head_and_a_tail_within_it(
     for i, chunk in enumerate(chunks):
         buffer.max_chars = limits[i % len(limits)]
         buffer.append(chunk)
-    full = "".join(chunks)
-    text = buffer.text()
-    if not buffer.dropped:
-        assert text == full
-        return
-    head, _, tail = text.partition(f"\n[... {buffer.dropped:,} characters of output dropped by super-bench ...]\n")
-    assert full.startswith(head) and full.endswith(tail)
-    assert len(head) + len(tail) + buffer.dropped == len(full)
-    assert len(head) + len(tail) <= buffer.max_chars
+    assert_head_and_tail("".join(chunks), buffer.text(), buffer.dropped, buffer.max_chars)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.helpers import make_task
+from tests.helpers import assert_head_and_tail, make_task
 
 from super_bench import Action, Environment, score_trajectory
 from super_bench import trajectory as trajectory_module
@@ -141,14 +141,8 @@ def test_an_output_grown_in_place_under_a_moving_ceiling_keeps_a_head_and_a_tail
         for i, piece in enumerate(pieces):
             buffer.max_chars = limits[i % len(limits)]
             buffer.append(piece)
-        full, text = "".join(pieces), buffer.text()
-    if not buffer.dropped:
-        assert text == full
-        return
-    head, _, tail = text.partition(f"\n[... {buffer.dropped:,} characters of output dropped by super-bench ...]\n")
-    assert full.startswith(head) and full.endswith(tail)
-    assert len(head) + len(tail) + buffer.dropped == len(full)
-    assert len(head) + len(tail) <= buffer.max_chars
+        text = buffer.text()
+    assert_head_and_tail("".join(pieces), text, buffer.dropped, buffer.max_chars)
 
 
 @pytest.mark.parametrize("late", ["", "\u00e9", "\u20ac"])
