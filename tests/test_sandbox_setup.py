@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 from tests.helpers import cli, make_task
 from tests.sandboxes import backend_settings, tiny_wheel
@@ -312,3 +314,43 @@ def test_package_lists_are_noted_and_read_again_until_the_packages_change(
     assert packages_of(dirs) == {"Alpha.Pkg": "2.0", "beta": "0.1", "Zeta": "3.0"}
     assert packages_of(dirs[::-1])["Zeta"] == "1.0"
     assert packages_of([str(tmp_path / "missing")]) == {}
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    note=st.one_of(
+        st.binary(max_size=200),
+        st.builds(lambda v: json.dumps(v).encode(), _JSON | st.dictionaries(st.text(max_size=6), st.text(max_size=6))),
+    )
+)
+def test_a_package_list_note_that_is_not_a_list_of_names_and_versions_is_parsed_afresh(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory, note: bytes
+) -> None:
+    """Agent code of a local task can write the cache directory: a note it spoils is read as data, and anything
+    but names and versions is set aside for the distributions' own metadata."""
+    from super_bench.sandbox.pyenv.task_env import packages_of
+
+    root = tmp_path_factory.mktemp("notes")
+    monkeypatch.setenv("SUPER_BENCH_ENV_CACHE", str(root / "cache"))
+    site = root / "site"
+    (site / "zeta-1.0.dist-info").mkdir(parents=True)
+    (site / "zeta-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: Zeta\nVersion: 1.0\n")
+    assert packages_of([str(site)]) == {"Zeta": "1.0"}
+    (noted,) = (root / "cache" / "package-lists").iterdir()
+    noted.write_bytes(note)
+    listed = packages_of([str(site)])
+    try:
+        planted = json.loads(note)
+    except ValueError:
+        planted = None
+    well_formed = isinstance(planted, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in planted.items()
+    )
+    assert listed == (planted if well_formed else {"Zeta": "1.0"})
