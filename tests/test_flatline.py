@@ -10,7 +10,7 @@ import regex
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
-from super_bench import Action
+from super_bench import Action, load_tasks
 from super_bench.scoring import landmarks as landmarks_module
 from super_bench.scoring.flatline import flat_pattern
 from super_bench.scoring.landmarks import landmark_steps
@@ -92,14 +92,29 @@ def test_escaped_braces_and_counts_are_rewritten() -> None:
     assert flat_pattern(r"\{'loss': 0\.\d{2}\}") == r"\x7b\x27loss\x27\x3a[ \n]0\x2e(?:[\d]){2,2}\x7d"
 
 
-def test_the_landmarks_of_the_demo_tasks_are_rewritten_and_still_found() -> None:
+def test_the_landmarks_of_the_bundled_tasks_are_rewritten_and_still_found() -> None:
     line = "epoch 3 \n loss 0.25\ntraining finished: accuracy 0.9137\n"
-    for pattern in [r"training finished: accuracy 0\.9\d+", r"loss\s+0\.\d+", r"^epoch 3\s+loss", r"0\.9137\s*$"]:
+    bundled = [
+        landmark for name in ("expert", "masked", "auto") for t in load_tasks("demo", name) for landmark in t.landmarks
+    ]
+    assert len(bundled) > 20
+    for pattern in [
+        r"training finished: accuracy 0\.9\d+",
+        r"loss\s+0\.\d+",
+        r"^epoch 3\s+loss",
+        r"0\.9137\s*$",
+    ]:
         flat = flat_pattern(pattern)
         assert flat is not None
         expected = compile_landmark(pattern).search(line.replace("\n", " "))
         found = compile_landmark(flat).search(line)
         assert found is not None and expected is not None and found.span() == expected.span()
+    for pattern in bundled:  # every one rewritten, and the same answer on the text above
+        flat = flat_pattern(pattern)
+        assert flat is not None, pattern
+        expected = compile_landmark(pattern).search(line.replace("\n", " "))
+        found = compile_landmark(flat).search(line)
+        assert (found and found.span()) == (expected and expected.span()), pattern
 
 
 def _step(index: int, output: str) -> Step:

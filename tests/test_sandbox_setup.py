@@ -290,6 +290,8 @@ def test_package_lists_are_noted_and_read_again_until_the_packages_change(
 
     from super_bench.sandbox.pyenv.task_env import packages_of
 
+    monkeypatch.setenv("SUPER_BENCH_ENV_CACHE", str(tmp_path / "cache"))  # the notes, not in the user's cache
+
     def install(site: Path, folder: str, name: str, version: str) -> None:
         (site / folder).mkdir(parents=True)
         (site / folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nText\n")

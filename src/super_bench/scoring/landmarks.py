@@ -68,8 +68,9 @@ def find_landmarks(landmarks: Sequence[str], chunks: Chunks) -> list[int | None]
                 text = joined.texts[k]
                 searched = flat_landmark(pattern.pattern) if len(text) > FLAT_CHARS else None
                 if searched is None:
-                    searched = pattern
-                    text = flat[k] if k in flat else flat.setdefault(k, text.replace("\n", " "))
+                    if k not in flat:
+                        flat[k] = text.replace("\n", " ")
+                    searched, text = pattern, flat[k]
                 try:
                     matched = searched.search(text, timeout=SEARCH_TIMEOUT) is not None
                 except TimeoutError:
