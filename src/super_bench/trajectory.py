@@ -27,6 +27,9 @@ SCHEMA_VERSION = 2
 # Step metadata: the recording gave no time for this step (an imported pre-executed one); its times are
 # its neighbour's and it lasts 0 s, so that nothing measured is counted from them.
 UNTIMED = "untimed"
+# Trajectory metadata: the notebook a recorded run (the paper's published trajectories) was read from. Its
+# observations are the history the reference harness kept, as that harness stored it.
+RECORDED_FROM = "imported_from"
 
 StepOutcome = Literal["ok", "error", "timeout", "interrupted", "kernel_died", "invalid"]
 StopReason = Literal[

@@ -42,7 +42,7 @@ from typing import Any, Literal
 from super_bench.actions import Action
 from super_bench.errors import TrajectoryImportError
 from super_bench.scoring.submission import ANSWER_LITERAL, json_safe, parse_answer
-from super_bench.trajectory import UNTIMED, Step, StepOutcome, StopReason, Trajectory
+from super_bench.trajectory import RECORDED_FROM, UNTIMED, Step, StepOutcome, StopReason, Trajectory
 
 Style = Literal["react-super", "swe-agent"]
 IMPORT_DATE = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -145,7 +145,7 @@ def notebook_trajectory(path: Path, task_id: str, *, model: str | None = None) -
         agent=notebook.style,
         model=model,
         started_at=IMPORT_DATE,
-        metadata={"imported_from": path.name, "style": notebook.style, "times": "time of day only"},
+        metadata={RECORDED_FROM: path.name, "style": notebook.style, "times": "time of day only"},
     )
     clock = _Clock()
     for index, raw in enumerate(notebook.steps):

@@ -21,7 +21,7 @@ from super_bench.scoring.provenance import (
     trace_answer,
 )
 from super_bench.scoring.reference import (
-    cleaned_text,
+    kept_text,
     reference_entrypoint_runs,
     reference_output_match,
     reference_submission,
@@ -95,7 +95,7 @@ def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corr
             metrics.output_match = reference_output_match(submission, task.answer)
         else:
             metrics.output_match, details.format_mismatches = compare_answer(submission, task.answer)
-    text = cleaned_text() if reference else raw_text
+    text = kept_text(trajectory) if reference else raw_text
     if task.landmarks:
         if reference:
             details.landmark_steps = landmark_steps(task.landmarks, trajectory.steps, text)

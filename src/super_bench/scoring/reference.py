@@ -6,7 +6,10 @@ The reference's rules, as facts (docs/scoring.md sets each beside what corrected
   ``{}`` and null count as not submitted, and the submission is then compared as null.
 - Output match: only when the gold answer is truthy; a falsy gold (``0``, ``""``, ``[]``, ``{}``)
   leaves the metric undefined. The comparison has its arguments swapped (see ``answer``).
-- Landmarks: searched in the agent's cleaned observation (see ``cleaning``), newlines as spaces.
+- Landmarks: searched in the history the reference kept, newlines as spaces: the agent's cleaned
+  observation (see ``cleaning``). A run the reference harness itself recorded (an imported notebook)
+  holds that history as the harness stored it, and is read as stored: its SWE-agent runs kept the given
+  cells of Masked tasks raw, progress bars and colour codes included, and matched landmarks on them so.
 - Script executed: only entrypoints ending in ``.py``, ``.sh`` or ``.bash`` are graded. A step
   counts when its action's content contains the file's base name (or, for a module, the base name
   without ``.py`` together with ``python -m``), its observation has neither ``Traceback`` nor
@@ -24,7 +27,7 @@ from typing import Any
 from super_bench.scoring.answer import score_answer
 from super_bench.scoring.cleaning import reference_clean
 from super_bench.scoring.entrypoint import EntrypointRun
-from super_bench.trajectory import Step
+from super_bench.trajectory import RECORDED_FROM, Step, Trajectory
 
 REFERENCE_MIN_RUNTIME = 10.0
 _GRADED_SCRIPTS = (".py", ".sh", ".bash")
@@ -40,8 +43,11 @@ def reference_output_match(submission: Any, gold: Any) -> float | None:
     return score_answer(submission, gold, "reference") if gold else None
 
 
-def cleaned_text() -> Callable[[Step], str]:
-    """Each step's output as the reference agent kept it, cleaned once however often it is asked for."""
+def kept_text(trajectory: Trajectory) -> Callable[[Step], str]:
+    """Each step's output as the reference harness kept it: as stored for a run it recorded itself, else
+    cleaned as its agent cleaned it, once however often it is asked for."""
+    if RECORDED_FROM in trajectory.metadata:
+        return lambda step: step.raw_output
 
     @cache
     def clean(raw: str) -> str:
