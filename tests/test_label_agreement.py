@@ -1,0 +1,76 @@
+"""The hand labels themselves: complete, well formed, and checked by a second labeller.
+
+The second labeller's sample is fixed by a hash, and its agreement with the first labels (Cohen's kappa
+among them) is what docs/failure-analysis.md and docs/verification.md state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+from tests.labelled import failure_labels, provenance_labels, second_labels, split_of
+
+CAUSES = {"environment", "resource", "repository_error", "compute", "no_experiment", "wrong_result", "agent_format"}
+PROVENANCE = {"observed", "partly_observed", "given", "unobserved"}
+RUNS = {"react-super_expert", "react-super_masked", "swe-agent_expert", "swe-agent_masked"}
+
+
+def kappa(pairs: list[tuple[str, str]]) -> float:
+    n = len(pairs)
+    observed = sum(a == b for a, b in pairs) / n
+    first, second = Counter(a for a, _ in pairs), Counter(b for _, b in pairs)
+    expected = sum(first[c] * second[c] for c in first) / n / n
+    return (observed - expected) / (1 - expected)
+
+
+def test_every_failed_and_every_submitted_published_trajectory_is_labelled() -> None:
+    failures, answers = failure_labels("all"), provenance_labels("all")
+    assert len(failures) == 260 and len(answers) == 218
+    assert {row["run"] for row in failures} == {row["run"] for row in answers} == RUNS
+    assert {row["cause"] for row in failures} == CAUSES
+    assert {row["label"] for row in answers} <= PROVENANCE
+    for row in failures + answers:
+        assert row["reason"] and (row["step"] is None or row["step"] >= 0), row
+    assert len({(row["run"], row["task_id"]) for row in failures}) == 260
+
+
+def test_the_split_is_fixed_and_near_half() -> None:
+    assert split_of("react-super_expert", "acqsurvey") == split_of("react-super_expert", "acqsurvey")
+    for rows in (failure_labels("all"), provenance_labels("all")):
+        dev = sum(split_of(row["run"], row["task_id"]) == "dev" for row in rows)
+        assert 0.4 < dev / len(rows) < 0.6
+    assert len(failure_labels("dev")) + len(failure_labels("test")) == 260
+
+
+def _sample(rows: list[dict[str, str]], salt: str, size: int) -> set[tuple[str, str]]:
+    def key(row: dict[str, str]) -> str:
+        return hashlib.sha256(f"second-labeller:{salt}{row['run']}/{row['task_id']}".encode()).hexdigest()
+
+    return {(row["run"], row["task_id"]) for row in sorted(rows, key=key)[:size]}
+
+
+def test_the_second_labellers_sample_is_the_hashed_one() -> None:
+    second = second_labels()
+    answers = [row for row in provenance_labels("all") if row["run"] != "react-super_expert"]
+    assert {(r["run"], r["task_id"]) for r in second["failure"]} == _sample(failure_labels("all"), "", 60)
+    assert {(r["run"], r["task_id"]) for r in second["provenance"]} == _sample(answers, "p:", 30)
+
+
+def agreement() -> dict[str, tuple[int, int, float]]:
+    """Per kind: items agreed, items compared, Cohen's kappa."""
+    second = second_labels()
+    first_causes = {(r["run"], r["task_id"]): r["cause"] for r in failure_labels("all")}
+    first_labels = {(r["run"], r["task_id"]): r["label"] for r in provenance_labels("all")}
+    causes = [(first_causes[(r["run"], r["task_id"])], r["cause"]) for r in second["failure"]]
+    labels = [(first_labels[(r["run"], r["task_id"])], r["label"]) for r in second["provenance"]]
+    return {
+        kind: (sum(a == b for a, b in pairs), len(pairs), kappa(pairs))
+        for kind, pairs in (("failure", causes), ("provenance", labels))
+    }
+
+
+def test_the_two_labellers_agree_as_measured() -> None:
+    figures = agreement()
+    assert figures["failure"][:2] == (48, 60) and round(figures["failure"][2], 2) == 0.75
+    assert figures["provenance"][:2] == (29, 30)
