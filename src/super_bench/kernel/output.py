@@ -33,13 +33,40 @@ def clean_output(text: str) -> str:
 def _blocks(text: str) -> Iterator[str]:
     """``text`` in blocks of about a megabyte, each ending at a newline. Cleaned block by block, a text
     gives the same result as in one pass (nothing in the cleaning spans a line), at the same speed for
-    100 MB as for 1 MB, since each block's copies stay in the CPU's caches."""
+    100 MB as for 1 MB, since each block's copies stay in the CPU's caches. A line longer than a block that
+    holds a carriage return (a progress bar redrawn in place: tqdm's 2 million updates are one line of 100 MB)
+    comes as what it shows, the text after its last redraw, found in place: that line is never copied whole."""
     start = 0
     while start < len(text):
         end = text.find("\n", start + _BLOCK)
         end = len(text) if end < 0 else end + 1
-        yield text[start:end]
+        if end - start <= 2 * _BLOCK:
+            yield text[start:end]
+            start = end
+            continue
+        # [start + _BLOCK, end) holds no newline: one long line runs from line_start to end.
+        line_start = text.rfind("\n", start, start + _BLOCK) + 1 or start
+        if line_start > start:
+            yield text[start:line_start]  # the whole lines before it
+        yield _shown(text, line_start, end)
         start = end
+
+
+def _shown(text: str, start: int, end: int) -> str:
+    """The line ``text[start:end]`` (its newline included, if it has one) as ``_clean`` reads it before its ANSI
+    pass: past its trailing carriage returns, the text after its last one; copied no further than that."""
+    newline = "\n" if text[end - 1 : end] == "\n" else ""
+    stop = end - len(newline)
+    if text.find("\r", start, stop) < 0:
+        return text[start:end]
+    while stop > start:  # past the trailing carriage returns, a few thousand at a time
+        piece = text[max(start, stop - 4096) : stop]
+        kept = piece.rstrip("\r")
+        stop -= len(piece) - len(kept)
+        if kept:
+            break
+    redraw = text.rfind("\r", start, stop)
+    return text[redraw + 1 if redraw >= 0 else start : stop] + newline
 
 
 def clean_and_cap(text: str, limit: int, head_fraction: float = 0.1) -> str:
@@ -136,8 +163,12 @@ class OutputBuffer:
         self._pending.append(text)
         self._pending_size += len(text)
         self._size += len(text)
-        if self._pending_size >= _BLOCK or self._cut or self._size > self.max_chars * 1.5:
+        if self._pending_size >= _BLOCK and not self._cut and self._size <= self.max_chars:
             self._gather()
+        elif self._cut or self._size > self.max_chars * 1.5:
+            # As they came, not joined: the tail lets its oldest pieces go one by one.
+            self._chunks.extend(self._pending)
+            self._pending, self._pending_size = [], 0
             if self._cut:
                 self._trim(exact=False)
             elif self._size > self.max_chars * 1.5:  # rarely: small outputs never pay for any of this
