@@ -16,7 +16,14 @@ Against an earlier release (``--baseline``, the ``src`` folder of its source tre
 ``$SUPER_BENCH_BASELINE``): the memory of the largest cell and of the one-line cell, run by that release
 and by this one in turn.
 
+Shapes (``--shapes``): the same run for one size of output written in each shape a cell produces (one big
+write, many small writes, a ``\\r`` progress flood of 2 million updates as tqdm writes them, long lines without
+newlines, binary-ish bytes, characters of mixed widths), each then the landmark's line; reported per shape:
+the harness's own peak resident memory (its ``VmHWM``: the kernel is another process and not counted), the
+characters kept, and whether the landmark was graded (target: every shape under 200 MB at 100 MB, graded).
+
     python benchmarks/bench_output.py [--sizes 1 10 100] [--sandbox local] [--baseline SRC]
+    python benchmarks/bench_output.py --shapes [--shape-size 100]
 """
 
 from __future__ import annotations
@@ -42,6 +49,33 @@ TARGET_SECONDS = 30.0
 TARGET_MEMORY = 800  # MB
 TARGET_MEMORY_RATIO = 1.5  # the peak above a one-line cell's, over the output kept
 MIB = 1 << 20
+TARGET_SHAPE_MEMORY = 200  # MB, every shape at 100 MB
+FINAL = "training finished: accuracy 0.9137"
+# Each shape: the cell's code for a given number of bytes (UTF-8), ending with the landmark's line.
+SHAPES = {
+    "one big write": (
+        "import sys\nsys.stdout.write(('epoch 1 step 10 loss 0.2500\\n' * ({n} // 28 + 1))[:{n}] + '\\n')\n"
+    ),
+    "many small writes": (
+        "import sys\nfor i in range({n} // 30):\n    sys.stdout.write(f'step {{i:>12}} loss 0.{{i % 9999:04d}}\\n')\n"
+    ),
+    "\\r progress flood": (
+        "import sys\nu = {n} // 2_000_000\nfor i in range(2_000_000):\n"
+        "    sys.stdout.write(f'\\r{{i // 20000:3d}}%|{{\"#\" * (i // 200000)}}| {{i}}/2000000'.ljust(u)[:u])\n"
+        "    if i % 1000 == 0: sys.stdout.flush()\nsys.stdout.write('\\n')\n"
+    ),
+    "long lines": (
+        "import sys\nfor _ in range({n} // 1_000_000):\n    sys.stdout.write('abcdefgh ' * 111_111 + 'x\\n')\n"
+    ),
+    "binary-ish bytes": (
+        "import os, sys\nfor _ in range({n} // 65536):\n    sys.stdout.write(os.urandom(65536).decode('latin-1'))\n"
+        "sys.stdout.write('\\n')\n"
+    ),
+    "mixed widths": (
+        "import sys\nline = 'loss 0.25 é ünï € ✓ 😀 ' * 20 + '\\n'\nb = len(line.encode())\n"
+        "for _ in range({n} // b // 50):\n    sys.stdout.write(line * 50)\n"
+    ),
+}
 _baseline = os.environ.get("SUPER_BENCH_BASELINE")
 BASELINE = Path(_baseline) if _baseline else None
 # Run the CLI in this process and report its peak resident memory (KiB) at exit: the high-water mark of its own
@@ -85,13 +119,18 @@ def cell_for(megabytes: float) -> tuple[str, str]:
     return code, line * lines + "training finished: accuracy 0.9137\n"
 
 
+def shape_cell(shape: str, megabytes: float) -> str:
+    return SHAPES[shape].format(n=int(megabytes * MB)) + f"print({FINAL!r})\n"
+
+
 def harness_run(
-    megabytes: float, sandbox: str, root: Path, source: Path | None = None
+    megabytes: float, sandbox: str, root: Path, source: Path | None = None, code: str | None = None
 ) -> tuple[float, float, float, dict[str, object], int]:
     """Wall seconds of the run, seconds of the cell's step (from its start to the next step's, so
     with its cleaning and recording), peak MiB of the harness, the task's result, and the characters
-    of output the step kept; ``source``: an earlier release's ``src`` folder, which runs it instead."""
-    code, _ = cell_for(megabytes)
+    of output the step kept; ``source``: an earlier release's ``src`` folder, which runs it instead;
+    ``code``: another cell than the progress bars of ``cell_for``."""
+    code = cell_for(megabytes)[0] if code is None else code
     task = {"task_id": "huge-output", "query": "Train and report the accuracy.", "landmarks": [LANDMARK]}
     task["answer"] = {"accuracy": 0.9137}
     root.mkdir(parents=True, exist_ok=True)
@@ -250,13 +289,37 @@ def baseline_rows(size: float, sandbox: str, baseline: Path | None, repeats: int
     return [Row("huge output, memory", case, ours, f"{theirs} ({baseline})", ratio / before)]
 
 
+def shape_rows(megabytes: float, sandbox: str) -> list[Row]:
+    """Each shape once, beside a one-line cell's run (the harness's own baseline)."""
+    found: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="bench-output-") as tmp:
+        baseline = harness_run(1e-6, sandbox, Path(tmp) / "base")[2]
+        found.append(Row("output shapes", f"one line ({sandbox})", f"harness peak {baseline:.0f} MiB"))
+        for i, shape in enumerate(SHAPES):
+            _, cell, peak, result, kept = harness_run(
+                megabytes, sandbox, Path(tmp) / str(i), code=shape_cell(shape, megabytes)
+            )
+            graded = (result.get("metrics") or {}).get("landmarks") == 1.0  # type: ignore[union-attr]
+            ours = f"harness peak {peak:.0f} MiB; {kept / 1e6:.1f} M characters kept; the cell's step "
+            ours += f"{seconds(cell)}; landmark {'found' if graded else 'NOT found'}"
+            target = f"< {TARGET_SHAPE_MEMORY} MB, graded"
+            met = peak * MIB / MB < TARGET_SHAPE_MEMORY and graded
+            found.append(Row("output shapes", f"{megabytes:g} MB, {shape}", ours, "", None, target, met))
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs="+", type=float, default=[1, 10, 100])
     parser.add_argument("--sandbox", default="local")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--baseline", type=Path, default=BASELINE, help="An earlier release's src folder.")
+    parser.add_argument("--shapes", action="store_true", help="Measure each shape of output instead.")
+    parser.add_argument("--shape-size", type=float, default=100, help="MB of output in each shape.")
     args = parser.parse_args()
+    if args.shapes:
+        print(table(shape_rows(args.shape_size, args.sandbox)))
+        return
     measured = rows(args.sizes, args.sandbox, args.repeats)
     measured += baseline_rows(max(args.sizes), args.sandbox, args.baseline, args.repeats)
     print(table(measured))

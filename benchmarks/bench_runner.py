@@ -13,12 +13,21 @@ kernels are separate processes), which shows whether threads are enough.
 Each repeat's times and the machine's load average go to stderr as they come: other work on the
 machine slows every variant.
 
+The order: each task's time alone (its wall time less any wait for room, from the last 1-worker run, as the
+runner records it in ``durations.json``), the order the runner starts them in with 2 workers (longest first), and
+the bound that order achieves: the end of the last task if each ran as long beside another as alone, each
+started on the first free worker, against the sum over 2 (no order does better) and the order given. The
+2-worker figure is given per pair too (each repeat's 1-worker run over its 2-worker run): the median and the
+spread of the pairs. ``--pairs-only`` runs those two variants alone.
+
     python benchmarks/bench_runner.py [--sets expert masked auto] [--repeats 1] [--no-processes] [--no-ray]
+    python benchmarks/bench_runner.py --sets expert --pairs-only --repeats 5
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import os
 import resource
 import statistics
@@ -80,7 +89,12 @@ def with_processes(tasks: list[Task], root: Path, name: str, workers: int) -> tu
     return time.perf_counter() - start, float("nan"), results  # the episodes' CPU is in the pool's processes
 
 
-def variants(tasks: list[Task], processes: bool, with_ray: bool) -> dict[str, Measure]:
+def variants(tasks: list[Task], processes: bool, with_ray: bool, pairs_only: bool = False) -> dict[str, Measure]:
+    if pairs_only:
+        return {
+            ONE_OFF: lambda root, name: with_runner(tasks, root, name, workers=1, prestart="off"),
+            TWO_OFF: lambda root, name: with_runner(tasks, root, name, workers=2, prestart="off"),
+        }
     found: dict[str, Measure] = {
         ONE_OFF: lambda root, name: with_runner(tasks, root, name, workers=1, prestart="off"),
         ONE: lambda root, name: with_runner(tasks, root, name, workers=1),
@@ -108,10 +122,43 @@ def variants(tasks: list[Task], processes: bool, with_ray: bool) -> dict[str, Me
     return found
 
 
-def measure(tasks: list[Task], chosen: dict[str, Measure], repeats: int) -> dict[str, tuple[list[float], list[float]]]:
+def makespan(seconds: list[float], workers: int) -> float:
+    """When the last task ends, each started in the order given on the first worker free, each as long as given."""
+    free = [0.0] * workers
+    for length in seconds:
+        heapq.heappush(free, heapq.heappop(free) + length)
+    return max(free)
+
+
+def order_rows(tasks: list[Task], alone: list[TaskResult], two: list[TaskResult], where: str) -> list[Row]:
+    """The tasks' times alone, the order 2 workers started them in, and the bound of that order."""
+    seconds = {r.task_id: max(0.0, r.wall_time - r.waited) for r in alone}
+    given = [seconds[t.task_id] for t in tasks]
+    longest = sorted(given, reverse=True)
+    started = [r.task_id for r in sorted(two, key=lambda r: r.started_at.timestamp() if r.started_at else 0.0)]
+    print("  the tasks alone, longest first: " + ", ".join(f"{s:.2f}" for s in longest), file=sys.stderr)
+    print("  started by 2 workers: " + ", ".join(f"{t} ({seconds[t]:.2f} s)" for t in started), file=sys.stderr)
+    total = sum(given)
+    by_runner = makespan([seconds[t] for t in started], 2)
+    return [
+        Row(
+            "scaling, order",
+            f"{where}, 2 workers, the order the runner used",
+            f"ends at {by_runner:.2f} s if each ran as long as alone ({total / by_runner:.2f}x); longest first: "
+            f"{makespan(longest, 2):.2f} s; in the order given: {makespan(given, 2):.2f} s",
+            f"{total / 2:.2f} s (the sum over 2: {total:.2f} s / 2)",
+            by_runner / (total / 2),
+        )
+    ]
+
+
+def measure(
+    tasks: list[Task], chosen: dict[str, Measure], repeats: int
+) -> tuple[dict[str, tuple[list[float], list[float]]], dict[str, list[TaskResult]]]:
     """Each variant's wall times and harness CPU times, the variants interleaved in each repeat, in the order
-    given and then in reverse (so that none always follows the same one)."""
+    given and then in reverse (so that none always follows the same one); and each variant's last results."""
     times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in chosen}
+    last: dict[str, list[TaskResult]] = {}
     for repeat in range(repeats):
         order = list(enumerate(chosen.items()))
         for i, (name, run_variant) in order if repeat % 2 == 0 else reversed(order):
@@ -127,12 +174,15 @@ def measure(tasks: list[Task], chosen: dict[str, Measure], repeats: int) -> dict
             )
             times[name][0].append(wall)
             times[name][1].append(cpu)
-    return times
+            last[name] = results
+    return times, last
 
 
-def rows(sets: list[str], repeats: int = 1, processes: bool = True, with_ray: bool = True) -> list[Row]:
+def rows(
+    sets: list[str], repeats: int = 1, processes: bool = True, with_ray: bool = True, pairs_only: bool = False
+) -> list[Row]:
     tasks = [t for task_set in sets for t in load_tasks("demo", task_set)]
-    times = measure(tasks, variants(tasks, processes, with_ray), repeats)
+    times, last = measure(tasks, variants(tasks, processes, with_ray, pairs_only), repeats)
     median = {name: statistics.median(walls) for name, (walls, _) in times.items()}
     # The runner's scaling is 2 workers against 1 with neither starting tasks ahead: one worker that starts the
     # next task on the idle core is no longer one core's worth of work.
@@ -159,16 +209,29 @@ def rows(sets: list[str], repeats: int = 1, processes: bool = True, with_ray: bo
                 met,
             )
         )
+    pairs = sorted(one / two for one, two in zip(times[ONE_OFF][0], times[TWO_OFF][0]))
     found.append(
         Row(
             "scaling",
-            f"{where}, 2 workers against 1, both as by default",
-            f"{median[TWO]:.1f} s",
-            f"{median[ONE]:.1f} s",
-            median[ONE] / median[TWO],
+            f"{where}, 2 workers over 1 per pair, --prestart off",
+            f"median {statistics.median(pairs):.2f}x over {len(pairs)} pairs, from {pairs[0]:.2f}x to {pairs[-1]:.2f}x",
+            ", ".join(f"{p:.2f}" for p in pairs),
+            statistics.median(pairs),
+            f">= {limit:g}x",
+            statistics.median(pairs) >= limit,
         )
     )
-    return found
+    if TWO in median:
+        found.append(
+            Row(
+                "scaling",
+                f"{where}, 2 workers against 1, both as by default",
+                f"{median[TWO]:.1f} s",
+                f"{median[ONE]:.1f} s",
+                median[ONE] / median[TWO],
+            )
+        )
+    return found + order_rows(tasks, last[ONE_OFF], last[TWO_OFF], where)
 
 
 def main() -> None:
@@ -177,8 +240,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--no-processes", action="store_true")
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--pairs-only", action="store_true", help="Run 1 and 2 workers, --prestart off, alone.")
     args = parser.parse_args()
-    print(table(rows(args.sets, args.repeats, not args.no_processes, not args.no_ray)))
+    print(table(rows(args.sets, args.repeats, not args.no_processes, not args.no_ray, args.pairs_only)))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def benchmarks(quick: bool) -> dict[str, Callable[[], list[Row]]]:
     return {
         "steps": lambda: bench_steps.rows(["local", "bwrap", "docker"], [10, 100, 400], repeats),
         "cold-start": lambda: bench_cold_start.rows(["local", "bwrap", "docker"], 3 if quick else 5),
-        "output": lambda: bench_output.rows([1, 10, 100], "local", repeats),
+        "output": lambda: bench_output.rows([1, 10, 100], "local", repeats) + bench_output.shape_rows(100, "local"),
         "scaling": lambda: bench_runner.rows(
             ["expert"] if quick else ["expert", "masked", "auto"], 1, processes=False, with_ray=not quick
         ),

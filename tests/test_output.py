@@ -1,8 +1,9 @@
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.helpers import assert_head_and_tail
 
-from super_bench.kernel.output import OutputBuffer, cap_text, clean_output, strip_ansi
+from super_bench.kernel.output import OutputBuffer, cap_text, clean_and_cap, clean_output, strip_ansi
 
 
 def test_strip_ansi_removes_colours_cursor_moves_and_titles() -> None:
@@ -119,3 +120,37 @@ def test_a_ceiling_lowered_or_raised_mid_cell_keeps_a_head_and_a_tail_within_it(
         buffer.max_chars = limits[i % len(limits)]
         buffer.append(chunk)
     assert_head_and_tail("".join(chunks), buffer.text(), buffer.dropped, buffer.max_chars)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(["\r", "\n", "\r\n", "ab", "\x1b[32m", "\x1b[0m", "\x07", " 42%|##|", "é", "\r\r"]),
+        max_size=60,
+    ),
+    block=st.integers(1, 12),
+)
+def test_long_lines_with_redraws_clean_in_blocks_as_in_one_pass(parts: list[str], block: int) -> None:
+    from super_bench.kernel import output as output_module
+
+    raw = "".join(parts)
+    expected = output_module._clean(raw)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(output_module, "_BLOCK", block)  # every line longer than a block or two
+        assert "".join(map(output_module._clean, output_module._blocks(raw))) == expected
+        assert output_module.clean_and_cap(raw, 10**6) == expected
+        assert output_module.clean_and_cap(raw, 7, 0.3) == cap_text(expected, 7, 0.3)
+
+
+def test_a_progress_flood_of_one_line_is_cleaned_without_a_copy_of_it() -> None:
+    import tracemalloc
+
+    flood = "".join(f"\r{i % 100:3d}%|{'#' * (i % 10)}| {i}/400000" for i in range(400_000)) + "\ndone\n"
+    tracemalloc.start()
+    try:
+        shown = clean_and_cap(flood, 100_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert shown == " 99%|#########| 399999/400000\ndone\n"
+    assert peak < len(flood) // 10

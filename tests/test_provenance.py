@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.helpers import step, trajectory
 from tests.trajectory_notebooks import EXPERT_QUERY, NbStep, write_notebook
 
@@ -432,3 +434,53 @@ def test_imported_runs_get_provenance_without_gold_tasks(tmp_path: Path) -> None
     ]
     again = {r.task_id: r for r in rescore(tmp_path / "run", tasks=[]).results}  # no gold: recorded metrics kept
     assert again["shown"].answer_provenance == "partly_observed" and again["shown"].mode == "recorded"
+
+
+def _not_evidence_in_a_copy_of_its_line(text: str, start: int, end: int) -> bool:
+    """``not_evidence`` as it was written first, reading a copy of the number's line at every call."""
+    import re
+
+    from super_bench.scoring import shown
+
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line = text[line_start : line_end if line_end >= 0 else len(text)]
+    if shown._PROGRESS_LINE.search(line) and text[start - 1 : start] != "=":
+        return True
+    if shown._PIP_LINE.match(line):
+        return True
+    if shown._HYPER.search(text, max(line_start, start - 48), start):
+        return True
+    left = start
+    while left > line_start and not shown._TOKEN_END.match(text[left - 1]):
+        left -= 1
+    right = end
+    while right < len(line) + line_start and not shown._TOKEN_END.match(text[right]):
+        right += 1
+    token = text[left:right]
+    return ("/" in token or "\\" in token) and re.search(r"[A-Za-z_][/\\]|[/\\][A-Za-z_.]", token) is not None
+
+
+_PIECES = st.sampled_from(
+    ["7", "0.5", "42", "%", " ", "\n", "\r", "|", "=", "/", "a", "it/s", " 3.1 MB/s", "eta 1", "lr ", "Collecting ",
+     "━", "█", "loss", "x/y", "_", "e"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(_PIECES, max_size=40).map("".join))
+def test_a_line_read_once_answers_as_its_copy_read_at_every_number_did(text: str) -> None:
+    import re
+
+    memo: list[tuple[int, int, bool, bool]] = []
+    for match in re.finditer(r"[0-9]+(?:\.[0-9]+)?", text):
+        start, end = match.span()
+        expected = _not_evidence_in_a_copy_of_its_line(text, start, end)
+        assert not_evidence(text, start, end, memo) == expected == not_evidence(text, start, end)
+
+
+def test_a_progress_flood_of_one_line_is_read_once_not_once_a_number() -> None:
+    flood = "".join(f"\r{i % 100:3d}%|{'#' * (i % 10)}| {i}/200000" for i in range(200_000)) + "\naccuracy 0.42\n"
+    found = percents(Text([flood]))
+    assert found == []  # every number before a % is on the progress bar's line
+    assert Number(0.42).find(Text([flood])) == (len(flood) - 5, "0.42")

@@ -10,9 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.helpers import cli
 
-from super_bench.tasks.regex_check import adversarial_inputs, slow_patterns
+from super_bench.tasks._regex_syntax import parse
+from super_bench.tasks.model import compile_landmark
+from super_bench.tasks.regex_check import _sample, adversarial_inputs, slow_patterns
 
 TINYREG = "https://github.com/super-bench-demo/tinyreg"
 TINYREG_COMMIT = "2b28166bf889daadc427152435678917f4ed48af"
@@ -150,3 +154,35 @@ def test_repositories_are_never_read_as_options_of_git(tmp_path: Path) -> None:
     assert f"cannot clone --upload-pack=touch {marker}: git clone --quiet failed: fatal: repository" in result.stderr
     assert "(task 'commit'): field 'git_commit': commit --output=x is not in -repo" in result.stderr
     assert not marker.exists()
+
+
+_ATOMS = st.sampled_from(["a", "b1", r"\d", r"\w", r"\s", "[a-c]", "[^ab]", r"[\d.]", ".", r"\.", "é", r"\x41"])
+
+
+def _pattern() -> st.SearchStrategy[str]:
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.lists(inner, min_size=1, max_size=3).map("".join),
+            st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "{1,3}", "{2,}", "+?"])).map(
+                lambda t: f"(?:{t[0]}){t[1]}"
+            ),
+            st.lists(inner, min_size=2, max_size=3).map(lambda alts: "(" + "|".join(alts) + ")"),
+            inner.map(lambda x: f"(?P<g>{x})" if "(?P<g>" not in x else f"({x})"),
+        )
+
+    return st.recursive(_ATOMS, extend, max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pattern=_pattern())
+def test_the_pattern_reader_samples_what_the_pattern_matches_and_pumps_within_bounds(pattern: str) -> None:
+    compiled = compile_landmark(pattern)
+    assert compiled.fullmatch(_sample(parse(pattern))), pattern
+    assert all(len(text) < 10_000 for text in adversarial_inputs(pattern))
+
+
+@settings(max_examples=300, deadline=None)
+@given(pattern=st.text(alphabet=st.sampled_from("ab(?:)|[]^-\\{},*+.<=!P>#d1"), max_size=20))
+def test_the_pattern_reader_never_fails_on_any_text(pattern: str) -> None:
+    parse(pattern)
+    adversarial_inputs(pattern)

@@ -527,8 +527,14 @@ class Environment:
             outcome = "error" if result.state == "error" else "ok"
         if self.sandbox.disk_full():
             notes += messages.disk_full(self.config.sandbox.disk_limit)
-        observation = prefix + clean_and_cap(result.output, self.config.observation_limit) + notes
-        return _Outcome(observation, result.output, outcome, result.exit_code, tuple(result.figures), result.dropped)
+        output, dropped = result.output, result.dropped
+        try:
+            shown = clean_and_cap(output, self.config.observation_limit)
+        except MemoryError:  # the output is let go, and the step ends with an error that says so
+            output = shown = messages.output_out_of_memory(len(output))
+            dropped, outcome = dropped + len(result.output), "error" if outcome == "ok" else outcome
+        observation = prefix + shown + notes
+        return _Outcome(observation, output, outcome, result.exit_code, tuple(result.figures), dropped)
 
     def _limit_note(self) -> str:
         """What the agent is told once a limit has ended its task (``sandbox.ended``)."""

@@ -132,6 +132,13 @@ def kernel_died(cause: str, *, restart_failed: str = "", log: str = "") -> str:
     return note + (f"\nLast lines of the kernel's log:\n{log}" if log else "")
 
 
+def output_out_of_memory(chars: int) -> str:
+    return (
+        f"[super-bench: the harness ran out of memory holding this cell's output ({chars:,} characters by then); "
+        "the output was let go and the rest of it ignored. Print less, or write long output to a file]\n"
+    )
+
+
 def image_too_large(mime: str, size: int, max_chars: int) -> str:
     return (
         f"[super-bench: an image ({mime}, {size:,} characters of base64) was not kept: images are kept "

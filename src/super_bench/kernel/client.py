@@ -68,6 +68,23 @@ class _RunningCell:
     figures: list[Figure] = field(default_factory=list)
     figure_chars: int = 0
     figures_dropped: int = 0  # base64 characters of images not kept
+    lost: int | None = None  # characters of output let go when holding them raised MemoryError
+
+    def add(self, text: str) -> None:
+        """Append to the output; once holding it has raised ``MemoryError``, only count it."""
+        if self.lost is not None:
+            self.lost += len(text)
+            return
+        try:
+            self.buffer.append(text)
+        except MemoryError:
+            self._lose(len(text))
+
+    def _lose(self, more: int) -> None:
+        """Let the output go after a ``MemoryError``: the step ends with an error that says so."""
+        self.lost = len(self.buffer) + more
+        self.buffer.clear()
+        self.error_name = self.error_name or "MemoryError"
 
     def keep_figure(self, data: dict[str, Any]) -> None:
         """Keep the image of a display output, if it has one that fits; else say in the text why not."""
@@ -78,19 +95,27 @@ class _RunningCell:
         size = len(encoded)
         if size > MAX_FIGURE_CHARS or self.figure_chars + size + len(self.buffer) > self.buffer.max_chars:
             self.figures_dropped += size
-            self.buffer.append(messages.image_too_large(mime, size, MAX_FIGURE_CHARS))
+            self.add(messages.image_too_large(mime, size, MAX_FIGURE_CHARS))
             return
         encoded = "".join(encoded.split())  # base64 may come in lines
         if not _BASE64.fullmatch(encoded):
-            self.buffer.append(messages.image_not_base64(mime))
+            self.add(messages.image_not_base64(mime))
             return
         self.figures.append(Figure(mime=mime, data=encoded))
         self.figure_chars += size
 
     def result(self, state: CellState, exit_code: int | None = None) -> CellResult:
         """What the cell produced since the last result; the next result starts afresh."""
-        # Joined once (a cell's output may be 100 MB), its chunks let go as soon as it is.
-        text = self.buffer.text()
+        # Joined once (a cell's output may be 100 MB), its blocks let go as soon as it is.
+        if self.lost is None:
+            try:
+                text = self.buffer.text()
+            except MemoryError:
+                self._lose(0)
+        if self.lost is not None:
+            text, self.figures = messages.output_out_of_memory(self.lost), []
+            self.buffer.dropped, self.lost = self.lost, None
+            state = "error" if state == "ok" else state  # a finished cell's step ends with the error
         dropped, figures = self.buffer.dropped + self.figures_dropped, self.figures
         self.buffer.clear()
         self.figures, self.figure_chars, self.figures_dropped = [], 0, 0
@@ -318,7 +343,7 @@ class NotebookKernel:
         if msg_type == "stream":
             text = content.get("text")
             if isinstance(text, str):
-                cell.buffer.append(text)
+                cell.add(text)
         elif msg_type in ("execute_result", "display_data"):
             data = content.get("data")
             data = data if isinstance(data, dict) else {}
@@ -327,13 +352,13 @@ class NotebookKernel:
                 kinds = ", ".join(sorted(map(str, data))) or "empty"
                 text = f"<display output: {kinds}>"
             # The text first: a figure's is `<Figure size 640x480 with 1 Axes>`, as a notebook shows it.
-            cell.buffer.append(text if text.endswith("\n") else text + "\n")
+            cell.add(text if text.endswith("\n") else text + "\n")
             cell.keep_figure(data)
         elif msg_type == "error":
             cell.error_name = str(content.get("ename") or "Error")
             traceback = content.get("traceback")
             lines = traceback if isinstance(traceback, list) else []
-            cell.buffer.append("\n".join(map(str, lines)) + "\n")
+            cell.add("\n".join(map(str, lines)) + "\n")
         elif msg_type == "status":
             return bool(content.get("execution_state") == "idle")
         return False

@@ -8,20 +8,14 @@ line), so a cell that prints 100 MB of progress bars costs a second, not hours.
 from __future__ import annotations
 
 import re
-import sys
 from collections import deque
 from collections.abc import Iterator
-from functools import cache
-from types import SimpleNamespace
-from typing import Any
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and lone ESC pairs.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 # Control characters a terminal would not print; newline, tab and carriage return are handled apart.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _BLOCK = 1 << 20
-# Characters past which a cell's output, while under its ceiling, is grown as one string (``_Grown``).
-GROW_CHARS = 1 << 20
 
 
 def strip_ansi(text: str) -> str:
@@ -39,13 +33,40 @@ def clean_output(text: str) -> str:
 def _blocks(text: str) -> Iterator[str]:
     """``text`` in blocks of about a megabyte, each ending at a newline. Cleaned block by block, a text
     gives the same result as in one pass (nothing in the cleaning spans a line), at the same speed for
-    100 MB as for 1 MB, since each block's copies stay in the CPU's caches."""
+    100 MB as for 1 MB, since each block's copies stay in the CPU's caches. A line longer than a block that
+    holds a carriage return (a progress bar redrawn in place: tqdm's 2 million updates are one line of 100 MB)
+    comes as what it shows, the text after its last redraw, found in place: that line is never copied whole."""
     start = 0
     while start < len(text):
         end = text.find("\n", start + _BLOCK)
         end = len(text) if end < 0 else end + 1
-        yield text[start:end]
+        if end - start <= 2 * _BLOCK:
+            yield text[start:end]
+            start = end
+            continue
+        # [start + _BLOCK, end) holds no newline: one long line runs from line_start to end.
+        line_start = text.rfind("\n", start, start + _BLOCK) + 1 or start
+        if line_start > start:
+            yield text[start:line_start]  # the whole lines before it
+        yield _shown(text, line_start, end)
         start = end
+
+
+def _shown(text: str, start: int, end: int) -> str:
+    """The line ``text[start:end]`` (its newline included, if it has one) as ``_clean`` reads it before its ANSI
+    pass: past its trailing carriage returns, the text after its last one; copied no further than that."""
+    newline = "\n" if text[end - 1 : end] == "\n" else ""
+    stop = end - len(newline)
+    if text.find("\r", start, stop) < 0:
+        return text[start:end]
+    while stop > start:  # past the trailing carriage returns, a few thousand at a time
+        piece = text[max(start, stop - 4096) : stop]
+        kept = piece.rstrip("\r")
+        stop -= len(piece) - len(kept)
+        if kept:
+            break
+    redraw = text.rfind("\r", start, stop)
+    return text[redraw + 1 if redraw >= 0 else start : stop] + newline
 
 
 def clean_and_cap(text: str, limit: int, head_fraction: float = 0.1) -> str:
@@ -110,23 +131,26 @@ def cap_text(text: str, limit: int, head_fraction: float = 0.1) -> str:
 class OutputBuffer:
     """The output of one cell, in arrival order, kept under a memory ceiling.
 
-    Beyond ``max_chars`` the middle is dropped (head and tail kept), so a runaway cell cannot
-    exhaust the harness's memory; ``dropped`` says how much was lost. A short output is kept in the
-    chunks it came in and joined when the text is asked for. Past ``GROW_CHARS`` characters, while under
-    the ceiling, it is one string that each chunk is appended to in place (``_Grown``), each chunk let go
-    as soon as it is appended: joining a long output would hold its chunks and the text at once, twice it.
-    Past the ceiling, the head's chunks stay as they came and the tail's oldest chunks are let go as newer
-    ones arrive, so the buffer holds about ``max_chars`` and one chunk (1.5 times ``max_chars`` at most; twice,
-    for a moment, when a grown string passes the ceiling and is cut into blocks).
+    Beyond ``max_chars`` the middle is dropped (head and tail kept), so a runaway cell cannot exhaust the
+    harness's memory; ``dropped`` says how much was lost. Small pieces are gathered into blocks of about a
+    megabyte as they come (a progress bar sends millions of pieces of a few dozen characters, each a Python
+    object several times its size), and the blocks are joined once when the text is asked for: for that
+    moment, a long output is held twice. Past the ceiling, the head's blocks stay as they came and the tail's
+    oldest blocks are let go as newer ones arrive, so the buffer holds about ``max_chars`` and one block (1.5
+    times ``max_chars`` at most).
+
+    Nothing here touches the interpreter's internals, so a ``MemoryError`` raised in it is an ordinary
+    exception: the kernel client then lets the buffer go and ends the step with an error that says so.
     """
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
-        self._head: list[str] = []  # the first chunks, once the ceiling has been passed
+        self._head: list[str] = []  # the first blocks, once the ceiling has been passed
         self._head_size = 0
-        self._chunks: deque[str] = deque()  # everything after the head (unless _grown holds it)
-        self._size = 0  # characters in _chunks or _grown
-        self._grown: _Grown | None = None
+        self._chunks: deque[str] = deque()  # the blocks after the head
+        self._size = 0  # characters in _chunks and _pending
+        self._pending: list[str] = []  # the newest pieces, not yet gathered into a block
+        self._pending_size = 0
         self._cut = False  # the ceiling was passed: the head is kept apart, the middle dropped
         self.dropped = 0
 
@@ -136,27 +160,26 @@ class OutputBuffer:
     def append(self, text: str) -> None:
         if not text:
             return
+        self._pending.append(text)
+        self._pending_size += len(text)
         self._size += len(text)
-        if self._grown is not None:
-            if self._size <= self.max_chars:
-                self._grown.append(text)
-                return
-            # Past the ceiling: in blocks again, to be cut (the string and its blocks held a moment, twice
-            # the ceiling, as joining them at the end holds them).
-            grown, self._grown = self._grown.take(), None
-            self._chunks = deque(grown[i : i + _BLOCK] for i in range(0, len(grown), _BLOCK))
-            del grown
-            self._chunks.append(text)
-            self._split()
-            return
-        self._chunks.append(text)
-        if self._cut:
-            self._trim(exact=False)
-        elif self._size > self.max_chars * 1.5:  # rarely: small outputs never pay for any of this
-            self._split()
-        elif self._size > GROW_CHARS and self._size <= self.max_chars and _in_place() is not None:
-            self._grown = _Grown("".join(self._chunks))
-            self._chunks = deque()
+        if self._pending_size >= _BLOCK and not self._cut and self._size <= self.max_chars:
+            self._gather()
+        elif self._cut or self._size > self.max_chars * 1.5:
+            # As they came, not joined: the tail lets its oldest pieces go one by one.
+            self._chunks.extend(self._pending)
+            self._pending, self._pending_size = [], 0
+            if self._cut:
+                self._trim(exact=False)
+            elif self._size > self.max_chars * 1.5:  # rarely: small outputs never pay for any of this
+                self._split()
+
+    def _gather(self) -> None:
+        """The pending pieces, one block at the end of ``_chunks``."""
+        if self._pending:
+            block = self._pending[0] if len(self._pending) == 1 else "".join(self._pending)
+            self._chunks.append(block)
+            self._pending, self._pending_size = [], 0
 
     def _split(self) -> None:
         """Set the head apart (the first quarter of the ceiling), then drop what the tail does not need."""
@@ -175,7 +198,7 @@ class OutputBuffer:
         self._trim(exact=False)
 
     def _trim(self, *, exact: bool) -> None:
-        """Drop the oldest chunks the tail can do without (``exact``: down to the character)."""
+        """Drop the oldest blocks the tail can do without (``exact``: down to the character)."""
         want = self.max_chars // 4
         while self._head_size > want:  # the ceiling was lowered: the head's end goes with the middle
             excess = self._head_size - want
@@ -198,9 +221,7 @@ class OutputBuffer:
 
     def text(self) -> str:
         """The kept output; a marker stands where the middle was dropped."""
-        if self._grown is not None:  # one chunk, which the join below hands over as it is
-            self._chunks.append(self._grown.take())
-            self._grown = None
+        self._gather()
         if not self._cut and self._size > self.max_chars:
             self._split()
         if self._cut:
@@ -221,83 +242,5 @@ class OutputBuffer:
     def clear(self) -> None:
         """Empty the buffer: the ceiling and the drop count start afresh."""
         self._head, self._head_size, self._chunks, self._size = [], 0, deque(), 0
-        self._grown = None
+        self._pending, self._pending_size = [], 0
         self._cut, self.dropped = False, 0
-
-
-class _Grown:
-    """One string that pieces are appended to in place, with CPython's ``PyUnicode_Append``: a string that
-    nothing else refers to is resized where it lies (``realloc``, which the C library does for a large block by
-    remapping its pages, without copying them) and the piece copied after it. No other way builds a string
-    from pieces without holding them all and the result at once: ``"".join`` and ``io.StringIO`` (on 3.11,
-    ``getvalue`` joins; on 3.12 and 3.13 its peak measured twice the text too) do. ``text += piece`` reaches
-    the same function only in CPython's specialised code for a local variable (not under a tracer, a
-    profiler or a coverage run, nor before the code has run a few times, from 3.11 on) and otherwise copies
-    the whole text for every piece; called directly, it appends in place whenever the string is ours alone,
-    and copies it (correctly) when it is not, as when a piece wider than the text comes (a first non-ASCII
-    character). The slot owns one reference to the string, given back by ``take`` or when this is dropped."""
-
-    def __init__(self, start: str) -> None:
-        import ctypes
-
-        self._api = _in_place()
-        self._slot = ctypes.c_void_p(id(start))  # id() is the object's address in CPython
-        self._api.Py_IncRef(self._slot)
-        # Pieces joined a megabyte at a time before they are appended: each resize of a large string remaps its
-        # pages, which costs as much as copying a megabyte once the string is long.
-        self._pending: list[str] = []
-        self._pending_size = 0
-
-    def append(self, piece: str) -> None:
-        self._pending.append(piece)
-        self._pending_size += len(piece)
-        if self._pending_size >= _BLOCK:
-            self._flush()
-
-    def _flush(self) -> None:
-        import ctypes
-
-        if self._pending:
-            joined = "".join(self._pending)
-            self._pending, self._pending_size = [], 0
-            # On failure (no memory) it lets the string go, empties the slot and raises.
-            self._api.PyUnicode_Append(ctypes.byref(self._slot), joined)
-
-    def take(self) -> str:
-        """The string, whose reference passes to the caller; nothing is held any more."""
-        import ctypes
-
-        self._flush()
-        text: str = ctypes.cast(self._slot, ctypes.py_object).value  # a new reference
-        self._release()
-        return text
-
-    def _release(self) -> None:
-        if getattr(self, "_slot", None) is not None and self._slot.value is not None:
-            self._api.Py_DecRef(self._slot)
-            self._slot.value = None
-
-    def __del__(self) -> None:
-        self._release()
-
-
-@cache
-def _in_place() -> Any:
-    """CPython's C API with the three functions ``_Grown`` calls; None elsewhere (the chunks are joined)."""
-    if sys.implementation.name != "cpython":
-        return None
-    try:
-        import ctypes
-    except ImportError:  # an interpreter built without it
-        return None
-    # Typed here, not on ``ctypes.pythonapi``'s shared function objects; called with the GIL held (PYFUNCTYPE),
-    # a Python error raised as such.
-    python = ctypes.pythonapi
-    reference = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
-    return SimpleNamespace(
-        PyUnicode_Append=ctypes.PYFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.py_object)(
-            ("PyUnicode_Append", python)
-        ),
-        Py_IncRef=reference(("Py_IncRef", python)),
-        Py_DecRef=reference(("Py_DecRef", python)),
-    )

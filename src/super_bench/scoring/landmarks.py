@@ -11,9 +11,8 @@ pattern that backtracks catastrophically on some output cannot hang scoring. A s
 of time counts as no match, with a warning; ``super-bench tasks validate`` finds such patterns first.
 A time limit costs a few microseconds a search, more than the search of a short output itself, so only
 the outputs that hold the text every match of the pattern contains (``required_text``) are searched: that
-text is looked for in the outputs joined (``texts.Chunks``), many steps at once. An output longer than
-``FLAT_CHARS`` is not copied with newlines as spaces: the landmark is rewritten to find in it what it would find
-in that copy (``flatline``), unless it holds a construct that is not rewritten.
+text is looked for in the outputs joined (``texts.Chunks``), many steps at once. An output is copied with its
+newlines as spaces once, for all the landmarks that search it, and the copy is let go with its chunk of steps.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from super_bench.scoring.flatline import flat_landmark
 from super_bench.scoring.texts import Chunks, Text, outputs
 from super_bench.tasks.model import compile_landmark
 from super_bench.trajectory import Step
@@ -35,8 +33,6 @@ log = logging.getLogger(__name__)
 
 # Seconds one landmark may search one step's output (an ordinary pattern searches 100 MB in well under one).
 SEARCH_TIMEOUT = 30.0
-# Characters past which an output is searched as it is, with the landmark rewritten (``flatline``).
-FLAT_CHARS = 1 << 20
 
 
 def raw_text(step: Step) -> str:
@@ -65,14 +61,10 @@ def find_landmarks(landmarks: Sequence[str], chunks: Chunks) -> list[int | None]
         for i, (pattern, piece) in list(pending.items()):
             k = _find_piece(joined, piece, 0)
             while k is not None:
-                text = joined.texts[k]
-                searched = flat_landmark(pattern.pattern) if len(text) > FLAT_CHARS else None
-                if searched is None:
-                    if k not in flat:
-                        flat[k] = text.replace("\n", " ")
-                    searched, text = pattern, flat[k]
+                if k not in flat:
+                    flat[k] = joined.texts[k].replace("\n", " ")
                 try:
-                    matched = searched.search(text, timeout=SEARCH_TIMEOUT) is not None
+                    matched = pattern.search(flat[k], timeout=SEARCH_TIMEOUT) is not None
                 except TimeoutError:
                     log.warning(
                         "landmark %d (%r) searched the output of step %d for more than %g s; it counts as not "

@@ -32,12 +32,13 @@ def percents(text: Text) -> list[tuple[int, str, Decimal]]:
     if text.percents is None:
         seen: dict[tuple[int, str], tuple[int, str, Decimal]] = {}
         whole = text.text
+        memo: LineMemo = []
         at = whole.find("%")
         while at >= 0:
             window = max(0, at - 64)
             match = _BEFORE_PERCENT.search(whole, window, at)
             number = None if match is None else _number_at(whole, match.start())
-            if number is not None and not not_evidence(whole, number[0], at):
+            if number is not None and not not_evidence(whole, number[0], at, memo):
                 start, printed, value = number
                 seen.setdefault((text.locate(start)[0], printed), (start, whole[start : at + 1], value.scaleb(-2)))
             at = whole.find("%", at + 1)
@@ -91,15 +92,39 @@ _PIP_LINE = re.compile(
 _TOKEN_END = re.compile(r"[\s'\"`,;()\[\]{}<>=]")
 
 
-def not_evidence(text: str, start: int, end: int) -> bool:
-    """Whether the number printed at ``text[start:end]`` stands where no result is shown: on a progress bar's
-    line (except a ``key=value`` after it, tqdm's postfix), after a hyper-parameter's name, or in a path."""
+# The last line ``not_evidence`` read: its start, its end, whether it is a progress bar's, whether it is pip's.
+LineMemo = list[tuple[int, int, bool, bool]]
+
+
+def _line(text: str, start: int, end: int, memo: LineMemo | None) -> tuple[int, int, bool, bool]:
+    """The line around ``text[start:end]`` and what kind it is, read once a line where ``memo`` keeps the last
+    (a progress bar redrawn with carriage returns is one line of up to 100 MB, with millions of numbers on it)."""
+    if memo and memo[0][0] <= start and end <= memo[0][1]:
+        return memo[0]
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
-    line = text[line_start : line_end if line_end >= 0 else len(text)]
-    if _PROGRESS_LINE.search(line) and text[start - 1 : start] != "=":
+    line_end = line_end if line_end >= 0 else len(text)
+    # Searched in place, not in a copy of the line: the character before it and after it is a newline or
+    # nothing, which ``\b`` reads alike.
+    facts = (
+        line_start,
+        line_end,
+        _PROGRESS_LINE.search(text, line_start, line_end) is not None,
+        _PIP_LINE.match(text, line_start, line_end) is not None,
+    )
+    if memo is not None:
+        memo[:] = [facts]
+    return facts
+
+
+def not_evidence(text: str, start: int, end: int, memo: LineMemo | None = None) -> bool:
+    """Whether the number printed at ``text[start:end]`` stands where no result is shown: on a progress bar's
+    line (except a ``key=value`` after it, tqdm's postfix), after a hyper-parameter's name, or in a path.
+    ``memo``: a list kept between calls on the same text, which then reads each line once."""
+    line_start, line_end, progress, pip = _line(text, start, end, memo)
+    if progress and text[start - 1 : start] != "=":
         return True
-    if _PIP_LINE.match(line):
+    if pip:
         return True
     if _HYPER.search(text, max(line_start, start - 48), start):
         return True
@@ -108,7 +133,7 @@ def not_evidence(text: str, start: int, end: int) -> bool:
     while left > line_start and not _TOKEN_END.match(text[left - 1]):
         left -= 1
     right = end
-    limit = len(line) + line_start
+    limit = line_end
     while right < limit and not _TOKEN_END.match(text[right]):
         right += 1
     token = text[left:right]
@@ -204,10 +229,11 @@ class Number(Finder):
         whole = text.text
         found: tuple[int, str] | None = None
         limit = len(whole)
+        memo: LineMemo = []
         for probe, reach in self.searches:
             match = probe.search(whole, start, limit + reach)
             while match is not None and match.start() < limit:
-                hit = self._hit(whole, match.start(), typed)
+                hit = self._hit(whole, match.start(), typed, memo)
                 if hit is not None:
                     found, limit = hit, hit[0]
                     break
@@ -220,7 +246,7 @@ class Number(Finder):
                     return at, printed
         return found
 
-    def _hit(self, text: str, at: int, typed: bool) -> tuple[int, str] | None:
+    def _hit(self, text: str, at: int, typed: bool, memo: LineMemo | None = None) -> tuple[int, str] | None:
         """The number at ``at`` if it supports the value: in code (``typed``), written as a non-integer and
         equal to the value at the precision it was written (``3e-5`` does not spell ``0.0``); in output, not
         in a context that is no evidence of a result (``not_evidence``)."""
@@ -231,7 +257,7 @@ class Number(Finder):
             if not _NON_INTEGER.search(number[1]) or not self._spelled(number[2]):
                 return None
         elif (self.float_zero and not _NON_INTEGER.search(number[1])) or not_evidence(
-            text, number[0], number[0] + len(number[1])
+            text, number[0], number[0] + len(number[1]), memo
         ):
             return None
         return number[0], number[1]

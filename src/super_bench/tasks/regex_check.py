@@ -11,14 +11,12 @@ search that exceeds the time limit (its ``timeout``), and the pattern is reporte
 
 from __future__ import annotations
 
-import importlib
-import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import regex
 
+from super_bench.tasks._regex_syntax import Node, parse
 from super_bench.tasks.model import compile_landmark
 
 DEFAULT_TIMEOUT = 2.0
@@ -45,86 +43,74 @@ _LOG_LINES = (
 )
 
 
-def _parser() -> Any:
-    return importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
-
-
-def _class_char(items: Sequence[tuple[Any, Any]]) -> str:
+def _class_char(negated: bool, items: Sequence[Node]) -> str:
     """A character the ``[...]`` class made of ``items`` matches."""
-    named = {"CATEGORY_DIGIT": "0", "CATEGORY_SPACE": " ", "CATEGORY_WORD": "a"}
-    negated = named | {"CATEGORY_NOT_DIGIT": "a", "CATEGORY_NOT_SPACE": "a", "CATEGORY_NOT_WORD": " "}
-    if items and str(items[0][0]) == "NEGATE":
+    named = {"d": "0", "s": " ", "w": "a"}
+    if negated:
         excluded = set()
-        for op, av in items[1:]:
-            if str(op) == "LITERAL":
-                excluded.add(chr(av))
-            elif str(op) == "RANGE":
-                excluded.update(chr(c) for c in range(av[0], min(av[1], av[0] + 256) + 1))
-            elif str(op) == "CATEGORY":
-                excluded.add(named.get(str(av), ""))
-        return next(c for c in "a0 x-#Z" if c not in excluded)
-    for op, av in items:
-        if str(op) == "LITERAL":
-            return chr(av)
-        if str(op) == "RANGE":
-            return chr(av[0])
-        if str(op) == "CATEGORY" and str(av) in negated:
-            return negated[str(av)]
+        for item in items:
+            if item[0] == "lit":
+                excluded.add(item[1])
+            elif item[0] == "range":
+                excluded.update(chr(c) for c in range(item[1], min(item[2], item[1] + 256) + 1))
+            elif item[0] == "cat":
+                excluded.add(named.get(item[1], ""))
+        return next((c for c in "a0 x-#Z" if c not in excluded), "a")
+    opposite = named | {"D": "a", "S": "a", "W": " "}
+    for item in items:
+        if item[0] == "lit":
+            return str(item[1])
+        if item[0] == "range":
+            return chr(item[1])
+        if item[0] == "cat":
+            return opposite[item[1]]
     return "a"
 
 
-def _sample(items: Any) -> str:
-    """A short string the parsed pattern ``items`` matches (best effort: look-arounds are ignored)."""
+def _sample(body: Sequence[Node]) -> str:
+    """A short string the parsed pattern ``body`` matches (best effort: look-arounds are ignored)."""
     parts = []
-    for op, av in items:
-        name = str(op)
-        if name == "LITERAL":
-            parts.append(chr(av))
-        elif name == "NOT_LITERAL":
-            parts.append("a" if chr(av) != "a" else "b")
-        elif name == "ANY":
+    for node in body:
+        kind = node[0]
+        if kind == "lit":
+            parts.append(node[1])
+        elif kind == "any":
             parts.append("a")
-        elif name == "IN":
-            parts.append(_class_char(av))
-        elif name == "SUBPATTERN":
-            parts.append(_sample(av[-1]))
-        elif name == "ATOMIC_GROUP":
-            parts.append(_sample(av))
-        elif name == "BRANCH":
-            parts.append(_sample(av[1][0]))
-        elif name.endswith("_REPEAT"):
-            parts.append(_sample(av[2]) * min(av[0], 50))
+        elif kind == "in":
+            parts.append(_class_char(node[1], node[2]))
+        elif kind == "group":
+            parts.append(_sample(node[1]))
+        elif kind == "branch":
+            parts.append(_sample(node[1][0]))
+        elif kind == "repeat":
+            parts.append(_sample(node[3]) * min(node[1], 50))
     return "".join(parts)
 
 
-def _pumps(items: Any) -> Iterator[str]:
+def _pumps(body: Sequence[Node]) -> Iterator[str]:
     """One iteration of every repeated part of the pattern (and of each alternative inside one)."""
-    for op, av in items:
-        name = str(op)
-        if name.endswith("_REPEAT"):
-            _, most, body = av
-            if most > 10:
-                yield _sample(body)
-                for inner_op, inner in body:
-                    if str(inner_op) == "SUBPATTERN":
-                        for sub_op, sub in inner[-1]:
-                            if str(sub_op) == "BRANCH":
+    for node in body:
+        kind = node[0]
+        if kind == "repeat":
+            _, _, most, inner = node
+            if most is None or most > 10:
+                yield _sample(inner)
+                for part in inner:
+                    if part[0] == "group":
+                        for sub in part[1]:
+                            if sub[0] == "branch":
                                 yield from (_sample(alternative) for alternative in sub[1])
-            yield from _pumps(body)
-        elif name == "SUBPATTERN":
-            yield from _pumps(av[-1])
-        elif name == "ATOMIC_GROUP":
-            yield from _pumps(av)
-        elif name == "BRANCH":
-            for alternative in av[1]:
+            yield from _pumps(inner)
+        elif kind in ("group", "look"):
+            yield from _pumps(node[1])
+        elif kind == "branch":
+            for alternative in node[1]:
                 yield from _pumps(alternative)
-        elif name in ("ASSERT", "ASSERT_NOT"):
-            yield from _pumps(av[1])
 
 
 def adversarial_inputs(pattern: str) -> list[str]:
     """Inputs that make a backtracking pattern as slow as it can be."""
-    parsed = list(_parser().parse(pattern))
+    parsed = parse(pattern)
     inputs: dict[str, None] = {}
     for i, item in enumerate(parsed):
         prefix = _sample(parsed[:i])
