@@ -166,9 +166,26 @@ def test_a_run_with_nothing_submitted_is_reproduced_when_it_fails_the_same_way(t
     result = cli("verify", str(out), "--redo")
     (row,) = read_rows(RunDir(out))
     assert row.reproduced is False and "did not fail the same way" in (row.reason or "")
-    assert row.divergence is not None and (row.divergence.step, row.divergence.kind) == (1, "answer_not_reproduced")
+    assert row.divergence is not None and (row.divergence.step, row.divergence.kind) == (1, "agent")
     assert row.divergence.replayed == "error: ZeroDivisionError: division by zero"
-    assert "answer not reproduced at step 1" in result.stdout
+    assert "agent at step 1" in result.stdout
+
+
+def test_a_run_whose_agent_submitted_nothing_is_reproduced_when_its_replay_fails_alike(tmp_path: Path) -> None:
+    """The run stopped ``submitted`` with an empty answer; its replay (the submission left out) ends when
+    its actions run out: the same way. verify records the task environment it replayed in."""
+    actions = [{"type": "execute", "content": "1/0"}, {"type": "submit", "content": {}}]
+    out = replay_run(tmp_path, "empty", actions)
+    (result,) = RunDir(out).read_results()
+    assert Trajectory.load(out / str(result.trajectory)).stop_reason == "submitted"
+    outcome = verify(out, sandbox={"backend": "local", "network": True, "root": tmp_path / "sandboxes"})
+    (row,) = outcome.rows
+    assert row.reproduced is True and row.stop_reason == "agent_stopped", row
+    environment = outcome.summary.environment
+    assert environment is not None and environment.task_environment is not None
+    assert environment.task_environment["summary"] and environment.task_environment["python"]
+    saved = json.loads((out / "verify-summary.json").read_text())
+    assert saved["environment"]["task_environment"]["interpreter"] == environment.task_environment["interpreter"]
 
 
 def broken_by_the_environment(tmp_path: Path) -> tuple[Path, Path]:
