@@ -73,6 +73,9 @@ _USER_CONFIG = {
     "PIP_CONFIG_FILE",
     "NPM_CONFIG_USERCONFIG",
     "CONTAINER_HOST",
+    # The operator's login shell: IPython runs ``!command`` in $SHELL, else in ``sh``, and the paper's
+    # environment set none, so its ``!source`` failed (``/usr/bin/sh: 1: source: not found``).
+    "SHELL",
 }
 _USER_CONFIG_PREFIXES = ("CONDA_", "GIT_CONFIG", "DOCKER_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_", "PIP_", "UV_")
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", re.IGNORECASE)
