@@ -20,6 +20,8 @@ from tests.helpers import make_task
 from tests.mirror_fixtures import package_index
 from tests.sandboxes import backend_settings, tiny_wheel
 
+from super_bench import EnvConfig
+from super_bench.sandbox import SandboxConfig
 from super_bench.sandbox.packages.proxy import proxy_for
 
 UPLOADED = "2024-01-01T00:00:00Z"
@@ -173,9 +175,28 @@ def test_a_run_asks_pip_for_its_indexes_only_once_a_task_installs(tmp_path: Path
     configured_indexes.cache_clear()
     actions = tmp_path / "actions.json"
     actions.write_text(json.dumps([{"type": "execute", "content": "x = 1"}]))
-    config = RunConfig(agent=f"replay:{actions}", out=tmp_path / "run")
+    config = RunConfig(
+        agent=f"replay:{actions}", out=tmp_path / "run", env=EnvConfig(sandbox=SandboxConfig(host_pip_config=True))
+    )
     outcome = run(config, tasks=[make_task(query="nothing to install")])
     assert outcome.results[0].status == "completed"
     assert configured_indexes.cache_info().currsize == 0  # `pip config list` never ran
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
     assert manifest["sandbox"]["package_cache"]["upstreams"] is None
+
+
+def test_the_cache_serves_from_pypi_whatever_the_hosts_pip_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index or extra index of the host's pip reaches a task through the cache only with --host-pip-config."""
+    from super_bench.sandbox.packages.proxy import PYPI, configured_indexes
+    from super_bench.sandbox.packages.task_access import known_upstreams, upstreams
+
+    monkeypatch.setenv("PIP_INDEX_URL", "https://host-index.example/simple")
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "https://undated-extra.example/simple")
+    configured_indexes.cache_clear()
+    assert upstreams(SandboxConfig()) == known_upstreams(SandboxConfig()) == (PYPI,)
+    assert configured_indexes.cache_info().currsize == 0  # not even asked
+    assert upstreams(SandboxConfig(pip_index="http://127.0.0.1:9/simple")) == ("http://127.0.0.1:9/simple",)
+    asked = upstreams(SandboxConfig(host_pip_config=True))
+    assert callable(asked)
+    assert asked()[:2] == ("https://host-index.example/simple", "https://undated-extra.example/simple")
+    configured_indexes.cache_clear()

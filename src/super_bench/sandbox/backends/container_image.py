@@ -35,6 +35,7 @@ from super_bench._pydantic import Model
 from super_bench._version import __version__
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
+from super_bench.sandbox.isolated_pip import isolated_pip_environ
 from super_bench.sandbox.kernel.kernel_env import kernel_env
 from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, PAPER_PYTHON
 from super_bench.sandbox.pyenv.task_env import DEFAULT_PACKAGES
@@ -185,11 +186,11 @@ def _pinned(version: str) -> list[str]:
 
 
 def _download_wheels(version: str, target: Path) -> None:
-    """Wheels of the minimal default for the image's Python, fetched by the host's pip as it is configured
-    (offline where it has them), so that the build needs no package index inside."""
+    """Wheels of the minimal default for the image's Python, fetched by the host's pip (its configuration left
+    out: ``isolated_pip``), so that the build needs no package index inside."""
     command = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check"]
     command += ["--only-binary=:all:", "--python-version", version, "--dest", str(target), *_pinned(version)]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=isolated_pip_environ())
     if proc.returncode != 0:
         detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
         raise SandboxError(f"cannot download {', '.join(DEFAULT_PACKAGES)} for Python {version}: {' / '.join(detail)}")

@@ -19,7 +19,7 @@ from super_bench.sandbox.base import SandboxConfig
 from super_bench.sandbox.lifetime.build_cache import cache_dir
 from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 from super_bench.sandbox.mirrors.serving import upload_cutoff
-from super_bench.sandbox.packages.proxy import LinkTarget, configured_indexes, proxy_for
+from super_bench.sandbox.packages.proxy import PYPI, LinkTarget, configured_indexes, proxy_for
 
 HOOK = Path(__file__).resolve().parents[1] / "data" / "pip_links.py"
 HOOK_MODULE = "_super_bench_pip_links"
@@ -30,16 +30,20 @@ def package_cache_dir(config: SandboxConfig) -> Path:
 
 
 def upstreams(config: SandboxConfig) -> tuple[str, ...] | Callable[[], tuple[str, ...]]:
-    """The indexes the cache serves a task from: ``--pip-index``, else those the harness's pip is configured with
-    (found when the task first installs)."""
-    return (config.pip_index,) if config.pip_index is not None else configured_indexes
+    """The indexes the cache serves a task from: ``--pip-index``; else, with ``--host-pip-config`` only, those
+    the harness's pip is configured with (found when the task first installs); else PyPI. The host's pip
+    configuration (an extra index without upload times, a constraint file) reaches no task unasked."""
+    if config.pip_index is not None:
+        return (config.pip_index,)
+    return configured_indexes if config.host_pip_config else (PYPI,)
 
 
 def known_upstreams(config: SandboxConfig) -> tuple[str, ...] | None:
-    """The upstream indexes, if known without asking pip (a subprocess): ``--pip-index``, or those a task's
-    first install has found already; else None."""
-    if config.pip_index is not None:
-        return (config.pip_index,)
+    """The upstream indexes, if known without asking pip (a subprocess): ``--pip-index``, PyPI, or those a
+    task's first install has found already; else None."""
+    found = upstreams(config)
+    if isinstance(found, tuple):
+        return found
     return configured_indexes() if configured_indexes.cache_info().currsize else None
 
 
@@ -57,9 +61,9 @@ def cache_record(
     config: SandboxConfig, *, without_network: bool = False, copies: str | None = None
 ) -> dict[str, Any] | None:
     """The package cache's mode, directory and upstream indexes, where tasks install through it; ``copies``: why
-    installs copy where links were asked (the backend cannot link). The indexes from pip's configuration are
-    found when a task first installs (asking pip costs a process): until then, and in a run where no task
-    installed anything, they are null (the runner records them at its end)."""
+    installs copy where links were asked (the backend cannot link). The indexes from pip's configuration
+    (``--host-pip-config``) are found when a task first installs (asking pip costs a process): until then, and
+    in a run where no task installed anything, they are null (the runner records them at its end)."""
     if not cache_applies(config, without_network=without_network):
         return None
     indexes = known_upstreams(config)

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Literal
 
+from super_bench.sandbox.isolated_pip import isolated_pip_environ
+
 TorchSource = Literal["pypi", "cpu"]
 TORCH_SOURCES: tuple[str, ...] = ("pypi", "cpu")
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -90,14 +92,14 @@ def torch_notes(entries: list[str], torch: TorchSource, cutoff: datetime | None)
 def pip_install(python: str, args: list[str]) -> int:
     """``python -m pip install ARGS``, its output going to this process's own."""
     command = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location", *args]
-    return subprocess.run(command).returncode
+    return subprocess.run(command, env=isolated_pip_environ()).returncode
 
 
 def unavailable(python: str, entry: str, options: list[str]) -> str | None:
     """Why pip cannot find ``entry`` (its last line of complaint), or None when it can (metadata only)."""
     command = [python, "-m", "pip", "install", "--dry-run", "--no-deps", "--disable-pip-version-check", "--quiet"]
     command += ["--retries", "1", "--timeout", "30", *options, entry]
-    proc = subprocess.run(command, capture_output=True, text=True)
+    proc = subprocess.run(command, capture_output=True, text=True, env=isolated_pip_environ())
     if proc.returncode == 0:
         return None
     lines = [line.strip() for line in proc.stderr.splitlines() if line.strip().startswith("ERROR")]

@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field
 
 from super_bench._pydantic import Model
 from super_bench.errors import SandboxError
+from super_bench.sandbox.isolated_pip import isolated_pip_environ
 from super_bench.sandbox.kernel.kernel_env import kernel_env
 from super_bench.sandbox.lifetime.build_cache import cache_dir
 from super_bench.sandbox.mirrors.serving import PIP_WITH_UPLOAD_FILTER, cutoff_of
@@ -152,7 +153,8 @@ def build_base_env(
     # last, says the build finished.
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if subprocess.run([interpreter, "-m", "venv", "--symlinks", str(target)]).returncode != 0:
+    created = subprocess.run([interpreter, "-m", "venv", "--symlinks", str(target)], env=isolated_pip_environ())
+    if created.returncode != 0:
         raise SandboxError(f"cannot create a virtual environment in {target} with {interpreter}")
     env_python = str(target / "bin" / "python")
     options, entries = _read_requirements(requirements)
