@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from tests import helpers
 from tests.helpers import CLONE, cli
-from tests.sandboxes import backend_settings
+from tests.mirror_fixtures import package_index
+from tests.sandboxes import backend_settings, tiny_wheel
 from tests.trajectory_notebooks import NbStep, write_notebook
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
@@ -186,6 +187,33 @@ def test_a_run_whose_agent_submitted_nothing_is_reproduced_when_its_replay_fails
     assert environment.task_environment["summary"] and environment.task_environment["python"]
     saved = json.loads((out / "verify-summary.json").read_text())
     assert saved["environment"]["task_environment"]["interpreter"] == environment.task_environment["interpreter"]
+
+
+def test_verifys_defaults_reproduce_a_run_that_installs_through_the_package_cache(tmp_path: Path) -> None:
+    """A run that pip-installs a package and prints the answer from it, verified with verify's defaults
+    (bwrap, the network off) and the index given: its pip reaches the package cache through the cache's
+    socket, and the answer is reproduced."""
+    settings = backend_settings("bwrap")
+    wheel = tiny_wheel(tmp_path, "sbanswer", 7.4031)  # type: ignore[arg-type]
+    actions = [
+        {"type": "execute", "content": "!pip install -q sbanswer"},
+        {"type": "execute", "content": "import sbanswer\nprint('test MSE:', sbanswer.VALUE)"},
+        {"type": "submit", "content": ANSWER},
+    ]
+    with package_index({"sbanswer": {"1.0": (wheel, "2024-01-01T00:00:00Z")}}) as (index, _):
+        path = tmp_path / "installs.json"
+        path.write_text(json.dumps(actions))
+        out = tmp_path / "installs"
+        sandbox = SandboxConfig(backend="local", root=tmp_path / "sandboxes", pip_index=index)
+        config = RunConfig(env=EnvConfig(cell_timeout=120, sandbox=sandbox), task_ids=["tinyreg"], out=out)
+        run(config.model_copy(update={"agent": f"replay:{path}"}), progress=False)
+        outcome = verify(out, sandbox={**settings, "root": tmp_path / "replays", "pip_index": index})
+    (row,) = outcome.rows
+    assert row.reproduced is True, row
+    assert outcome.summary.environment is not None
+    assert outcome.summary.environment.sandbox["network"] is False
+    replayed = Trajectory.load(out / str(row.trajectory))
+    assert replayed.steps[0].exit_code == 0 and "test MSE: 7.4031" in replayed.steps[1].raw_output
 
 
 def broken_by_the_environment(tmp_path: Path) -> tuple[Path, Path]:

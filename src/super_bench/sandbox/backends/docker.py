@@ -62,7 +62,14 @@ from super_bench.sandbox.lifetime.scratch import runtime_tag
 from super_bench.sandbox.limits.disk import WATCH
 from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
-from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, cache_record
+from super_bench.sandbox.packages.task_access import (
+    FORWARDER,
+    PACKAGES_INSIDE,
+    PACKAGES_PORT,
+    PackageSession,
+    cache_applies,
+    cache_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +81,6 @@ MEMORY_MECHANISM = (
 SHARED_INSIDE = "/opt/super-bench/shared"
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
-# Where the package cache's socket directory appears in the container, and the port it is served at there.
-PACKAGES_INSIDE = "/run/super-bench-packages"
-PACKAGES_PORT = 3141
-_FORWARD = (Path(__file__).resolve().parents[1] / "data" / "socket_forward.py").read_text()
 _NO_LINKS = "links cannot cross the container's boundary (the cache is on the host, the task's packages in its layer)"
 
 # Starts the kernel in a process group of its own (so that interrupts and kills reach what it
@@ -238,7 +241,7 @@ class DockerSandbox(Sandbox):
             # Without the package cache, the date is pip's own filter, which old pips ignore.
             try:
                 pip = self._exec(["python3", "-m", "pip", "--version"]).stdout.decode()
-                check_task_pip(self.config, pip, f"python3 of the image {self._image}")
+                check_task_pip(self.config, pip, f"python3 of the image {self._image}", upgradable=False)
             except SandboxError:
                 self.stop()
                 raise
@@ -331,7 +334,7 @@ class DockerSandbox(Sandbox):
         # The package cache's forwarder (data/socket_forward.py) beside the main process, from the first moment.
         socket = f"{PACKAGES_INSIDE}/{self._packages.proxy.unix_socket().name}"
         main = 'python3 -S -c "$0" "$1" "$2" & exec sleep "$3"'
-        return [*args, self._image, "sh", "-c", main, _FORWARD, socket, str(PACKAGES_PORT), lifetime]
+        return [*args, self._image, "sh", "-c", main, FORWARDER, socket, str(PACKAGES_PORT), lifetime]
 
     def _find_cgroup(self) -> CgroupMemory | None:
         """The container's memory cgroup, where the harness can read it (an engine on this machine)."""

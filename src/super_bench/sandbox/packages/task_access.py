@@ -1,10 +1,10 @@
 """A task's use of the package cache (``proxy``): its own address at the proxy, the variables that
 send its pip there, and, where installs link, the hook that makes pip link (``data/pip_links.py``).
 
-Used where the cache can be reached and has something to serve: the local and bwrap sandboxes with the
-network on (a bwrap sandbox without a network reaches no loopback service of the host), the docker sandbox
-always (through the proxy's unix socket, bound into the container), with an index to serve (not an offline
-bundle's wheels alone, which are on disk already). pip's own cache is switched off in the task: the
+Used where the cache can be reached and has something to serve: the local sandbox with the network on, the
+bwrap and docker sandboxes always (without the network through the proxy's unix socket, bound into the
+sandbox, which reaches no loopback service of the host), with an index to serve (not an offline bundle's
+wheels alone, which are on disk already). pip's own cache is switched off in the task: the
 harness's holds every download, and nothing pip writes is shared.
 """
 
@@ -22,6 +22,12 @@ from super_bench.sandbox.mirrors.serving import upload_cutoff
 from super_bench.sandbox.packages.proxy import PYPI, LinkTarget, configured_indexes, proxy_for
 
 HOOK = Path(__file__).resolve().parents[1] / "data" / "pip_links.py"
+# Sandboxes without the network (docker's, bwrap's) reach the cache through its unix socket, bound in at
+# PACKAGES_INSIDE, and a forwarder (data/socket_forward.py, FORWARDER its source) started beside agent code
+# serves it at PACKAGES_PORT of the sandbox's own loopback: pip speaks HTTP over TCP only.
+PACKAGES_INSIDE = "/run/super-bench-packages"
+PACKAGES_PORT = 3141
+FORWARDER = (Path(__file__).resolve().parents[1] / "data" / "socket_forward.py").read_text()
 HOOK_MODULE = "_super_bench_pip_links"
 
 
