@@ -172,6 +172,7 @@ def check_command(conformance: str | None) -> None:
         table.add_column(column)
     config = SandboxConfig()
     lines: dict[str, None] = {}  # each line once, in the order the backends give them
+    working: list[str] = []
     for name, summary in SANDBOXES.summaries().items():
         try:
             cls = SANDBOXES.get(name)
@@ -182,6 +183,7 @@ def check_command(conformance: str | None) -> None:
         try:
             cls.check(config)
             table.add_row(name, "[green]yes[/]", summary)
+            working.append(name)
         except SuperBenchError as e:
             table.add_row(name, "[red]no[/]", str(e))
     console.print(table)
@@ -189,6 +191,24 @@ def check_command(conformance: str | None) -> None:
     for line in lines:
         console.print(escape(line))
     console.print(f"Task environment: {escape(describe_backend(config).environment)}")
+    _show_differences(console, working)
+
+
+def _show_differences(console: Any, backends: list[str]) -> None:
+    """Each working backend's task environment's differences from the paper's (``task_environment``'s
+    ``differences``, as runs record them); a list several backends share is printed once."""
+    from super_bench.sandbox import SandboxConfig, describe_backend
+
+    shown: dict[tuple[str, ...], list[str]] = {}
+    for name in backends:
+        environment = describe_backend(SandboxConfig(backend=name)).task_environment
+        differences = tuple(str(d) for d in environment.get("differences") or ())
+        if differences:
+            shown.setdefault(differences, []).append(name)
+    for differences, names in shown.items():
+        console.print(f"Differs from the paper's environment ({', '.join(names)}):")
+        for line in differences:
+            console.print(f"  - {escape(line)}")
 
 
 def _as_of(value: str | None) -> date | datetime | None:

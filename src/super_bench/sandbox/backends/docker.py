@@ -32,11 +32,11 @@ from super_bench.sandbox.backends.container_disk import DISK_MECHANISM, check_di
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
 from super_bench.sandbox.backends.container_image import (
     CA_BUNDLE_INSIDE,
-    DEFAULT_IMAGE,
     IMAGE_KERNEL_BOOT,
     build_images,
     default_image,
     host_ca_bundle,
+    image_environment,
     image_info,
 )
 from super_bench.sandbox.base import (
@@ -70,6 +70,7 @@ from super_bench.sandbox.packages.task_access import (
     cache_applies,
     cache_record,
 )
+from super_bench.sandbox.pyenv.report import paper_differences
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ class DockerSandbox(Sandbox):
         info = build_images(
             request.base_image or "debian:bookworm-slim",
             engine_name=request.engine,
-            tag=request.tag or DEFAULT_IMAGE,
+            tag=request.tag,
             requirements=request.requirements,
             kernel_only=request.kernel_only,
             ca_bundle=request.ca_bundle or host_ca_bundle(),
@@ -182,7 +183,16 @@ class DockerSandbox(Sandbox):
                 found["summary"] = f"the image {image} (not made by `super-bench sandbox build`: packages unknown)"
             else:
                 found |= {"summary": info.summary, "python": info.python, "layer": info.layer, "base": info.base}
-                found["differences"] = info.differences
+                found |= {"differences": info.differences, "torch": info.torch}
+            # The task Python as tasks find it, measured (the label says what the build meant): its version and
+            # pip, how they differ from the paper's, and with ``packages`` every package a task's pip lists.
+            measured = image_environment(engine, image)
+            if measured is not None:
+                kept = [d for d in found.get("differences", []) if not d.startswith("Python ")]
+                differences = [*paper_differences(measured["python"], measured["pip"]), *kept]
+                found |= {"python": measured["python"], "pip": measured["pip"], "differences": differences}
+                if packages:
+                    found["packages"] = measured["packages"]
         disk = None
         if config.disk_limit is not None:
             try:

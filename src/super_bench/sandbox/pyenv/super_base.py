@@ -159,7 +159,7 @@ def build_base_env(
     env_python = str(target / "bin" / "python")
     options, entries = _read_requirements(requirements)
     options = _reachable_indexes(without_pytorch_indexes(options), notes, echo)
-    if torch == "cpu" and not _answers(TORCH_CPU_INDEX):
+    if torch == "cpu" and not index_answers(TORCH_CPU_INDEX):
         note = f"the PyTorch CPU index {TORCH_CPU_INDEX} is unreachable: torch comes from PyPI (with CUDA libraries)"
         notes.append(note)
         echo(note)
@@ -228,7 +228,7 @@ def _reachable_indexes(options: list[str], notes: list[str], echo: Callable[[str
     for option in options:
         if pending is not None:
             flag, pending = pending, None
-            if _answers(option):
+            if index_answers(option):
                 kept += [flag, option]
             else:
                 note = f"the package index {option} is unreachable: its packages come from PyPI instead"
@@ -246,7 +246,9 @@ def _reachable_indexes(options: list[str], notes: list[str], echo: Callable[[str
     return kept
 
 
-def _answers(url: str) -> bool:
+def index_answers(url: str) -> bool:
+    """Whether a package index answers at all (one request, 15 s at most): pip would retry one that does not
+    for every page, minutes each; a build asks once and decides."""
     if not url.startswith(("http://", "https://")):
         return True
     try:
