@@ -150,10 +150,19 @@ def test_the_hosts_pip_configuration_changes_nothing_in_a_build(
         assert len(extra_requests) == asked  # never asked
 
 
-def _fake_built_base(tmp_path: Path, record: BaseEnvRecord, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A base environment as `sandbox build` leaves it (a virtual environment and its record), without packages."""
+def _fake_built_base(
+    tmp_path: Path, record: BaseEnvRecord, monkeypatch: pytest.MonkeyPatch, torch: str | None = None
+) -> None:
+    """A base environment as `sandbox build` leaves it (a virtual environment and its record), without packages
+    but, given its version, torch's record."""
     base = tmp_path / "base-env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(base)], check=True)
+    if torch is not None:
+        (site,) = base.glob("lib/python*/site-packages")
+        (site / f"torch-{torch}.dist-info").mkdir()
+        (site / f"torch-{torch}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: torch\nVersion: {torch}\n"
+        )
     (base / BUILT_MARKER).write_text(record.model_dump_json())
     monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(base))
 
@@ -169,14 +178,17 @@ def test_the_date_and_the_torch_source_reach_every_runs_task_environment(
         torch="cpu",
         built_at=datetime.now(timezone.utc),
     )
-    _fake_built_base(tmp_path, record, monkeypatch)
+    _fake_built_base(tmp_path, record, monkeypatch, torch="2.2.1+cpu")
     info = describe_task_environment(SandboxConfig(backend="local"))
     assert info.kind == "built" and info.packages_as_of == "2024-03-01" and info.torch == "cpu"
     assert "packages as of 2024-03-01, CPU-only torch" in info.summary
+    assert not [d for d in info.differences if "torch" in d]  # the paper's CPU build
     undated = record.model_copy(update={"packages_as_of": None, "torch": "pypi"})
-    _fake_built_base(tmp_path / "undated", undated, monkeypatch)
+    _fake_built_base(tmp_path / "undated", undated, monkeypatch, torch="2.2.1")
     info = describe_task_environment(SandboxConfig(backend="local"))
     assert info.packages_as_of is None and "as of" not in info.summary and "CPU" not in info.summary
+    # PyPI's CUDA build (asked for, or the fallback where the CPU index did not answer) is a recorded difference.
+    assert "torch from PyPI (with CUDA libraries), not the CPU build 2.2.1+cpu the paper's runs had" in info.differences
 
 
 def test_sandbox_build_reads_the_date_as_run_does_and_keeps_base_options_off_docker(

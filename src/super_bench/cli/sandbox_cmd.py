@@ -94,9 +94,9 @@ _BUILD_FLAGS = {
 @click.option(
     "--torch",
     type=click.Choice(["pypi", "cpu"]),
-    help="Where torch comes from: pypi, as in the paper's environment (a build with CUDA libraries, GBs), or cpu, "
-    "the PyTorch CPU index (download.pytorch.org/whl/cpu), for torch packages only; where that index is "
-    "unreachable, PyPI's, and the build says so. [default: pypi]",
+    help="Where torch comes from: cpu, the PyTorch CPU index (download.pytorch.org/whl/cpu), for torch packages "
+    "only: the paper's runs had torch 2.2.1+cpu; where that index does not answer (asked once), PyPI's, and the "
+    "build records it; or pypi, PyPI's build with CUDA libraries (GBs). [default: cpu]",
 )
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before downloading (asked only at a terminal).")
 def build_command(

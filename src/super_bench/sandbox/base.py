@@ -205,7 +205,9 @@ class BuildRequest(Model):
     kernel_only: bool = Field(False, description="Build only the kernel's layer")
     ca_bundle: Path | None = Field(None, description="A CA bundle for the build's downloads")
     packages_as_of: date | datetime | None = Field(None, description="Install the packages as they were then")
-    torch: Literal["pypi", "cpu"] | None = Field(None, description="Where torch comes from (default: pypi)")
+    torch: Literal["pypi", "cpu"] | None = Field(
+        None, description="Where torch comes from (default: cpu, the paper's 2.2.1+cpu where its index answers)"
+    )
 
 
 class BuildReport(Model):

@@ -105,7 +105,7 @@ class HostSandbox(Sandbox):
             request.pip_args,
             echo=echo,
             packages_as_of=request.packages_as_of,
-            torch=request.torch or "pypi",
+            torch=request.torch or "cpu",
         )
         dated = f", packages as of {record.packages_as_of}" if record.packages_as_of else ""
         return BuildReport(

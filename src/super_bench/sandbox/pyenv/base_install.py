@@ -2,12 +2,13 @@
 
 - ``--packages-as-of DATE``: every package from the list's indexes as uploaded by the end of DATE (pip's
   own upload-time filter: the base gets a pip that has it before anything else is installed).
-- ``--torch cpu``: torch (and torchvision, torchaudio, ... where listed) from the PyTorch CPU index, and
+- ``--torch cpu`` (the default: the paper's runs had torch 2.2.1+cpu): torch (and torchvision, torchaudio,
+  ... where listed) from the PyTorch CPU index, and
   from it alone; every other package, torch's own dependencies included, from the list's other indexes as
   without the option. Its pages give no upload times, which pip's filter needs, so the date does not
   apply to the torch packages: they are installed at the version the list pins, and the record says so.
-  ``--torch pypi`` (the default) takes torch from the list's indexes like every other package: PyPI's
-  build, with its CUDA libraries, as the paper's environment had.
+  ``--torch pypi`` takes torch from the list's indexes like every other package: PyPI's build, with its CUDA
+  libraries (the fallback where the CPU index does not answer).
 """
 
 from __future__ import annotations
