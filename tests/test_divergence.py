@@ -20,7 +20,6 @@ from super_bench.divergence import (
     failed_alike,
     first_difference,
     replayed_steps,
-    signature,
 )
 from super_bench.report.importer import import_trajectories
 from super_bench.runner.rundir import RunDir
@@ -211,6 +210,17 @@ def test_a_replay_ends_alike_when_its_actions_ran_out_where_the_recording_stoppe
     assert ended_alike(recorded, replayed) is alike
 
 
+def _as_replayed(step: Step) -> Step:
+    """A recorded step of the paper's as a replay records it: shell commands with an exit status, a cell
+    whose own code raised (a traceback, no shell command) with outcome ``error``."""
+    shell = "!" in str(step.action.content)
+    raised = step.outcome == "ok" and not shell and "Traceback (most recent call last)" in step.raw_output
+    update: dict[str, object] = {"exit_code": (1 if "Traceback" in step.raw_output else 0) if shell else None}
+    if raised:
+        update["outcome"] = "error"
+    return step.model_copy(update=update)
+
+
 def test_every_published_run_that_submitted_nothing_fails_alike_with_an_exact_replay(tmp_path: Path) -> None:
     """Each of the paper's published runs with nothing submitted, replayed exactly (its shell steps now
     with exit statuses, the replay ending when its actions ran out), is judged reproduced; one whose replay
@@ -226,14 +236,15 @@ def test_every_published_run_that_submitted_nothing_fails_alike_with_an_exact_re
             if submission_of(recording) is not None or recording.stop_reason == "submitted":
                 continue
             recorded = replayed_steps(recording.steps)
-            exact = [s.model_copy(update={"exit_code": 0 if "!" in str(s.action.content) else None}) for s in recorded]
+            exact = [_as_replayed(s) for s in recorded]
             assert failed_alike(recorded, exact, (recording.stop_reason, "agent_stopped")), result.task_id
             assert divergence(recorded, exact).kind in ("nondeterminism", "answer_not_reproduced")
             if not recorded:
                 continue
             broken = list(exact)
-            broken[0] = broken[0].model_copy(update={"observation": MISSING, "outcome": "error", "output": None})
-            if signature(recorded[0]) != signature(broken[0]):
-                assert not failed_alike(recorded, broken, (recording.stop_reason, "agent_stopped")), result.task_id
+            new = "Traceback (most recent call last):\nReplayOnlyError: not in any recording"
+            broken[0] = broken[0].model_copy(update={"observation": new, "outcome": "error", "output": None})
+            assert not failed_alike(recorded, broken, (recording.stop_reason, "agent_stopped")), result.task_id
+            assert divergence(recorded, broken).step == recorded[0].index
             checked += 1
     assert checked >= 26, checked

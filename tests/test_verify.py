@@ -319,6 +319,34 @@ def test_an_imported_run_with_its_repository_unreachable_does_not_reproduce(tmp_
     assert checked.reproduced is False and checked.status == "completed"
 
 
+def test_an_imported_run_that_submitted_nothing_is_reproduced_when_its_replay_fails_alike(tmp_path: Path) -> None:
+    """A published-style run with no exit statuses recorded and nothing submitted: replayed
+    with verify's defaults, its shell step exits 0 (unknown to the recording, not a difference) and its
+    division fails as recorded: reproduced. The same recording with the division printing a number is not,
+    and the divergence names that step as the agent's."""
+    traceback = "Traceback (most recent call last):\nZeroDivisionError: division by zero"
+    source = tmp_path / "published_react-super_expert"
+    steps = [NbStep("execute", "!echo ready", "ready\n"), NbStep("execute", "1/0", traceback)]
+    write_notebook(source / "gaveup" / "history.ipynb", "react-super", "Divide.", steps, {"submitted": 0})
+    imported = tmp_path / "imported"
+    import_trajectories(source, imported)
+    (result,) = RunDir(imported).read_results()
+    recording = Trajectory.load(imported / str(result.trajectory))
+    assert recording.steps[0].exit_code is None
+    sandbox = {**backend_settings("bwrap"), "root": tmp_path / "sandboxes"}
+    (row,) = verify(imported, sandbox=sandbox).rows
+    assert row.reproduced is True and row.divergence is None, (row.reason, row.divergence)
+    replayed = Trajectory.load(imported / str(row.trajectory))
+    assert replayed.steps[0].exit_code == 0  # recorded as unknown: no difference
+    path = imported / str(result.trajectory)
+    edited = json.loads(path.read_text())
+    edited["steps"][1].update(outcome="ok", observation="0.5", output=None)
+    path.write_text(json.dumps(edited))
+    (row,) = verify(imported, sandbox=sandbox, redo=True).rows
+    assert row.reproduced is False and row.divergence is not None
+    assert (row.divergence.kind, row.divergence.step) == ("agent", 1)
+
+
 def test_verify_rows_read_back(tmp_path: Path) -> None:
     row = VerifyResult(task_id="t", reproduced=True)
     (tmp_path / "verify.jsonl").write_text(row.model_dump_json() + "\n" + "{not json\n")

@@ -91,8 +91,12 @@ def signature(step: Step) -> Signature:
 def _seen_as(recorded: Step, replayed: Step) -> Signature:
     """The replayed step's ending as far as its recording can tell: without an exit status where the
     recording holds none, unless the replay's failed one printed a network or environment error the
-    recording's output does not have (pip failing for want of the network exits 1 and raises nothing)."""
+    recording's output does not have (pip failing for want of the network exits 1 and raises nothing); and
+    a cell that raised the exception the recording printed, where the recording kept no outcome but its
+    output (the paper's notebooks: every step ``ok``, tracebacks as text), ended as recorded."""
     sig = signature(replayed)
+    if recorded.outcome == "ok" and sig.outcome == "error" and sig.exception == signature(recorded).exception:
+        sig = sig._replace(outcome="ok")
     if recorded.exit_code is not None or sig.exit_code in (None, 0):
         return sig if recorded.exit_code is not None else sig._replace(exit_code=None)
     return sig if _trouble(replayed, recorded) else sig._replace(exit_code=None)
