@@ -175,6 +175,9 @@ def test_the_first_error_the_recording_did_not_have_is_named_with_its_class() ->
     # actions' own, the agent's.
     replay[2] = step(2, "ERROR: No matching distribution found for sympy==1.12", exit_code=1)
     assert (divergence(recorded, replay).step, divergence(recorded, replay).kind) == (2, "environment")
+    # A step that timed out here, not there (a 5 GB install through a cold cache): the environment's too.
+    replay[2] = step(2, "Collecting torch==2.1.2\n  Downloading torch-2.1.2 (670.2 MB)", "timeout")
+    assert (divergence(recorded, replay).step, divergence(recorded, replay).kind) == (2, "environment")
     replay[2] = step(2, "Successfully installed sympy-1.12", exit_code=0)
     replay[3] = step(3, "Traceback (most recent call last):\nKeyError: 'lr'", "error")
     assert (divergence(recorded, replay).step, divergence(recorded, replay).kind) == (3, "agent")

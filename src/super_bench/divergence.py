@@ -9,7 +9,7 @@ first step where the replay met an error the recording did not have is named fir
 - ``network``: the replay's step failed to reach a host (a name not resolved, a connection refused, pip
   retrying) where the recording's did not;
 - ``environment``: it failed on an install, an import or a download (or a file that one would have
-  brought): the replay's environment, not the actions, differs;
+  brought), or timed out where the recording did not: the replay's environment, not the actions, differs;
 - ``agent``: any other error of the actions themselves, or a step that ended otherwise (a recorded error
   the replay did not meet, a step never reached);
 - ``nondeterminism``: every step ended as recorded, but a step printed other numbers;
@@ -199,7 +199,10 @@ def _kind(recorded: Step, replayed: Step | None) -> DivergenceKind:
     if replayed is None:
         return "agent"
     failing, other = (replayed, recorded) if _seen_as(recorded, replayed).failed else (recorded, replayed)
-    return _trouble(failing, other) or "agent"
+    found = _trouble(failing, other)
+    if found is None and failing.outcome == "timeout" and other.outcome != "timeout":
+        return "environment"  # the same actions, slower here or there: the machine, its network, its caches
+    return found or "agent"
 
 
 def _trouble(failing: Step, other: Step) -> DivergenceKind | None:

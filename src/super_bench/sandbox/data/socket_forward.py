@@ -4,8 +4,9 @@ with ``--network none``), each connection forwarded to the harness's proxy throu
 into the sandbox. pip speaks HTTP over TCP only.
 
 Arguments: the socket's path, the port. Started beside the container's main process (in bwrap, beside
-the kernel or command of each sandbox), before anything else runs there. It runs with agent code's privileges: agent code may stop it, and loses only its own
-package installs; what answers on the socket is the harness's proxy, with its own rules.
+the kernel or command of each sandbox), before anything else runs there. It runs with agent code's
+privileges: agent code may stop it, and loses only its own package installs; what answers on the socket
+is the harness's proxy, with its own rules.
 """
 
 import socket
