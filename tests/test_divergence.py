@@ -251,3 +251,14 @@ def test_every_published_run_that_submitted_nothing_fails_alike_with_an_exact_re
             assert divergence(recorded, broken).step == recorded[0].index
             checked += 1
     assert checked >= 26, checked
+
+
+@given(runs, st.lists(st.sampled_from([0, 1, 2, 127]), min_size=6, max_size=6))
+def test_an_exit_status_never_recorded_is_never_a_difference_by_itself(steps: list[Step], codes: list[int]) -> None:
+    """Whatever status the replay's shell steps exit with, where the recording holds none and the replay's
+    output is the recording's, the replay ended as recorded and failed alike."""
+    recorded = [s.model_copy(update={"exit_code": None}) for s in steps]
+    replay = [s.model_copy(update={"exit_code": code}) for s, code in zip(recorded, codes)]
+    assert first_difference(recorded, replay) is None
+    assert failed_alike(recorded, replay, ("max_tokens", "agent_stopped"))
+    assert divergence(recorded, replay).kind in ("nondeterminism", "answer_not_reproduced")
