@@ -110,10 +110,59 @@ def test_a_real_pip_installs_torch_from_the_cpu_index_and_the_rest_as_of_the_dat
         assert _value(python, "sbhelper") == "1 1.0" and len(cpu_requests) == requested_before
 
 
-def _fake_built_base(tmp_path: Path, record: BaseEnvRecord, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A base environment as `sandbox build` leaves it (a virtual environment and its record), without packages."""
+def test_the_hosts_pip_configuration_changes_nothing_in_a_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose pip has an extra index without upload times (serving a newer release) and a constraint
+    file, in a system-wide pip.conf (``XDG_CONFIG_DIRS``), the user's and ``PIP_*`` variables: the build's pip
+    reads none of it, and installs what it would without (the same pip, reading it, would not)."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    listed = {"sbhelper": {"1.0": (tiny_wheel(wheels, "sbhelper", 1, "1.0"), "2024-01-01T00:00:00Z")}}
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    extra = {"sbhelper": {"3.0": (tiny_wheel(newer, "sbhelper", 3, "3.0"), None)}}
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("sbhelper==3.0\n")
+    with package_index(listed) as (index_url, _), package_index(extra) as (extra_url, extra_requests):  # type: ignore[arg-type]
+        system = tmp_path / "xdg" / "pip"
+        system.mkdir(parents=True)
+        (system / "pip.conf").write_text(f"[global]\nextra-index-url = {extra_url}\nconstraint = {constraints}\n")
+        user = tmp_path / "home" / ".config" / "pip"
+        user.mkdir(parents=True)
+        (user / "pip.conf").write_text(f"[install]\nextra-index-url = {extra_url}\n")
+        for name in [n for n in os.environ if n.startswith("PIP_")]:
+            monkeypatch.delenv(name)
+        monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path / "xdg"))
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+        monkeypatch.setenv("PIP_EXTRA_INDEX_URL", extra_url)
+        monkeypatch.setenv("PIP_CONSTRAINT", str(constraints))
+        args = ("--index-url", index_url, "--quiet")
+        # The control: the same pip, reading the host's configuration, takes the extra index's release.
+        python = venv_with_this_pip(tmp_path / "host-env")
+        subprocess.run([python, "-m", "pip", "install", *args, "sbhelper"], check=True)
+        assert _value(python, "sbhelper") == "3 3.0"
+        asked = len(extra_requests)
+        python = venv_with_this_pip(tmp_path / "build-env")
+        assert install_list(python, [], ["sbhelper"], args, cutoff=CUTOFF) == {}
+        assert _value(python, "sbhelper") == "1 1.0"
+        assert len(extra_requests) == asked  # never asked
+
+
+def _fake_built_base(
+    tmp_path: Path, record: BaseEnvRecord, monkeypatch: pytest.MonkeyPatch, torch: str | None = None
+) -> None:
+    """A base environment as `sandbox build` leaves it (a virtual environment and its record), without packages
+    but, given its version, torch's record."""
     base = tmp_path / "base-env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(base)], check=True)
+    if torch is not None:
+        (site,) = base.glob("lib/python*/site-packages")
+        (site / f"torch-{torch}.dist-info").mkdir()
+        (site / f"torch-{torch}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: torch\nVersion: {torch}\n"
+        )
     (base / BUILT_MARKER).write_text(record.model_dump_json())
     monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(base))
 
@@ -129,14 +178,17 @@ def test_the_date_and_the_torch_source_reach_every_runs_task_environment(
         torch="cpu",
         built_at=datetime.now(timezone.utc),
     )
-    _fake_built_base(tmp_path, record, monkeypatch)
+    _fake_built_base(tmp_path, record, monkeypatch, torch="2.2.1+cpu")
     info = describe_task_environment(SandboxConfig(backend="local"))
     assert info.kind == "built" and info.packages_as_of == "2024-03-01" and info.torch == "cpu"
     assert "packages as of 2024-03-01, CPU-only torch" in info.summary
+    assert not [d for d in info.differences if "torch" in d]  # the paper's CPU build
     undated = record.model_copy(update={"packages_as_of": None, "torch": "pypi"})
-    _fake_built_base(tmp_path / "undated", undated, monkeypatch)
+    _fake_built_base(tmp_path / "undated", undated, monkeypatch, torch="2.2.1")
     info = describe_task_environment(SandboxConfig(backend="local"))
     assert info.packages_as_of is None and "as of" not in info.summary and "CPU" not in info.summary
+    # PyPI's CUDA build (asked for, or the fallback where the CPU index did not answer) is a recorded difference.
+    assert "torch from PyPI (with CUDA libraries), not the CPU build 2.2.1+cpu the paper's runs had" in info.differences
 
 
 def test_sandbox_build_reads_the_date_as_run_does_and_keeps_base_options_off_docker(

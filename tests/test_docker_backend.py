@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 from tests.helpers import cli, make_task
-from tests.mirror_fixtures import package_index
-from tests.sandboxes import backend_settings, tiny_wheel
+from tests.sandboxes import backend_settings
 
 from super_bench import Action, Environment, SandboxConfig
 from super_bench.errors import SandboxError
@@ -137,36 +136,3 @@ def test_the_gold_agent_solves_the_masked_demo_set_in_docker_with_the_network_of
     assert environment["kind"] == "docker" and environment["engine"]["probed_with"] == environment["image"]
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["metrics"]["output_match"] == 1.0
-
-
-@pytest.mark.slow
-def test_the_package_cache_socket_serves_a_task_only_what_the_proxy_serves_it(
-    docker: dict[str, Any], env_factory: Any, tmp_path: Path
-) -> None:
-    wheel = tiny_wheel(tmp_path, "sbsocket", 3)
-    with package_index({"sbsocket": {"1.0": (wheel, "2024-01-01T00:00:00Z")}}) as (index, requested):
-        sandbox = {**docker, "network": False, "pip_index": index, "package_cache_dir": tmp_path / "cache"}
-        env: Environment = env_factory(cell_timeout=120, sandbox=sandbox)
-        env.reset(make_task())
-        port = index.split(":")[2].split("/")[0]
-        code = (
-            "import os, socket, urllib.request, urllib.error\n"
-            "own = os.environ['PIP_INDEX_URL']\n"
-            "def get(url):\n"
-            "    try:\n        return urllib.request.urlopen(url, timeout=30).status\n"
-            "    except urllib.error.HTTPError as e:\n        return e.code\n"
-            "    except OSError as e:\n        return type(e).__name__\n"
-            "print(get(own + 'sbsocket/'))\n"  # its own token: the page
-            "print(get(own.replace(own.split('/')[3], '0' * 32) + 'sbsocket/'))\n"  # a token no task holds
-            "print(get(own + '..%2F..%2Fetc/'))\n"  # not a project name
-            f"print(get('http://127.0.0.1:{port}/simple/sbsocket/'))\n"  # the upstream itself: the network is off
-            "d = '/run/super-bench-packages'\n"
-            "try:\n    open(d + '/planted', 'w')\nexcept OSError as e:\n    print(e.strerror)\n"
-            "try:\n    os.unlink(d + '/' + os.listdir(d)[0])\nexcept OSError as e:\n    print(e.strerror)\n"
-        )
-        lines = env.step(Action.execute(code)).observation.splitlines()
-        assert lines[:3] == ["200", "404", "400"], lines
-        assert lines[3] in ("URLError", "ConnectionRefusedError", "TimeoutError"), lines
-        assert lines[4:] == ["Read-only file system", "Read-only file system"], lines
-        assert [path for path in requested if not path.startswith("/simple/sbsocket")] == []
-        env.close()

@@ -208,8 +208,12 @@ def test_a_task_python_whose_pip_would_ignore_the_date_is_refused(env_factory: A
             "package_cache": "off",  # without the cache, the date is pip's own filter
         }
     )
-    with pytest.raises(SandboxError, match=r"--packages-as-of needs pip 26.0 or newer.*install 'pip>=26'"):
+    with pytest.raises(SandboxError, match=r"--packages-as-of needs pip 26.0 or newer.*--task-python") as refused:
         env.reset(make_task())
+    # Advice the user can follow: the interpreter by its path on this machine, never the task's own inside.
+    over = str(refused.value).split("the task environment over ", 1)[1].split(" has ", 1)[0]
+    assert Path(over).is_file() and "drop --package-cache off" in str(refused.value)
+    assert "/venv" not in str(refused.value) and "-m pip install" not in str(refused.value)
     assert not any((tmp_path / "sandboxes").iterdir())  # the task directory went with the refusal
 
 

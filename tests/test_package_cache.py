@@ -20,6 +20,8 @@ from tests.helpers import make_task
 from tests.mirror_fixtures import package_index
 from tests.sandboxes import backend_settings, tiny_wheel
 
+from super_bench import Action, EnvConfig, Environment
+from super_bench.sandbox import SandboxConfig
 from super_bench.sandbox.packages.proxy import proxy_for
 
 UPLOADED = "2024-01-01T00:00:00Z"
@@ -37,13 +39,14 @@ def run_cells(env_factory: Any, sandbox: dict[str, Any], cells: list[str], task_
     return steps
 
 
-@pytest.mark.parametrize("backend", ["bwrap", "local", "docker"])
+@pytest.mark.parametrize(
+    ("backend", "network"), [("bwrap", True), ("bwrap", False), ("local", True), ("docker", False)]
+)
 def test_tasks_install_a_file_fetched_once_as_read_only_links_where_agent_code_has_a_user_of_its_own(
-    env_factory: Any, tmp_path: Path, backend: str
+    env_factory: Any, tmp_path: Path, backend: str, network: bool
 ) -> None:
-    settings = backend_settings(backend)
-    if backend == "docker":
-        settings["network"] = False  # the container reaches the proxy through its socket alone
+    """Without the network (bwrap's and docker's), the sandbox reaches the proxy through its socket alone."""
+    settings = {**backend_settings(backend), "network": network}
     links = backend == "bwrap" and os.geteuid() == 0  # agent code then runs as a user of its own
     wheel = tiny_wheel(tmp_path, "sbcached", 7)
     cache = tmp_path / "cache"
@@ -159,10 +162,31 @@ def test_the_proxy_serves_nothing_to_an_unknown_task_and_links_nothing_it_does_n
     assert requested == []
 
 
-def test_a_task_without_a_network_is_not_sent_to_the_cache(env_factory: Any, tmp_path: Path) -> None:
+def test_a_bwrap_task_without_a_network_reaches_the_cache_at_its_own_loopback(env_factory: Any, tmp_path: Path) -> None:
+    """The forwarder serves the cache's socket at the sandbox's own loopback; the host's loopback stays out of
+    reach; with the cache off, pip has the index as given (and no way to it)."""
+    from super_bench.sandbox.packages.task_access import PACKAGES_PORT
+
+    host_only = socket.socket()
+    host_only.bind(("127.0.0.1", 0))
+    host_only.listen(1)
+    port = host_only.getsockname()[1]
     sandbox = {**backend_settings("bwrap"), "network": False, "pip_index": "http://127.0.0.1:9/simple"}
-    (step,) = run_cells(env_factory, sandbox, ["!echo $PIP_INDEX_URL"])
-    assert step.raw_output.strip() == "http://127.0.0.1:9/simple"  # as given: the proxy is out of its reach
+    probe = (
+        "import socket\n"
+        f"for port in ({PACKAGES_PORT}, {port}):\n"
+        "    s = socket.socket()\n"
+        "    try:\n        s.connect(('127.0.0.1', port)); print('reached')\n"
+        "    except OSError:\n        print('refused')\n"
+        "    s.close()"
+    )
+    with host_only:
+        address, reached = run_cells(env_factory, sandbox, ["!echo $PIP_INDEX_URL", probe])
+    assert address.raw_output.strip().startswith(f"http://127.0.0.1:{PACKAGES_PORT}/")
+    assert reached.raw_output.split() == ["reached", "refused"], reached.raw_output
+    off = {**sandbox, "package_cache": "off"}
+    (step,) = run_cells(env_factory, off, ["!echo $PIP_INDEX_URL"], "off")
+    assert step.raw_output.strip() == "http://127.0.0.1:9/simple"
 
 
 @pytest.mark.slow
@@ -173,9 +197,68 @@ def test_a_run_asks_pip_for_its_indexes_only_once_a_task_installs(tmp_path: Path
     configured_indexes.cache_clear()
     actions = tmp_path / "actions.json"
     actions.write_text(json.dumps([{"type": "execute", "content": "x = 1"}]))
-    config = RunConfig(agent=f"replay:{actions}", out=tmp_path / "run")
+    config = RunConfig(
+        agent=f"replay:{actions}", out=tmp_path / "run", env=EnvConfig(sandbox=SandboxConfig(host_pip_config=True))
+    )
     outcome = run(config, tasks=[make_task(query="nothing to install")])
     assert outcome.results[0].status == "completed"
     assert configured_indexes.cache_info().currsize == 0  # `pip config list` never ran
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
     assert manifest["sandbox"]["package_cache"]["upstreams"] is None
+
+
+def test_the_cache_serves_from_pypi_whatever_the_hosts_pip_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index or extra index of the host's pip reaches a task through the cache only with --host-pip-config."""
+    from super_bench.sandbox.packages.proxy import PYPI, configured_indexes
+    from super_bench.sandbox.packages.task_access import known_upstreams, upstreams
+
+    monkeypatch.setenv("PIP_INDEX_URL", "https://host-index.example/simple")
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "https://undated-extra.example/simple")
+    configured_indexes.cache_clear()
+    assert upstreams(SandboxConfig()) == known_upstreams(SandboxConfig()) == (PYPI,)
+    assert configured_indexes.cache_info().currsize == 0  # not even asked
+    assert upstreams(SandboxConfig(pip_index="http://127.0.0.1:9/simple")) == ("http://127.0.0.1:9/simple",)
+    asked = upstreams(SandboxConfig(host_pip_config=True))
+    assert callable(asked)
+    assert asked()[:2] == ("https://host-index.example/simple", "https://undated-extra.example/simple")
+    configured_indexes.cache_clear()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["docker", "bwrap"])
+def test_the_package_cache_socket_serves_a_task_only_what_the_proxy_serves_it(
+    backend: str, env_factory: Any, tmp_path: Path
+) -> None:
+    """From a task with the network off, through the cache's socket: its own token's page, nothing else."""
+    wheel = tiny_wheel(tmp_path, "sbsocket", 3)
+    with package_index({"sbsocket": {"1.0": (wheel, "2024-01-01T00:00:00Z")}}) as (index, requested):
+        sandbox = {
+            **backend_settings(backend),
+            "network": False,
+            "pip_index": index,
+            "package_cache_dir": tmp_path / "cache",
+        }
+        env: Environment = env_factory(cell_timeout=120, sandbox=sandbox)
+        env.reset(make_task())
+        port = index.split(":")[2].split("/")[0]
+        code = (
+            "import os, socket, urllib.request, urllib.error\n"
+            "own = os.environ['PIP_INDEX_URL']\n"
+            "def get(url):\n"
+            "    try:\n        return urllib.request.urlopen(url, timeout=30).status\n"
+            "    except urllib.error.HTTPError as e:\n        return e.code\n"
+            "    except OSError as e:\n        return type(e).__name__\n"
+            "print(get(own + 'sbsocket/'))\n"  # its own token: the page
+            "print(get(own.replace(own.split('/')[3], '0' * 32) + 'sbsocket/'))\n"  # a token no task holds
+            "print(get(own + '..%2F..%2Fetc/'))\n"  # not a project name
+            f"print(get('http://127.0.0.1:{port}/simple/sbsocket/'))\n"  # the upstream itself: the network is off
+            "d = '/run/super-bench-packages'\n"
+            "try:\n    open(d + '/planted', 'w')\nexcept OSError as e:\n    print(e.strerror)\n"
+            "try:\n    os.unlink(d + '/' + os.listdir(d)[0])\nexcept OSError as e:\n    print(e.strerror)\n"
+        )
+        lines = env.step(Action.execute(code)).observation.splitlines()
+        assert lines[:3] == ["200", "404", "400"], lines
+        assert lines[3] in ("URLError", "ConnectionRefusedError", "TimeoutError"), lines
+        assert lines[4:] == ["Read-only file system", "Read-only file system"], lines
+        assert [path for path in requested if not path.startswith("/simple/sbsocket")] == []
+        env.close()

@@ -315,3 +315,21 @@ def test_an_edit_of_a_fifo_gives_up_instead_of_hanging(
     step = env.step(Action(type="edit", content="pipe.py\n<<<BEFORE_EDIT>>>\na\n<<<AFTER_EDIT>>>\nb"))
     assert step.outcome == "invalid" and time.monotonic() - started < 30
     assert run(env, "print('still here')").observation == "still here\n"
+
+
+@pytest.mark.slow
+def test_shell_commands_run_in_sh_as_the_papers_did(start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``!`` runs in ``sh`` (dash on Debian), whatever the operator's own $SHELL: ``!source`` fails as
+    it did 22 times in the paper's runs, where ``%%bash`` still has it; agent code that sets $SHELL
+    itself gets its shell, as IPython gives it."""
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    env = start()
+    step = run(env, "!echo $$0")  # IPython reads `$0` as Python's; `$$` is the shell's `$`
+    assert step.observation.strip().rsplit("/", 1)[-1] == "sh", step.observation
+    step = run(env, "!source /dev/null && echo sourced")
+    assert "sourced" not in step.observation and step.exit_code != 0
+    if Path("/bin/sh").resolve().name == "dash":
+        assert step.observation.strip().endswith("source: not found"), step.observation
+    assert "sourced" in run(env, "%%bash\nsource /dev/null && echo sourced").observation
+    step = run(env, "import os\nos.environ['SHELL'] = '/bin/bash'\n!echo $$0")
+    assert step.observation.strip() == "/bin/bash"

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from tests import helpers
 from tests.helpers import CLONE, cli
-from tests.sandboxes import backend_settings
+from tests.mirror_fixtures import package_index
+from tests.sandboxes import backend_settings, tiny_wheel
 from tests.trajectory_notebooks import NbStep, write_notebook
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
@@ -166,9 +167,53 @@ def test_a_run_with_nothing_submitted_is_reproduced_when_it_fails_the_same_way(t
     result = cli("verify", str(out), "--redo")
     (row,) = read_rows(RunDir(out))
     assert row.reproduced is False and "did not fail the same way" in (row.reason or "")
-    assert row.divergence is not None and (row.divergence.step, row.divergence.kind) == (1, "answer_not_reproduced")
+    assert row.divergence is not None and (row.divergence.step, row.divergence.kind) == (1, "agent")
     assert row.divergence.replayed == "error: ZeroDivisionError: division by zero"
-    assert "answer not reproduced at step 1" in result.stdout
+    assert "agent at step 1" in result.stdout
+
+
+def test_a_run_whose_agent_submitted_nothing_is_reproduced_when_its_replay_fails_alike(tmp_path: Path) -> None:
+    """The run stopped ``submitted`` with an empty answer; its replay (the submission left out) ends when
+    its actions run out: the same way. verify records the task environment it replayed in."""
+    actions = [{"type": "execute", "content": "1/0"}, {"type": "submit", "content": {}}]
+    out = replay_run(tmp_path, "empty", actions)
+    (result,) = RunDir(out).read_results()
+    assert Trajectory.load(out / str(result.trajectory)).stop_reason == "submitted"
+    outcome = verify(out, sandbox={"backend": "local", "network": True, "root": tmp_path / "sandboxes"})
+    (row,) = outcome.rows
+    assert row.reproduced is True and row.stop_reason == "agent_stopped", row
+    environment = outcome.summary.environment
+    assert environment is not None and environment.task_environment is not None
+    assert environment.task_environment["summary"] and environment.task_environment["python"]
+    saved = json.loads((out / "verify-summary.json").read_text())
+    assert saved["environment"]["task_environment"]["interpreter"] == environment.task_environment["interpreter"]
+
+
+def test_verifys_defaults_reproduce_a_run_that_installs_through_the_package_cache(tmp_path: Path) -> None:
+    """A run that pip-installs a package and prints the answer from it, verified with verify's defaults
+    (bwrap, the network off) and the index given: its pip reaches the package cache through the cache's
+    socket, and the answer is reproduced."""
+    settings = backend_settings("bwrap")
+    wheel = tiny_wheel(tmp_path, "sbanswer", 7.4031)  # type: ignore[arg-type]
+    actions = [
+        {"type": "execute", "content": "!pip install -q sbanswer"},
+        {"type": "execute", "content": "import sbanswer\nprint('test MSE:', sbanswer.VALUE)"},
+        {"type": "submit", "content": ANSWER},
+    ]
+    with package_index({"sbanswer": {"1.0": (wheel, "2024-01-01T00:00:00Z")}}) as (index, _):
+        path = tmp_path / "installs.json"
+        path.write_text(json.dumps(actions))
+        out = tmp_path / "installs"
+        sandbox = SandboxConfig(backend="local", root=tmp_path / "sandboxes", pip_index=index)
+        config = RunConfig(env=EnvConfig(cell_timeout=120, sandbox=sandbox), task_ids=["tinyreg"], out=out)
+        run(config.model_copy(update={"agent": f"replay:{path}"}), progress=False)
+        outcome = verify(out, sandbox={**settings, "root": tmp_path / "replays", "pip_index": index})
+    (row,) = outcome.rows
+    assert row.reproduced is True, row
+    assert outcome.summary.environment is not None
+    assert outcome.summary.environment.sandbox["network"] is False
+    replayed = Trajectory.load(out / str(row.trajectory))
+    assert replayed.steps[0].exit_code == 0 and "test MSE: 7.4031" in replayed.steps[1].raw_output
 
 
 def broken_by_the_environment(tmp_path: Path) -> tuple[Path, Path]:
@@ -272,6 +317,34 @@ def test_an_imported_run_with_its_repository_unreachable_does_not_reproduce(tmp_
     outcome = verify(imported, sandbox=sandbox)
     (checked,) = outcome.rows
     assert checked.reproduced is False and checked.status == "completed"
+
+
+def test_an_imported_run_that_submitted_nothing_is_reproduced_when_its_replay_fails_alike(tmp_path: Path) -> None:
+    """A published-style run with no exit statuses recorded and nothing submitted: replayed
+    with verify's defaults, its shell step exits 0 (unknown to the recording, not a difference) and its
+    division fails as recorded: reproduced. The same recording with the division printing a number is not,
+    and the divergence names that step as the agent's."""
+    traceback = "Traceback (most recent call last):\nZeroDivisionError: division by zero"
+    source = tmp_path / "published_react-super_expert"
+    steps = [NbStep("execute", "!echo ready", "ready\n"), NbStep("execute", "1/0", traceback)]
+    write_notebook(source / "gaveup" / "history.ipynb", "react-super", "Divide.", steps, {"submitted": 0})
+    imported = tmp_path / "imported"
+    import_trajectories(source, imported)
+    (result,) = RunDir(imported).read_results()
+    recording = Trajectory.load(imported / str(result.trajectory))
+    assert recording.steps[0].exit_code is None
+    sandbox = {**backend_settings("bwrap"), "root": tmp_path / "sandboxes"}
+    (row,) = verify(imported, sandbox=sandbox).rows
+    assert row.reproduced is True and row.divergence is None, (row.reason, row.divergence)
+    replayed = Trajectory.load(imported / str(row.trajectory))
+    assert replayed.steps[0].exit_code == 0  # recorded as unknown: no difference
+    path = imported / str(result.trajectory)
+    edited = json.loads(path.read_text())
+    edited["steps"][1].update(outcome="ok", observation="0.5", output=None)
+    path.write_text(json.dumps(edited))
+    (row,) = verify(imported, sandbox=sandbox, redo=True).rows
+    assert row.reproduced is False and row.divergence is not None
+    assert (row.divergence.kind, row.divergence.step) == ("agent", 1)
 
 
 def test_verify_rows_read_back(tmp_path: Path) -> None:

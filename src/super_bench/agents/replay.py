@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from super_bench.actions import Action
 from super_bench.agents.base import AgentOptions, refuse_model
-from super_bench.divergence import divergence, first_error, replayed_steps
+from super_bench.divergence import divergence, replayed_steps, same_first_error
 from super_bench.errors import AgentError, SuperBenchError
 from super_bench.scoring import submission_of, trace_answer
 from super_bench.trajectory import Trajectory
@@ -136,5 +136,5 @@ def _diverged(recording: Trajectory, replay: Trajectory) -> dict[str, Any] | Non
     if traced is not None and traced.status is not None:
         same = all(f.observed for f in traced.fields) and not traced.untraced
     else:
-        same = first_error(recorded) == first_error(replayed)
+        same = same_first_error(recorded, replayed)
     return None if same else divergence(recorded, replayed, replay.stop_reason).model_dump(mode="json")

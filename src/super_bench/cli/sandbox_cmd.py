@@ -94,9 +94,9 @@ _BUILD_FLAGS = {
 @click.option(
     "--torch",
     type=click.Choice(["pypi", "cpu"]),
-    help="Where torch comes from: pypi, as in the paper's environment (a build with CUDA libraries, GBs), or cpu, "
-    "the PyTorch CPU index (download.pytorch.org/whl/cpu), for torch packages only; where that index is "
-    "unreachable, PyPI's, and the build says so. [default: pypi]",
+    help="Where torch comes from: cpu, the PyTorch CPU index (download.pytorch.org/whl/cpu), for torch packages "
+    "only: the paper's runs had torch 2.2.1+cpu; where that index does not answer (asked once), PyPI's, and the "
+    "build records it; or pypi, PyPI's build with CUDA libraries (GBs). [default: cpu]",
 )
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before downloading (asked only at a terminal).")
 def build_command(
@@ -172,6 +172,7 @@ def check_command(conformance: str | None) -> None:
         table.add_column(column)
     config = SandboxConfig()
     lines: dict[str, None] = {}  # each line once, in the order the backends give them
+    working: list[str] = []
     for name, summary in SANDBOXES.summaries().items():
         try:
             cls = SANDBOXES.get(name)
@@ -182,6 +183,7 @@ def check_command(conformance: str | None) -> None:
         try:
             cls.check(config)
             table.add_row(name, "[green]yes[/]", summary)
+            working.append(name)
         except SuperBenchError as e:
             table.add_row(name, "[red]no[/]", str(e))
     console.print(table)
@@ -189,6 +191,24 @@ def check_command(conformance: str | None) -> None:
     for line in lines:
         console.print(escape(line))
     console.print(f"Task environment: {escape(describe_backend(config).environment)}")
+    _show_differences(console, working)
+
+
+def _show_differences(console: Any, backends: list[str]) -> None:
+    """Each working backend's task environment's differences from the paper's (``task_environment``'s
+    ``differences``, as runs record them); a list several backends share is printed once."""
+    from super_bench.sandbox import SandboxConfig, describe_backend
+
+    shown: dict[tuple[str, ...], list[str]] = {}
+    for name in backends:
+        environment = describe_backend(SandboxConfig(backend=name)).task_environment
+        differences = tuple(str(d) for d in environment.get("differences") or ())
+        if differences:
+            shown.setdefault(differences, []).append(name)
+    for differences, names in shown.items():
+        console.print(f"Differs from the paper's environment ({', '.join(names)}):")
+        for line in differences:
+            console.print(f"  - {escape(line)}")
 
 
 def _as_of(value: str | None) -> date | datetime | None:

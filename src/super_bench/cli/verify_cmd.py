@@ -104,6 +104,9 @@ def _show_environment(err_console: Any) -> Any:
             f"  replays run in: {used['backend']}, network {'on' if used['network'] else 'off'}"
             + ("" if environment.given else " (the defaults: the sandbox options choose)")
         )
+        summary = (environment.task_environment or {}).get("summary")
+        if summary:
+            err_console.print(f"  task environment: {shown(str(summary))}")
         for line in environment.refused:
             err_console.print(f"  refused from run.json: {shown(line)}")
 

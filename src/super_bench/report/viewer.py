@@ -48,7 +48,7 @@ COLUMNS = ["task", "set", "category", "status", "stop", "steps", *METRICS, "answ
 REPRODUCED = {True: "yes", False: "no", None: "not checked"}
 # The badge of each failure cause (docs/failure-analysis.md): the task's own shortfall is a warning, the rest bad.
 _CAUSE_BADGES = {"wrong_result": "warn"}
-_DIVERGENCE_BADGES = {"answer_not_reproduced": "bad"}
+_DIVERGENCE_BADGES = {"agent": "bad", "answer_not_reproduced": "bad"}
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 

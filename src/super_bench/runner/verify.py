@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from super_bench.agents import AgentOptions
-from super_bench.divergence import Divergence, divergence, failed_alike, replayed_steps
+from super_bench.divergence import Divergence, divergence, ended_alike, failed_alike, replayed_steps
 from super_bench.environment import EnvConfig
 from super_bench.errors import RunDirError
 from super_bench.runner.episode import Cancellation, Cancelled, run_episode
@@ -45,7 +45,7 @@ from super_bench.runner.verify_records import (
     read_rows,
     summarize_verification,
 )
-from super_bench.sandbox import check_backend
+from super_bench.sandbox import check_backend, describe_backend
 from super_bench.sandbox.lifetime.reaper import remove_tree
 from super_bench.sandbox.lifetime.scratch import clear_scratch, scratch_dir
 from super_bench.scoring import ScoreMode, submission_of, trace_answer
@@ -84,6 +84,7 @@ def verify(
         missing = f" (none of the task ids {', '.join(task_ids)})" if task_ids else ""
         raise RunDirError(f"{path} has no results to verify{missing}")
     env, mode, environment = replay_environment(run_dir, sandbox or {})
+    environment.task_environment = describe_backend(env.sandbox).task_environment
     if on_environment is not None:
         on_environment(environment)
     check_backend(env.sandbox)
@@ -213,7 +214,7 @@ def _verify_one(
         if failed_alike(recorded, replayed, stops):
             return row.model_copy(update={"reproduced": True})
         why = "nothing was submitted, and the replay did not fail the same way"
-        if stops[0] != stops[1]:
+        if not ended_alike(*stops):
             why += f": it stopped with {stops[1]}, the run with {stops[0]}"
         return row.model_copy(
             update={"reproduced": False, "reason": why, "divergence": divergence(recorded, replayed, stopped)}

@@ -65,6 +65,11 @@ class VerifyEnvironment(Model):
     sandbox: dict[str, Any] = Field(default_factory=dict, description="The settings the replays ran with")
     given: list[str] = Field(default_factory=list, description="The settings the caller's options gave")
     refused: list[str] = Field(default_factory=list, description="Each setting of the run's not used, and why")
+    task_environment: dict[str, Any] | None = Field(
+        None,
+        description="The task environment the replays ran in, as the backend describes it (as run.json's "
+        "task_environment: its summary, interpreter, image and differences from the paper's environment)",
+    )
 
 
 class VerifySummary(VersionedRecord):

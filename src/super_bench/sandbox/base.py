@@ -73,6 +73,9 @@ _USER_CONFIG = {
     "PIP_CONFIG_FILE",
     "NPM_CONFIG_USERCONFIG",
     "CONTAINER_HOST",
+    # The operator's login shell: IPython runs ``!command`` in $SHELL, else in ``sh``, and the paper's
+    # environment set none, so its ``!source`` failed (``/usr/bin/sh: 1: source: not found``).
+    "SHELL",
 }
 _USER_CONFIG_PREFIXES = ("CONDA_", "GIT_CONFIG", "DOCKER_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_", "PIP_", "UV_")
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", re.IGNORECASE)
@@ -202,7 +205,9 @@ class BuildRequest(Model):
     kernel_only: bool = Field(False, description="Build only the kernel's layer")
     ca_bundle: Path | None = Field(None, description="A CA bundle for the build's downloads")
     packages_as_of: date | datetime | None = Field(None, description="Install the packages as they were then")
-    torch: Literal["pypi", "cpu"] | None = Field(None, description="Where torch comes from (default: pypi)")
+    torch: Literal["pypi", "cpu"] | None = Field(
+        None, description="Where torch comes from (default: cpu, the paper's 2.2.1+cpu where its index answers)"
+    )
 
 
 class BuildReport(Model):

@@ -55,6 +55,7 @@ from super_bench.sandbox.base import SandboxConfig, file_io
 from super_bench.sandbox.lifetime.programs import SYSTEM_PATH, agent_env_prefix, find_program, program
 from super_bench.sandbox.lifetime.reaper import MARKER
 from super_bench.sandbox.mirrors.serving import check_readable_by_all, git_config_dir, mirror_paths
+from super_bench.sandbox.packages.task_access import FORWARDER, PACKAGES_INSIDE, PACKAGES_PORT
 
 # The host's system, shown read-only (a top-level symlink, as on merged-/usr systems, stays a symlink).
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
@@ -153,6 +154,7 @@ class BwrapSandbox(HostSandbox):
     isolates: ClassVar[bool] = True
     wrapped_kernel: ClassVar[bool] = True
     sockets_inside: ClassVar[str | None] = SOCKETS_INSIDE
+    cache_without_network: ClassVar[bool] = True
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         super().__init__(config, label)
@@ -229,6 +231,9 @@ class BwrapSandbox(HostSandbox):
                 mounts[path] = ("--ro-bind", path)
         mounts.update({inside: ("--bind", str(self.root / part)) for part, inside in _LAYOUT.items()})
         mounts[SOCKETS_INSIDE] = ("--bind", str(self.runtime_dir / "sockets"))
+        if self._forwarded() is not None:
+            # The package cache's socket, by its directory (the harness's; agent code connects to it, nothing more).
+            mounts[PACKAGES_INSIDE] = ("--ro-bind", str(self._cache_socket().parent))
         for host, inside in self._shared().items():
             mounts[inside] = ("--ro-bind", host)
         for path in self._read_only_paths():
@@ -302,8 +307,24 @@ class BwrapSandbox(HostSandbox):
         self._check_disk()
         self._time_left()  # nothing starts once the wall-time limit has passed
         restore = agent_env_prefix(self._env) if as_agent else []
-        inside = [*_drop_root(self._uid), *self._limits(processes=True), *restore, *argv]
+        forward = self._forwarded() if as_agent else None
+        inside = [*_drop_root(self._uid), *self._limits(processes=True), *restore, *(forward or []), *argv]
         return self._in_cgroup([*self._bwrap_args, "--", *inside])
+
+    def _cache_socket(self) -> Path:
+        assert self._packages is not None
+        return self._packages.proxy.unix_socket()
+
+    def _forwarded(self) -> list[str] | None:
+        """With the network off and the package cache in use, the prefix that starts the cache's forwarder
+        (``data/socket_forward.py``, by the base's read-only interpreter) in the sandbox beside the command,
+        as agent code: each bwrap has a network namespace of its own, so each gets its own, and it dies with
+        the command, the only child of the sandbox's PID 1. None where tasks reach the cache as it is."""
+        if self._packages is None or self.config.network:
+            return None
+        socket = f"{PACKAGES_INSIDE}/{self._cache_socket().name}"
+        start = 'p="$1" c="$2" s="$3" n="$4"; shift 4; "$p" -S -c "$c" "$s" "$n" & exec "$@"'
+        return [program("sh"), "-c", start, "sh", self.base.interpreter, FORWARDER, socket, str(PACKAGES_PORT)]
 
     def _spawn_options(self) -> dict[str, str]:
         return {"cwd": "/"}

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -35,8 +36,11 @@ from super_bench._pydantic import Model
 from super_bench._version import __version__
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
+from super_bench.sandbox.isolated_pip import isolated_pip_environ
 from super_bench.sandbox.kernel.kernel_env import kernel_env
-from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, PAPER_PYTHON
+from super_bench.sandbox.pyenv.base_install import TORCH_CPU_INDEX
+from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP
+from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, PAPER_PYTHON, index_answers
 from super_bench.sandbox.pyenv.task_env import DEFAULT_PACKAGES
 
 DEFAULT_IMAGE = f"super-bench-task:{__version__}"
@@ -75,6 +79,11 @@ class ImageInfo(Model):
     base: str
     python: str
     differences: list[str] = Field(default_factory=list, description="How it differs from the paper's environment")
+    torch: str | None = Field(
+        None,
+        description="Where the SUPER layer's torch came from: cpu (the PyTorch CPU index, the paper's 2.2.1+cpu) or "
+        "pypi (PyPI's CUDA build: the CPU index was unreachable when the image was built)",
+    )
 
     @property
     def summary(self) -> str:
@@ -96,6 +105,29 @@ def image_info(engine: Engine, image: str) -> ImageInfo | None:
         return None
 
 
+# What a task's Python in the image is, as a task sees it: its version, and every distribution on its path
+# (what `pip freeze` lists, pip included).
+_ENVIRONMENT = (
+    "import importlib.metadata as m, json, sys; "
+    "print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3], "
+    "'packages': {d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}}))"
+)
+
+
+def image_environment(engine: Engine, image: str) -> dict[str, Any] | None:
+    """The task Python of ``image`` as tasks find it (``/venv/bin/python``: its full version, its pip, every
+    package on its path), from a container without network; None where it cannot be run."""
+    command = ["run", "--rm", "--network", "none", *engine.run_args, image, "/venv/bin/python", "-c", _ENVIRONMENT]
+    try:
+        proc = _engine(engine, command, capture_output=True, timeout=120)
+        found: dict[str, Any] = json.loads(proc.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    packages = found.get("packages") or {}
+    pip = next((v for k, v in packages.items() if k.lower() == "pip"), None)
+    return {"python": str(found.get("python")), "pip": pip, "packages": packages}
+
+
 def default_image(engine: Engine) -> str:
     """The SUPER image where it is built, else the kernel image (``--kernel-only``)."""
     for image in (DEFAULT_IMAGE, KERNEL_IMAGE):
@@ -104,18 +136,33 @@ def default_image(engine: Engine) -> str:
     return DEFAULT_IMAGE
 
 
+def image_tags(tag: str | None, kernel_only: bool) -> tuple[str, str]:
+    """The tags a build gives (SUPER's image, its kernel layer): ``--tag`` names the image built, the kernel
+    layer's own with ``--kernel-only``; over SUPER's, the kernel layer goes beside it (``NAME-kernel:VERSION``),
+    so that two builds with tags of their own never overwrite each other's. Without one, the defaults."""
+    if tag is None:
+        return DEFAULT_IMAGE, KERNEL_IMAGE
+    if kernel_only:
+        return tag, tag
+    name, colon, version = tag.rpartition(":")
+    if not colon or "/" in version:  # no version: the colon, if any, is a registry's port
+        return tag, f"{tag}-kernel"
+    return tag, f"{name}-kernel:{version}"
+
+
 def build_images(
     base: str,
     *,
     engine_name: str | None = None,
-    tag: str = DEFAULT_IMAGE,
-    kernel_tag: str = KERNEL_IMAGE,
+    tag: str | None = None,
     requirements: Path = COLAB_REQUIREMENTS,
     kernel_only: bool = False,
     ca_bundle: Path | None = None,
     echo: Callable[[str], None] = print,
 ) -> ImageInfo:
-    """Build the kernel image over ``base``, then (unless ``kernel_only``) the SUPER image over it."""
+    """Build the kernel image over ``base``, then (unless ``kernel_only``) the SUPER image over it; their tags
+    are ``image_tags``'s."""
+    tag, kernel_tag = image_tags(tag, kernel_only)
     engine = find_engine(engine_name)
     if not image_exists(engine, base) and _engine(engine, ["pull", base]).returncode != 0:
         raise SandboxError(
@@ -139,14 +186,33 @@ def build_images(
         if kernel_only:
             return info
         echo(f"Building SUPER's layer over {kernel_tag} (SUPER's package list: several GB)")
-        shutil.copy(requirements, build.context / "task-requirements.txt")
+        torch, listed = torch_source(requirements.read_text(), echo)
+        (build.context / "task-requirements.txt").write_text(listed)
         differences = [d for d in info.differences if d != _KERNEL_ONLY]
-        info = info.model_copy(update={"image": tag, "layer": "super", "differences": differences})
+        if torch == "pypi":
+            differences.append(_TORCH_FROM_PYPI)
+        update = {"image": tag, "layer": "super", "differences": differences, "torch": torch}
+        info = info.model_copy(update=update)
         build(_super_layer(kernel_tag, info, ca_bundle is not None), tag)
         return info
 
 
 _KERNEL_ONLY = "none of SUPER's packages: the kernel layer only"
+_TORCH_FROM_PYPI = (
+    f"torch 2.2.1 from PyPI (with CUDA libraries), not the CPU build 2.2.1+cpu the paper's runs had: the PyTorch "
+    f"CPU index {TORCH_CPU_INDEX} was unreachable when the image was built"
+)
+
+
+def torch_source(listed: str, echo: Callable[[str], None], index: str = TORCH_CPU_INDEX) -> tuple[str, str]:
+    """Where the image's torch comes from, and the package list to install: the list names the PyTorch CPU
+    index (the paper's torch 2.2.1+cpu), asked once here; where it does not answer, the list without it (pip
+    would retry it for every package's page, minutes each), and torch from PyPI."""
+    if index_answers(index):
+        return "cpu", listed
+    echo(f"The PyTorch CPU index {index} does not answer: torch comes from PyPI (with CUDA libraries)")
+    kept = [line for line in listed.splitlines() if index not in line]
+    return "pypi", "\n".join(kept) + "\n"
 
 
 def _kernel_layer(build: _Build, base: str, system: str, kernel_tag: str) -> ImageInfo:
@@ -173,10 +239,14 @@ def _kernel_layer(build: _Build, base: str, system: str, kernel_tag: str) -> Ima
 
 
 def _pinned(version: str) -> list[str]:
-    """The minimal default's packages, at the harness's own versions where the Python versions agree."""
+    """The minimal default's packages, at the harness's own versions where the Python versions agree; pip at
+    the paper's version (24.0), as task environments over the other backends' bases get it."""
     same = version == f"{sys.version_info[0]}.{sys.version_info[1]}"
     pinned = []
     for name in DEFAULT_PACKAGES:
+        if name == "pip":
+            pinned.append(f"pip=={PAPER_PIP}")
+            continue
         try:
             pinned.append(f"{name}=={metadata.version(name)}" if same else name)
         except metadata.PackageNotFoundError:
@@ -185,11 +255,11 @@ def _pinned(version: str) -> list[str]:
 
 
 def _download_wheels(version: str, target: Path) -> None:
-    """Wheels of the minimal default for the image's Python, fetched by the host's pip as it is configured
-    (offline where it has them), so that the build needs no package index inside."""
+    """Wheels of the minimal default for the image's Python, fetched by the host's pip (its configuration left
+    out: ``isolated_pip``), so that the build needs no package index inside."""
     command = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check"]
     command += ["--only-binary=:all:", "--python-version", version, "--dest", str(target), *_pinned(version)]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=isolated_pip_environ())
     if proc.returncode != 0:
         detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
         raise SandboxError(f"cannot download {', '.join(DEFAULT_PACKAGES)} for Python {version}: {' / '.join(detail)}")
@@ -254,6 +324,8 @@ def _super_layer(kernel_tag: str, info: ImageInfo, ca: bool) -> list[str]:
         f"RUN {mount}{cert}sh -c 'python -m pip install --no-cache-dir -r {requirements} || "
         f"(grep -v ^en-core-web-sm {requirements} > /tmp/reqs.txt && echo en-core-web-sm left out && "
         f"python -m pip install --no-cache-dir -r /tmp/reqs.txt)'",
+        # Tasks get the paper's pip, as over the other backends' bases (the list was installed by today's).
+        f"RUN {mount}{cert}python -m pip install --no-cache-dir pip=={PAPER_PIP}",
         f"LABEL {LABEL}={json.dumps(info.model_dump_json())}",
     ]
 

@@ -32,11 +32,11 @@ from super_bench.sandbox.backends.container_disk import DISK_MECHANISM, check_di
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
 from super_bench.sandbox.backends.container_image import (
     CA_BUNDLE_INSIDE,
-    DEFAULT_IMAGE,
     IMAGE_KERNEL_BOOT,
     build_images,
     default_image,
     host_ca_bundle,
+    image_environment,
     image_info,
 )
 from super_bench.sandbox.base import (
@@ -62,7 +62,15 @@ from super_bench.sandbox.lifetime.scratch import runtime_tag
 from super_bench.sandbox.limits.disk import WATCH
 from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
-from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, cache_record
+from super_bench.sandbox.packages.task_access import (
+    FORWARDER,
+    PACKAGES_INSIDE,
+    PACKAGES_PORT,
+    PackageSession,
+    cache_applies,
+    cache_record,
+)
+from super_bench.sandbox.pyenv.report import paper_differences
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +82,6 @@ MEMORY_MECHANISM = (
 SHARED_INSIDE = "/opt/super-bench/shared"
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
-# Where the package cache's socket directory appears in the container, and the port it is served at there.
-PACKAGES_INSIDE = "/run/super-bench-packages"
-PACKAGES_PORT = 3141
-_FORWARD = (Path(__file__).resolve().parents[1] / "data" / "socket_forward.py").read_text()
 _NO_LINKS = "links cannot cross the container's boundary (the cache is on the host, the task's packages in its layer)"
 
 # Starts the kernel in a process group of its own (so that interrupts and kills reach what it
@@ -139,7 +143,7 @@ class DockerSandbox(Sandbox):
         info = build_images(
             request.base_image or "debian:bookworm-slim",
             engine_name=request.engine,
-            tag=request.tag or DEFAULT_IMAGE,
+            tag=request.tag,
             requirements=request.requirements,
             kernel_only=request.kernel_only,
             ca_bundle=request.ca_bundle or host_ca_bundle(),
@@ -179,7 +183,16 @@ class DockerSandbox(Sandbox):
                 found["summary"] = f"the image {image} (not made by `super-bench sandbox build`: packages unknown)"
             else:
                 found |= {"summary": info.summary, "python": info.python, "layer": info.layer, "base": info.base}
-                found["differences"] = info.differences
+                found |= {"differences": info.differences, "torch": info.torch}
+            # The task Python as tasks find it, measured (the label says what the build meant): its version and
+            # pip, how they differ from the paper's, and with ``packages`` every package a task's pip lists.
+            measured = image_environment(engine, image)
+            if measured is not None:
+                kept = [d for d in found.get("differences", []) if not d.startswith("Python ")]
+                differences = [*paper_differences(measured["python"], measured["pip"]), *kept]
+                found |= {"python": measured["python"], "pip": measured["pip"], "differences": differences}
+                if packages:
+                    found["packages"] = measured["packages"]
         disk = None
         if config.disk_limit is not None:
             try:
@@ -238,7 +251,7 @@ class DockerSandbox(Sandbox):
             # Without the package cache, the date is pip's own filter, which old pips ignore.
             try:
                 pip = self._exec(["python3", "-m", "pip", "--version"]).stdout.decode()
-                check_task_pip(self.config, pip, f"python3 of the image {self._image}")
+                check_task_pip(self.config, pip, f"python3 of the image {self._image}", upgradable=False)
             except SandboxError:
                 self.stop()
                 raise
@@ -331,7 +344,7 @@ class DockerSandbox(Sandbox):
         # The package cache's forwarder (data/socket_forward.py) beside the main process, from the first moment.
         socket = f"{PACKAGES_INSIDE}/{self._packages.proxy.unix_socket().name}"
         main = 'python3 -S -c "$0" "$1" "$2" & exec sleep "$3"'
-        return [*args, self._image, "sh", "-c", main, _FORWARD, socket, str(PACKAGES_PORT), lifetime]
+        return [*args, self._image, "sh", "-c", main, FORWARDER, socket, str(PACKAGES_PORT), lifetime]
 
     def _find_cgroup(self) -> CgroupMemory | None:
         """The container's memory cgroup, where the harness can read it (an engine on this machine)."""

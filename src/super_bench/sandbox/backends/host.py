@@ -54,7 +54,7 @@ from super_bench.sandbox.limits.disk import describe as describe_disk
 from super_bench.sandbox.limits.memory import MemoryCgroup, memory_mechanism
 from super_bench.sandbox.limits.memory import describe as describe_memory
 from super_bench.sandbox.mirrors.serving import check_task_pip, mirror_environ
-from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, cache_record
+from super_bench.sandbox.packages.task_access import PACKAGES_PORT, PackageSession, cache_applies, cache_record
 from super_bench.sandbox.pyenv.report import describe_task_environment
 from super_bench.sandbox.pyenv.super_base import build_base_env, task_base
 from super_bench.sandbox.pyenv.task_env import BasePython, create_task_env, packages_of
@@ -76,6 +76,8 @@ class HostSandbox(Sandbox):
     wrapped_kernel: ClassVar[bool] = False
     # Where the kernels' sockets directory appears to agent code (None: at its host path).
     sockets_inside: ClassVar[str | None] = None
+    # Whether agent code reaches the package cache with the network off (through its unix socket).
+    cache_without_network: ClassVar[bool] = False
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
@@ -103,7 +105,7 @@ class HostSandbox(Sandbox):
             request.pip_args,
             echo=echo,
             packages_as_of=request.packages_as_of,
-            torch=request.torch or "pypi",
+            torch=request.torch or "cpu",
         )
         dated = f", packages as of {record.packages_as_of}" if record.packages_as_of else ""
         return BuildReport(
@@ -151,7 +153,7 @@ class HostSandbox(Sandbox):
             warning=warning,
             memory_enforcement=_mechanism(config.memory_limit, lambda: memory_mechanism(config.memory_enforcement)),
             disk_enforcement=_mechanism(config.disk_limit, lambda: disk_mechanism(config.disk_enforcement)),
-            package_cache=cache_record(config),
+            package_cache=cache_record(config, without_network=cls.cache_without_network),
         )
 
     # -- layout ------------------------------------------------------------------------------
@@ -214,11 +216,13 @@ class HostSandbox(Sandbox):
             self._prepare()
             if limit is not None and not own_filesystem:
                 self._disk_watched = WATCH.watch(self.root, limit, self._agent_uid(), self._disk_passed_limit)
-            if self.config.packages_as_of is not None and not cache_applies(self.config):
-                # Without the package cache, the date is pip's own filter, which old pips ignore.
-                # Asked inside the sandbox, where the task's Python finds its packages.
+            if self.config.packages_as_of is not None and self._packages is None:
+                # Without the package cache, the date is pip's own filter, which old pips ignore. Asked inside
+                # the sandbox, where the task's Python finds its packages; said of what the user can name: the
+                # task environment is made afresh for every task from the base's (whose pip it gets).
                 pip = self.run(["python", "-m", "pip", "--version"], timeout=120)
-                check_task_pip(self.config, pip.stdout, f"{self.inside(self.python_dir)}/bin/python")
+                where = f"the task environment over {self.base.interpreter}"
+                check_task_pip(self.config, pip.stdout, where, upgradable=False)
         except BaseException:
             self.stop()  # a start that failed half-way leaves nothing either
             raise
@@ -257,9 +261,11 @@ class HostSandbox(Sandbox):
         # inline backend) is there for its scripts too, as in SUPER's environment, and never shadows its own.
         site_dirs = [self.shown_at(d) for d in (*self._base.site_dirs, str(self._base.kernel_dir / "packages"))]
         create_task_env(self.python_dir, self._base, visible_at=self.inside(self.python_dir), site_dirs=site_dirs)
-        if cache_applies(self.config):
+        if cache_applies(self.config, without_network=self.cache_without_network):
             inside = self.inside(self.python_dir)
-            self._packages = PackageSession(self.config, self.python_dir, self._agent_uid(), inside)
+            # Without the network, at the forwarder's port of the sandbox's own loopback (bwrap's _wrap).
+            address = None if self.config.network else f"http://127.0.0.1:{PACKAGES_PORT}"
+            self._packages = PackageSession(self.config, self.python_dir, self._agent_uid(), inside, address)
             self._packages.install_hook(self.python_dir / "lib" / f"python{self._base.version}" / "site-packages")
         self._env = self.agent_environ()
         if self.config.memory_limit is not None and memory_mechanism(self.config.memory_enforcement) != "address-space":

@@ -157,7 +157,8 @@ _DRAIN = 0.1
 
 
 def run_shell(command: str) -> int:
-    """Run ``!command`` as IPython does (``$SHELL -c``, or sh, in a pseudo-terminal that nothing types
+    """Run ``!command`` as IPython does (``$SHELL -c``, or sh, the paper's: agent code is given no
+    ``$SHELL`` unless it sets one; in a pseudo-terminal that nothing types
     into; output as it comes; ^C to the command on an interrupt) and return its status as IPython
     gives it: the exit status, or minus the signal that ended it (a shell's 128 + n included).
 

@@ -1,10 +1,12 @@
-"""Run inside a docker task's container at its start: the package cache at 127.0.0.1:PORT of the
-container's own network (its loopback, there even with ``--network none``), each connection forwarded
-to the harness's proxy through the unix socket bound into the container. pip speaks HTTP over TCP only.
+"""Run inside a sandbox without the host's network (a docker task's container; a bwrap sandbox with the
+network off): the package cache at 127.0.0.1:PORT of the sandbox's own network (its loopback, there even
+with ``--network none``), each connection forwarded to the harness's proxy through the unix socket bound
+into the sandbox. pip speaks HTTP over TCP only.
 
-Arguments: the socket's path, the port. Started beside the container's main process, before anything
-else runs there. It runs with agent code's privileges: agent code may stop it, and loses only its own
-package installs; what answers on the socket is the harness's proxy, with its own rules.
+Arguments: the socket's path, the port. Started beside the container's main process (in bwrap, beside
+the kernel or command of each sandbox), before anything else runs there. It runs with agent code's
+privileges: agent code may stop it, and loses only its own package installs; what answers on the socket
+is the harness's proxy, with its own rules.
 """
 
 import socket

@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox.isolated_pip import isolated_pip_environ
 from super_bench.sandbox.lifetime.build_cache import Lookup, build_once, remembered
 
 BOOT_SCRIPT = Path(__file__).resolve().parents[1] / "data" / "kernel_boot.py"
@@ -142,14 +143,17 @@ def _found_before(version: str, boot: bytes) -> Lookup | None:
 def _pip_install_target(python: str, version: str, target: Path) -> None:
     """Install ipykernel for another Python version: with that Python's own pip, else with ours for its version."""
     try:
-        has_pip = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, timeout=120).returncode == 0
+        found = subprocess.run(
+            [python, "-m", "pip", "--version"], capture_output=True, timeout=120, env=isolated_pip_environ()
+        )
+        has_pip = found.returncode == 0
     except OSError:  # no such interpreter here (the Python of an image): ours installs for its version
         has_pip = False
     prefix = [python, "-m", "pip"] if has_pip else [sys.executable, "-m", "pip"]
     options = [] if has_pip else ["--python-version", version, "--only-binary=:all:"]
     command = [*prefix, "install", "--disable-pip-version-check", "--no-warn-script-location", "--quiet"]
     command += [*options, "--target", str(target), _KERNEL_REQUIREMENT]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=isolated_pip_environ())
     if proc.returncode != 0:
         detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
         raise SandboxError(

@@ -220,8 +220,10 @@ def check_readable_by_all(config: SandboxConfig) -> None:
             )
 
 
-def check_task_pip(config: SandboxConfig, pip_version_output: str, python: str) -> None:
-    """Refuse a task Python whose pip would ignore ``packages_as_of`` (``pip --version``'s output given)."""
+def check_task_pip(config: SandboxConfig, pip_version_output: str, python: str, *, upgradable: bool = True) -> None:
+    """Refuse a task Python whose pip would ignore ``packages_as_of`` (``pip --version``'s output given).
+    ``python``: what the user can name (never a path inside a sandbox); ``upgradable``: whether upgrading its
+    pip is advice they can follow (else the package cache and --task-python are)."""
     if config.packages_as_of is None:
         return
     words = pip_version_output.split()
@@ -232,8 +234,15 @@ def check_task_pip(config: SandboxConfig, pip_version_output: str, python: str) 
         found = ()
     if found < PIP_WITH_UPLOAD_FILTER:
         have = f"pip {version}" if version else "no working pip"
+        needed = ".".join(map(str, PIP_WITH_UPLOAD_FILTER))
+        head = (
+            f"--packages-as-of needs pip {needed} or newer in the task Python where tasks install without the "
+            f"package cache ({python} has {have}, which would install today's packages)"
+        )
+        if upgradable:
+            fix = f"upgrade it with: {python} -m pip install 'pip>={PIP_WITH_UPLOAD_FILTER[0]}', or give another with"
+            raise SandboxError(f"{head}; {fix} --task-python")
         raise SandboxError(
-            f"--packages-as-of needs pip {'.'.join(map(str, PIP_WITH_UPLOAD_FILTER))} or newer in the task Python "
-            f"({python} has {have}, which would install today's packages); upgrade it with: "
-            f"{python} -m pip install 'pip>={PIP_WITH_UPLOAD_FILTER[0]}', or give another with --task-python"
+            f"{head}; leave the package cache on (it applies the date for any pip: drop --package-cache off), or give "
+            f"a task Python with pip {PIP_WITH_UPLOAD_FILTER[0]} or newer with --task-python"
         )

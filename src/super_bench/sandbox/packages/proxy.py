@@ -5,8 +5,9 @@ Every task gets an address of its own, with a random token in its path:
 ``PIP_INDEX_URL=http://127.0.0.1:PORT/TOKEN/simple/``. What it may fetch, and how, is ``sources``'s
 rule: a task names a project and nothing else.
 
-- A project page is fetched from the upstream indexes (``--pip-index``; else the index and extra indexes
-  the harness's pip is configured with, leaving out any whose address carries credentials; else PyPI),
+- A project page is fetched from the upstream indexes (``--pip-index``; else PyPI; the index and extra
+  indexes the harness's pip is configured with only with ``--host-pip-config``, leaving out any whose
+  address carries credentials),
   merged, and served as JSON, each file's address rewritten to the proxy's (``/TOKEN/files/SHA256/NAME``).
   Upload times pass through; with ``--packages-as-of`` the proxy itself leaves out files uploaded after the
   date (and files without an upload time), so the date holds whatever pip the task runs. Pages are kept

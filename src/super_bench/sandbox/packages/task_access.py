@@ -1,10 +1,10 @@
 """A task's use of the package cache (``proxy``): its own address at the proxy, the variables that
 send its pip there, and, where installs link, the hook that makes pip link (``data/pip_links.py``).
 
-Used where the cache can be reached and has something to serve: the local and bwrap sandboxes with the
-network on (a bwrap sandbox without a network reaches no loopback service of the host), the docker sandbox
-always (through the proxy's unix socket, bound into the container), with an index to serve (not an offline
-bundle's wheels alone, which are on disk already). pip's own cache is switched off in the task: the
+Used where the cache can be reached and has something to serve: the local sandbox with the network on, the
+bwrap and docker sandboxes always (without the network through the proxy's unix socket, bound into the
+sandbox, which reaches no loopback service of the host), with an index to serve (not an offline bundle's
+wheels alone, which are on disk already). pip's own cache is switched off in the task: the
 harness's holds every download, and nothing pip writes is shared.
 """
 
@@ -19,9 +19,15 @@ from super_bench.sandbox.base import SandboxConfig
 from super_bench.sandbox.lifetime.build_cache import cache_dir
 from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 from super_bench.sandbox.mirrors.serving import upload_cutoff
-from super_bench.sandbox.packages.proxy import LinkTarget, configured_indexes, proxy_for
+from super_bench.sandbox.packages.proxy import PYPI, LinkTarget, configured_indexes, proxy_for
 
 HOOK = Path(__file__).resolve().parents[1] / "data" / "pip_links.py"
+# Sandboxes without the network (docker's, bwrap's) reach the cache through its unix socket, bound in at
+# PACKAGES_INSIDE, and a forwarder (data/socket_forward.py, FORWARDER its source) started beside agent code
+# serves it at PACKAGES_PORT of the sandbox's own loopback: pip speaks HTTP over TCP only.
+PACKAGES_INSIDE = "/run/super-bench-packages"
+PACKAGES_PORT = 3141
+FORWARDER = (Path(__file__).resolve().parents[1] / "data" / "socket_forward.py").read_text()
 HOOK_MODULE = "_super_bench_pip_links"
 
 
@@ -30,16 +36,20 @@ def package_cache_dir(config: SandboxConfig) -> Path:
 
 
 def upstreams(config: SandboxConfig) -> tuple[str, ...] | Callable[[], tuple[str, ...]]:
-    """The indexes the cache serves a task from: ``--pip-index``, else those the harness's pip is configured with
-    (found when the task first installs)."""
-    return (config.pip_index,) if config.pip_index is not None else configured_indexes
+    """The indexes the cache serves a task from: ``--pip-index``; else, with ``--host-pip-config`` only, those
+    the harness's pip is configured with (found when the task first installs); else PyPI. The host's pip
+    configuration (an extra index without upload times, a constraint file) reaches no task unasked."""
+    if config.pip_index is not None:
+        return (config.pip_index,)
+    return configured_indexes if config.host_pip_config else (PYPI,)
 
 
 def known_upstreams(config: SandboxConfig) -> tuple[str, ...] | None:
-    """The upstream indexes, if known without asking pip (a subprocess): ``--pip-index``, or those a task's
-    first install has found already; else None."""
-    if config.pip_index is not None:
-        return (config.pip_index,)
+    """The upstream indexes, if known without asking pip (a subprocess): ``--pip-index``, PyPI, or those a
+    task's first install has found already; else None."""
+    found = upstreams(config)
+    if isinstance(found, tuple):
+        return found
     return configured_indexes() if configured_indexes.cache_info().currsize else None
 
 
@@ -57,9 +67,9 @@ def cache_record(
     config: SandboxConfig, *, without_network: bool = False, copies: str | None = None
 ) -> dict[str, Any] | None:
     """The package cache's mode, directory and upstream indexes, where tasks install through it; ``copies``: why
-    installs copy where links were asked (the backend cannot link). The indexes from pip's configuration are
-    found when a task first installs (asking pip costs a process): until then, and in a run where no task
-    installed anything, they are null (the runner records them at its end)."""
+    installs copy where links were asked (the backend cannot link). The indexes from pip's configuration
+    (``--host-pip-config``) are found when a task first installs (asking pip costs a process): until then, and
+    in a run where no task installed anything, they are null (the runner records them at its end)."""
     if not cache_applies(config, without_network=without_network):
         return None
     indexes = known_upstreams(config)

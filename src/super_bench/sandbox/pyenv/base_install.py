@@ -2,12 +2,13 @@
 
 - ``--packages-as-of DATE``: every package from the list's indexes as uploaded by the end of DATE (pip's
   own upload-time filter: the base gets a pip that has it before anything else is installed).
-- ``--torch cpu``: torch (and torchvision, torchaudio, ... where listed) from the PyTorch CPU index, and
+- ``--torch cpu`` (the default: the paper's runs had torch 2.2.1+cpu): torch (and torchvision, torchaudio,
+  ... where listed) from the PyTorch CPU index, and
   from it alone; every other package, torch's own dependencies included, from the list's other indexes as
   without the option. Its pages give no upload times, which pip's filter needs, so the date does not
   apply to the torch packages: they are installed at the version the list pins, and the record says so.
-  ``--torch pypi`` (the default) takes torch from the list's indexes like every other package: PyPI's
-  build, with its CUDA libraries, as the paper's environment had.
+  ``--torch pypi`` takes torch from the list's indexes like every other package: PyPI's build, with its CUDA
+  libraries (the fallback where the CPU index does not answer).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import subprocess
 from collections.abc import Callable
 from datetime import datetime
 from typing import Literal
+
+from super_bench.sandbox.isolated_pip import isolated_pip_environ
 
 TorchSource = Literal["pypi", "cpu"]
 TORCH_SOURCES: tuple[str, ...] = ("pypi", "cpu")
@@ -90,14 +93,14 @@ def torch_notes(entries: list[str], torch: TorchSource, cutoff: datetime | None)
 def pip_install(python: str, args: list[str]) -> int:
     """``python -m pip install ARGS``, its output going to this process's own."""
     command = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-warn-script-location", *args]
-    return subprocess.run(command).returncode
+    return subprocess.run(command, env=isolated_pip_environ()).returncode
 
 
 def unavailable(python: str, entry: str, options: list[str]) -> str | None:
     """Why pip cannot find ``entry`` (its last line of complaint), or None when it can (metadata only)."""
     command = [python, "-m", "pip", "install", "--dry-run", "--no-deps", "--disable-pip-version-check", "--quiet"]
     command += ["--retries", "1", "--timeout", "30", *options, entry]
-    proc = subprocess.run(command, capture_output=True, text=True)
+    proc = subprocess.run(command, capture_output=True, text=True, env=isolated_pip_environ())
     if proc.returncode == 0:
         return None
     lines = [line.strip() for line in proc.stderr.splitlines() if line.strip().startswith("ERROR")]

@@ -18,6 +18,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from super_bench.sandbox.isolated_pip import isolated_pip_environ
 from super_bench.sandbox.lifetime.build_cache import cache_dir
 
 PAPER_PIP = "24.0"
@@ -36,7 +37,7 @@ def paper_pip_wheel() -> Path | None:
         command = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"]
         command += ["--only-binary=:all:", "--dest", fetched, f"pip=={PAPER_PIP}"]
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=300, env=isolated_pip_environ())
         except (OSError, subprocess.SubprocessError) as e:
             log.warning("pip %s could not be fetched for task environments (%s): they get this pip", PAPER_PIP, e)
             return None
@@ -65,7 +66,7 @@ def install_papers_pip(python: str) -> str | None:
     if wheel is None:
         return f"pip {PAPER_PIP} could not be fetched: the base keeps the pip that installed its packages"
     command = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--no-index"]
-    proc = subprocess.run([*command, str(wheel)], capture_output=True, text=True)
+    proc = subprocess.run([*command, str(wheel)], capture_output=True, text=True, env=isolated_pip_environ())
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         return f"pip {PAPER_PIP} could not be installed in the base ({why}): it keeps the one that installed the list"

@@ -18,6 +18,8 @@ from super_bench.sandbox.pyenv.super_base import (
 )
 from super_bench.sandbox.pyenv.task_env import packages_of
 
+# The torch the paper's runs had: their outputs print 2.2.1+cpu (pip's lines, torch.__version__).
+PAPER_TORCH = "2.2.1+cpu"
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*([^\s;#]+))?")
 
 
@@ -34,6 +36,18 @@ def reference_packages() -> dict[str, str | None]:
         match = _NAME.match(line)
         if match:
             found[_canonical(match.group(1))] = match.group(2)
+    return found
+
+
+def paper_differences(python: str, pip: str | None) -> list[str]:
+    """How an interpreter and its pip differ from the paper's environment's (Python 3.10, pip 24.0)."""
+    found = []
+    if python != PAPER_PYTHON and not python.startswith(PAPER_PYTHON + "."):
+        found.append(f"Python {python}, not {PAPER_PYTHON} as in the paper's")
+    if pip is None:
+        found.append(f"no pip, where the paper's had {PAPER_PIP}")
+    elif pip != PAPER_PIP:
+        found.append(f"pip {pip}, not {PAPER_PIP} as in the paper's")
     return found
 
 
@@ -55,6 +69,19 @@ class TaskEnvironmentInfo(Model):
     )
     torch: str | None = Field(None, description="Where the built base's torch came from: pypi or cpu (`--torch`)")
     notes: list[str] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def differences(self) -> list[str]:
+        """Each way it differs from the paper's environment, one line each (``sandbox check`` shows them)."""
+        found = paper_differences(self.python, self.pip)
+        if self.missing:
+            found.append(f"{len(self.missing)} of its packages missing: {', '.join(self.missing)}")
+        pinned = reference_packages()
+        found += [f"{name} {version}, not {pinned[name]}" for name, version in self.other_versions.items()]
+        if self.kind == "built" and self.torch != "cpu" and "torch" not in self.missing:
+            found.append(f"torch from PyPI (with CUDA libraries), not the CPU build {PAPER_TORCH} the paper's runs had")
+        return found
 
     @computed_field  # type: ignore[prop-decorator]
     @property

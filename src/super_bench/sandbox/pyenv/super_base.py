@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field
 
 from super_bench._pydantic import Model
 from super_bench.errors import SandboxError
+from super_bench.sandbox.isolated_pip import isolated_pip_environ
 from super_bench.sandbox.kernel.kernel_env import kernel_env
 from super_bench.sandbox.lifetime.build_cache import cache_dir
 from super_bench.sandbox.mirrors.serving import PIP_WITH_UPLOAD_FILTER, cutoff_of
@@ -152,12 +153,13 @@ def build_base_env(
     # last, says the build finished.
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if subprocess.run([interpreter, "-m", "venv", "--symlinks", str(target)]).returncode != 0:
+    created = subprocess.run([interpreter, "-m", "venv", "--symlinks", str(target)], env=isolated_pip_environ())
+    if created.returncode != 0:
         raise SandboxError(f"cannot create a virtual environment in {target} with {interpreter}")
     env_python = str(target / "bin" / "python")
     options, entries = _read_requirements(requirements)
     options = _reachable_indexes(without_pytorch_indexes(options), notes, echo)
-    if torch == "cpu" and not _answers(TORCH_CPU_INDEX):
+    if torch == "cpu" and not index_answers(TORCH_CPU_INDEX):
         note = f"the PyTorch CPU index {TORCH_CPU_INDEX} is unreachable: torch comes from PyPI (with CUDA libraries)"
         notes.append(note)
         echo(note)
@@ -226,7 +228,7 @@ def _reachable_indexes(options: list[str], notes: list[str], echo: Callable[[str
     for option in options:
         if pending is not None:
             flag, pending = pending, None
-            if _answers(option):
+            if index_answers(option):
                 kept += [flag, option]
             else:
                 note = f"the package index {option} is unreachable: its packages come from PyPI instead"
@@ -244,7 +246,9 @@ def _reachable_indexes(options: list[str], notes: list[str], echo: Callable[[str
     return kept
 
 
-def _answers(url: str) -> bool:
+def index_answers(url: str) -> bool:
+    """Whether a package index answers at all (one request, 15 s at most): pip would retry one that does not
+    for every page, minutes each; a build asks once and decides."""
     if not url.startswith(("http://", "https://")):
         return True
     try:
