@@ -1,0 +1,88 @@
+"""Serving ``super-bench mcp``: the run directory held for the server's life, the hub's episodes, and the
+transport (stdio or streamable HTTP). However the serving ends, every episode still running is ended and
+written before the run directory is let go."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+
+import anyio
+
+from super_bench.mcp_ext.http import http_app, listen, url_of, uvicorn_server
+from super_bench.mcp_ext.hub import RunHub
+from super_bench.mcp_ext.tools import build_server
+from super_bench.runner.config import RunConfig
+from super_bench.runner.rundir import RunDir
+
+__all__ = ["Settings", "listen", "run_stdio", "serve_http", "url_of"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    sources: tuple[str, ...]
+    max_sessions: int
+    idle_timeout: float
+    agent_name: str | None = None
+
+
+def _hub(config: RunConfig, run_dir: RunDir, settings: Settings) -> RunHub:
+    hub = RunHub(
+        config,
+        run_dir,
+        sources=settings.sources,
+        max_sessions=settings.max_sessions,
+        idle_timeout=settings.idle_timeout,
+        agent_name=settings.agent_name,
+    )
+    hub.open()
+    return hub
+
+
+def run_stdio(config: RunConfig, run_dir: RunDir, settings: Settings) -> None:
+    """Serve one client on stdin and stdout until it disconnects; its episode, if one runs, ends then."""
+    run_dir.create()
+    with run_dir.lock():
+        hub = _hub(config, run_dir, settings)
+        server = build_server(hub)
+
+        async def serve() -> None:
+            async with anyio.create_task_group() as group:
+                group.start_soon(hub.reap_forever)
+                try:
+                    await server.run_stdio_async()
+                finally:
+                    group.cancel_scope.cancel()
+                    await hub.close_all("agent_stopped", "the client disconnected")
+
+        try:
+            anyio.run(serve)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            hub.close_all_now("cancelled", "the server was stopped")
+
+
+async def serve_http(
+    config: RunConfig, run_dir: RunDir, settings: Settings, listener: socket.socket, token: str, host: str
+) -> None:
+    """Serve streamable HTTP on ``listener`` until stopped (Ctrl-C)."""
+    run_dir.create()
+    with run_dir.lock():
+        hub = _hub(config, run_dir, settings)
+        app = http_app(
+            build_server(hub),
+            token,
+            host=host,
+            on_close=lambda session: hub.end_quietly(session, "agent_stopped", "the client closed its MCP session"),
+            max_sessions=settings.max_sessions,
+            idle_timeout=settings.idle_timeout,
+        )
+        server = uvicorn_server(app)
+        async with anyio.create_task_group() as group:
+            group.start_soon(hub.reap_forever)
+            try:
+                await server.serve(sockets=[listener])
+            finally:
+                group.cancel_scope.cancel()
+                await hub.close_all("cancelled", "the server was stopped")
