@@ -1,0 +1,292 @@
+"""``super-bench mcp`` and the ``mcp:COMMAND`` agent, driven by the official ``mcp`` client (tests/mcp_client.py):
+gold solutions replayed as tool calls score what the gold agent scores, over stdio and streamable HTTP; the runs
+they write are read by analyze and verify; endings (disconnect, idle, budget) lose nothing; and the adversary's
+tool calls (out of order, oversized, escaping paths, too many sessions, no token) are refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from tests.helpers import cli
+from tests.mcp_client import call, http_session, replay_gold, stdio_session, text
+
+from super_bench.runner.rundir import RunDir
+from super_bench.tasks.loaders import load_tasks
+
+pytest.importorskip("mcp")
+
+SETS = ("expert", "masked", "auto")
+CLIENT = Path(__file__).with_name("mcp_client.py")
+LOCAL = ["--sandbox", "local"]
+
+
+def metrics(out: Path) -> dict[str, dict[str, Any]]:
+    rows = RunDir(out).read_results()
+    assert len(rows) == len({r.key for r in rows}) == len(RunDir(out).results_path.read_text().splitlines())
+    return {r.task_id: r.metrics.model_dump() for r in rows}
+
+
+class HttpServer:
+    def __init__(self, out: Path, *args: str) -> None:
+        self.out = out
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "super_bench", "mcp", "--http", "--port", "0", "--out", str(out), *LOCAL, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "SUPER_BENCH_TOKEN": "test-token"},
+        )
+        assert self.process.stdout is not None
+        first = self.process.stdout.readline()
+        match = re.search(r"(http://\S+/mcp)", first)
+        assert match, first + self.process.stderr.read()  # type: ignore[union-attr]
+        self.url = match.group(1)
+
+    def stop(self) -> str:
+        self.process.send_signal(signal.SIGINT)
+        out, err = self.process.communicate(timeout=120)
+        return out + err
+
+
+@pytest.fixture(scope="module")
+def gold(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict[str, Any]]]:
+    """What `run --agent gold` scores on each demo set (2 workers)."""
+    scores = {}
+    for task_set in SETS:
+        out = tmp_path_factory.mktemp("gold") / task_set
+        result = cli("run", "--agent", "gold", "--set", task_set, "--workers", "2", "--out", str(out), *LOCAL)
+        assert result.returncode == 0, result.stderr
+        scores[task_set] = metrics(out)
+    return scores
+
+
+@pytest.mark.slow
+def test_gold_actions_as_tool_calls_over_stdio_score_as_the_gold_agent(
+    gold: dict[str, dict[str, dict[str, Any]]], tmp_path: Path
+) -> None:
+    async def drive(task_set: str) -> None:
+        async with stdio_session(["--out", str(tmp_path / task_set), *LOCAL], name="stdio-gold") as session:
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            assert set(tools) == {
+                "start_task",
+                "read_task",
+                "execute_cell",
+                "continue_wait",
+                "interrupt_cell",
+                "edit_file",
+                "submit_answer",
+            }
+            assert tools["execute_cell"].input_schema["properties"]["code"]["type"] == "string"
+            for task in load_tasks("demo", task_set):
+                await replay_gold(session, task)
+
+    for task_set in SETS:
+        anyio.run(drive, task_set)
+        assert metrics(tmp_path / task_set) == gold[task_set]
+        rows = RunDir(tmp_path / task_set).read_results()
+        assert {r.agent for r in rows} == {"mcp:stdio-gold"}
+        assert all((tmp_path / task_set / r.trajectory).is_file() for r in rows if r.trajectory)
+    result = cli("analyze", str(tmp_path / "masked"))
+    assert result.returncode == 0, result.stderr
+    result = cli("verify", str(tmp_path / "expert"), "--task-ids", "tinyreg", "--sandbox", "bwrap")
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "1 of 1" in result.stdout or "reproduced" in result.stdout.lower(), result.stdout
+
+
+@pytest.mark.slow
+def test_gold_actions_over_streamable_http_score_as_the_gold_agent_three_clients_at_once(
+    gold: dict[str, dict[str, dict[str, Any]]], tmp_path: Path
+) -> None:
+    out = tmp_path / "http"
+    server = HttpServer(out, "--max-sessions", "3")
+
+    async def drive(task_set: str) -> None:
+        async with http_session(server.url, "test-token", name=f"http-{task_set}") as session:
+            for task in load_tasks("demo", task_set):
+                await replay_gold(session, task)
+
+    async def all_sets() -> None:
+        async with anyio.create_task_group() as group:
+            for task_set in SETS:
+                group.start_soon(drive, task_set)
+
+    try:
+        anyio.run(all_sets)
+    finally:
+        log = server.stop()
+    by_id = metrics(out)
+    for task_set in SETS:
+        assert {t: by_id[t] for t in gold[task_set]} == gold[task_set], log
+    result = cli("score", str(out))
+    assert result.returncode == 0, result.stderr
+    assert metrics(out) == by_id
+
+
+def test_endings_lose_nothing_and_out_of_order_calls_are_refused(tmp_path: Path) -> None:
+    """A disconnect mid-task, a step budget, tools out of order, an oversized cell: each is answered or recorded."""
+    out = tmp_path / "run"
+
+    async def first() -> None:
+        async with stdio_session(["--out", str(out), "--max-steps", "2", *LOCAL], name="careless") as session:
+            for tool, args in (("execute_cell", {"code": "1"}), ("read_task", {}), ("submit_answer", {"answer": "1"})):
+                result = await session.call_tool(tool, args)
+                assert result.is_error and "start_task first" in text(result)
+            result = await session.call_tool("start_task", {"task_id": "no-such-task"})
+            assert result.is_error and "no-such-task" in text(result)
+            await call(session, "start_task", task_id="tinyreg")
+            result = await session.call_tool("start_task", {"task_id": "tinyreg"})
+            assert result.is_error and "still running" in text(result)
+            result = await session.call_tool("execute_cell", {"code": "x" * 1_000_001})
+            assert result.is_error and "1000000" in text(result).replace(",", "")
+            assert "print(6*7)" not in await call(session, "read_task")
+            assert "42" in await call(session, "execute_cell", code="print(6*7)")
+            over = await call(session, "execute_cell", code="print('two')")
+            assert "max_steps" in over
+            result = await session.call_tool("execute_cell", {"code": "print(3)"})
+            assert result.is_error and "over" in text(result)
+            # a second task in the same session, left by a disconnect
+            await call(session, "start_task", task_id="tinyreg-lr")
+            await call(session, "execute_cell", code="y = 1")
+
+    anyio.run(first)
+    rows = {r.task_id: r for r in RunDir(out).read_results()}
+    assert rows["tinyreg"].stop_reason == "max_steps" and rows["tinyreg"].n_steps == 2
+    assert rows["tinyreg-lr"].stop_reason == "agent_stopped"
+    trajectory = json.loads((out / rows["tinyreg-lr"].trajectory).read_text())
+    assert trajectory["metadata"]["stopped_because"] == "the client disconnected"
+    assert [s["action"]["content"] for s in trajectory["steps"]] == ["y = 1"]
+    assert (out / "tasks" / "tinyreg-lr" / "trajectory.ipynb").is_file()
+
+
+def test_http_needs_the_token_bounds_sessions_and_ends_idle_clients(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    server = HttpServer(out, "--max-sessions", "1", "--idle-timeout", "2")
+    try:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            answer = httpx.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers)
+            assert answer.status_code == 401
+
+        async def two_clients() -> None:
+            async with http_session(server.url, "test-token", "first") as one:
+                await call(one, "start_task", task_id="tinyreg")
+                async with http_session(server.url, "test-token", "second") as two:
+                    result = await two.call_tool("start_task", {"task_id": "tinyreg-lr"})
+                    assert result.is_error and "at most 1" in text(result)
+                    await anyio.sleep(4)  # the first client stays idle past the timeout
+                    result = await one.call_tool("execute_cell", {"code": "1"})
+                    assert result.is_error
+                    await call(two, "start_task", task_id="tinyreg-lr")  # its room is free again
+                    await call(two, "submit_answer", answer='{"test_mse": 1}')
+
+        anyio.run(two_clients)
+    finally:
+        log = server.stop()
+    rows = {r.task_id: r for r in RunDir(out).read_results()}
+    assert rows["tinyreg"].stop_reason == "agent_stopped", log
+    assert rows["tinyreg-lr"].stop_reason == "submitted"
+    assert rows["tinyreg-lr"].agent == "mcp:second"
+
+
+def test_edit_paths_stay_inside_the_sandbox(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("keep me\n")
+
+    async def attack() -> None:
+        async with stdio_session(["--out", str(tmp_path / "run"), "--sandbox", "bwrap"]) as session:
+            await call(session, "start_task", task_id="tinyreg")
+            for path in (str(secret), "../" * 20 + str(secret).lstrip("/")):
+                result = await session.call_tool("edit_file", {"path": path, "before": "keep me", "after": "gone"})
+                assert result.is_error, text(result)
+            result = await session.call_tool("edit_file", {"path": "a\nb", "before": "x", "after": "y"})
+            assert result.is_error
+
+    anyio.run(attack)
+    assert secret.read_text() == "keep me\n"
+
+
+@pytest.fixture
+def masked_gold(gold: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    return gold["masked"]
+
+
+def _rows(out: Path) -> list[dict[str, Any]]:
+    path = out / "results.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip().endswith("}")]
+
+
+@pytest.mark.slow
+def test_run_with_an_external_mcp_client_resumes_after_sigkill(
+    masked_gold: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    command = [
+        sys.executable,
+        "-m",
+        "super_bench",
+        "run",
+        "--set",
+        "masked",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        *LOCAL,
+        "--agent",
+        f"mcp:{sys.executable} {CLIENT} gold",
+    ]
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while len(_rows(out)) < 3 and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert 0 < len(_rows(out)) < len(masked_gold)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert metrics(out) == masked_gold
+    rows = RunDir(out).read_results()
+    assert {r.agent for r in rows} == {
+        "mcp:python" if Path(sys.executable).name == "python" else f"mcp:{Path(sys.executable).name}"
+    }
+
+
+def test_a_crashing_external_client_is_the_agents_failure(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = cli(
+        "run",
+        "--set",
+        "masked",
+        "--task-ids",
+        "tinyreg_goal",
+        "--out",
+        str(out),
+        *LOCAL,
+        "--agent",
+        f"mcp:{sys.executable} {CLIENT} crash",
+    )
+    assert result.returncode == 0, result.stderr
+    (row,) = RunDir(out).read_results()
+    assert (row.status, row.stop_reason) == ("agent_error", "agent_error")
+    assert "status 3" in (row.error or "") and "crashes on purpose" in (row.error or "")
+    trajectory = json.loads((out / row.trajectory).read_text())
+    assert [s["action"]["content"] for s in trajectory["steps"] if not s.get("pre_executed")] == [
+        "print('about to crash')"
+    ]
+
+
+def test_the_mcp_agent_needs_a_command() -> None:
+    result = cli("run", "--agent", "mcp:", *LOCAL)
+    assert result.returncode != 0 and "mcp:COMMAND" in result.stderr
