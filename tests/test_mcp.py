@@ -37,6 +37,12 @@ def metrics(out: Path) -> dict[str, dict[str, Any]]:
     return {r.task_id: r.metrics.model_dump() for r in rows}
 
 
+def agents(out: Path) -> set[str]:
+    """The agent names the run's trajectories record."""
+    rows = RunDir(out).read_results()
+    return {json.loads((out / r.trajectory).read_text())["agent"] for r in rows if r.trajectory}
+
+
 class HttpServer:
     def __init__(self, out: Path, *args: str) -> None:
         self.out = out
@@ -94,9 +100,7 @@ def test_gold_actions_as_tool_calls_over_stdio_score_as_the_gold_agent(
     for task_set in SETS:
         anyio.run(drive, task_set)
         assert metrics(tmp_path / task_set) == gold[task_set]
-        rows = RunDir(tmp_path / task_set).read_results()
-        assert {r.agent for r in rows} == {"mcp:stdio-gold"}
-        assert all((tmp_path / task_set / r.trajectory).is_file() for r in rows if r.trajectory)
+        assert agents(tmp_path / task_set) == {"mcp:stdio-gold"}
     result = cli("analyze", str(tmp_path / "masked"))
     assert result.returncode == 0, result.stderr
     result = cli("verify", str(tmp_path / "expert"), "--task-ids", "tinyreg", "--sandbox", "bwrap")
@@ -195,7 +199,7 @@ def test_http_needs_the_token_bounds_sessions_and_ends_idle_clients(tmp_path: Pa
     rows = {r.task_id: r for r in RunDir(out).read_results()}
     assert rows["tinyreg"].stop_reason == "agent_stopped", log
     assert rows["tinyreg-lr"].stop_reason == "submitted"
-    assert rows["tinyreg-lr"].agent == "mcp:second"
+    assert json.loads((out / rows["tinyreg-lr"].trajectory).read_text())["agent"] == "mcp:second"
 
 
 def test_edit_paths_stay_inside_the_sandbox(tmp_path: Path) -> None:

@@ -75,7 +75,9 @@ async def serve_http(
             token,
             host=host,
             on_close=lambda session: hub.end_quietly(session, "agent_stopped", "the client closed its MCP session"),
-            max_sessions=settings.max_sessions,
+            # Connections hold no sandbox until they start a task (bounded by max_sessions in the hub), so a client
+            # that waits for room can connect; they are bounded all the same.
+            max_sessions=4 * settings.max_sessions,
             idle_timeout=settings.idle_timeout,
         )
         server = uvicorn_server(app)
