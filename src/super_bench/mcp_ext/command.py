@@ -6,7 +6,8 @@ port, with a token of its own, and starts COMMAND with where to find it (``SUPER
 and the task (``SUPER_BENCH_TASK_ID``, and its instructions in ``SUPER_BENCH_TASK_FILE``). The client's tool
 calls are the episode's steps. The episode ends with the submission or a budget, or when the client exits:
 without a submission, an exit status of 0 is ``agent_stopped``, any other is the agent's failure
-(``agent_error``, with the end of its output). COMMAND is the operator's program, run as the harness runs;
+(``agent_error``, with the end of its output). COMMAND is the operator's program, run as the harness runs,
+in an empty temporary directory of its own (the task's files are in the sandbox, reached through the tools);
 what its tool calls send runs in the task's sandbox only.
 """
 
@@ -63,6 +64,8 @@ class McpCommandAgent:
             raise AgentError(f"cannot read the MCP client's command {arg!r}: {e}") from None
         if not self.argv:
             raise AgentError("give the MCP client's command: --agent 'mcp:COMMAND ARGS...'")
+        if "/" in self.argv[0]:  # a program named by a path runs from the client's own directory, so made absolute
+            self.argv[0] = str(Path(self.argv[0]).resolve())
         self.name = f"mcp:{Path(self.argv[0]).name}"
         self.model = options.model
         settings = dict(options.settings)
