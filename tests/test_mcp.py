@@ -18,13 +18,16 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tests.helpers import cli
 from tests.mcp_client import call, http_session, replay_gold, stdio_session, text
 
+from super_bench.edit import EditFailed, parse_edit
+from super_bench.mcp_ext.episode import ToolCallError
+from super_bench.mcp_ext.tools import edit_content
 from super_bench.runner.rundir import RunDir
 from super_bench.tasks.loaders import load_tasks
-
-pytest.importorskip("mcp")
 
 SETS = ("expert", "masked", "auto")
 CLIENT = Path(__file__).with_name("mcp_client.py")
@@ -294,3 +297,30 @@ def test_a_crashing_external_client_is_the_agents_failure(tmp_path: Path) -> Non
 def test_the_mcp_agent_needs_a_command() -> None:
     result = cli("run", "--agent", "mcp:", *LOCAL)
     assert result.returncode != 0 and "mcp:COMMAND" in result.stderr
+
+
+@given(
+    path=st.text(min_size=1, max_size=20),
+    before=st.text(max_size=60),
+    after=st.text(max_size=60),
+    context=st.text(max_size=40),
+)
+def test_edit_file_arguments_become_the_edit_they_describe(path: str, before: str, after: str, context: str) -> None:
+    """Whatever a client sends: refused with a reason, or an edit action that reads back as exactly its parts."""
+    try:
+        content = edit_content(path, before, after, context)
+    except ToolCallError:
+        assert "\n" in path or "\r" in path or not path.strip() or "<<<" in before + after + context
+        return
+    try:
+        request = parse_edit(content)
+    except EditFailed:  # nothing to locate the edit (no before, no context): the environment says so
+        assert not before and not context
+        return
+    lines = lambda text: text.removesuffix("\n").split("\n") if text else []  # noqa: E731
+    assert request.path == path.strip()
+    assert (request.context, request.remove) == (lines(context), lines(before))
+    added = lines(after)
+    while added and added[-1] == "":  # an edit's text ends at its last line
+        added.pop()
+    assert request.add == added

@@ -84,7 +84,9 @@ def mcp_command(
     output_limit: int | None,
     mode: str,
 ) -> None:
-    """Serve SUPER tasks to any MCP client (Claude Code, Codex CLI, the OpenAI Agents SDK, ...).
+    """Serve SUPER tasks to any MCP client.
+
+    For Claude Code, Codex CLI, the OpenAI Agents SDK and every other client of the Model Context Protocol.
 
     Tools: start_task, read_task, execute_cell, continue_wait, interrupt_cell, edit_file, submit_answer.
     Each MCP session runs one task at a time in a sandbox of its own; every episode is written to the run

@@ -78,6 +78,17 @@ def _lines(text: str) -> list[str]:
     return text.removesuffix("\n").split("\n") if text else []
 
 
+def edit_content(path: str, before: str, after: str, context: str = "") -> str:
+    """The SUPER edit action's text for ``edit_file``'s arguments; ``ToolCallError`` for arguments it cannot
+    hold: a path of more than one line, or a line that is one of the action's markers."""
+    if "\n" in path or "\r" in path or not path.strip():
+        raise ToolCallError("path must be one line, not empty")
+    for name, text in (("before", before), ("after", after), ("context", context)):
+        if any(line.strip() in (BEFORE, AFTER) for line in _lines(text)):
+            raise ToolCallError(f"{name} holds a line {BEFORE} or {AFTER}, which an edit cannot carry")
+    return "\n".join([path, *_lines(context), BEFORE, *_lines(before), AFTER, *_lines(after)])
+
+
 def build_server(hub: Hub) -> MCPServer:
     """The MCP server over ``hub``'s episodes."""
     server: MCPServer = MCPServer("super-bench", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
@@ -157,10 +168,11 @@ def build_server(hub: Hub) -> MCPServer:
     ) -> str:
         """Replace lines of a text file in the task's sandbox: `before` (after `context`, if given) must match
         exactly one place in the file. Returns the changed lines, or why nothing was changed."""
-        if "\n" in path or "\r" in path:
-            raise ToolError("path must be one line")
-        lines = [path, *_lines(context), BEFORE, *_lines(before), AFTER, *_lines(after)]
-        return await act(ctx, Action(type="edit", content="\n".join(lines)))
+        try:
+            content = edit_content(path, before, after, context)
+        except ToolCallError as e:
+            raise ToolError(str(e)) from None
+        return await act(ctx, Action(type="edit", content=content))
 
     @server.tool(name="submit_answer")
     async def submit_answer(
