@@ -30,6 +30,7 @@ from super_bench.errors import AgentError
 from super_bench.mcp_ext.episode import ClientAgent, ToolCallError
 from super_bench.mcp_ext.http import BackgroundServer, http_app
 from super_bench.mcp_ext.tools import build_server, task_text
+from super_bench.sandbox.lifetime import supervisor
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step
 
@@ -65,7 +66,7 @@ class McpCommandAgent:
         if not self.argv:
             raise AgentError("give the MCP client's command: --agent 'mcp:COMMAND ARGS...'")
         if "/" in self.argv[0]:  # a program named by a path runs from the client's own directory, so made absolute
-            self.argv[0] = str(Path(self.argv[0]).resolve())
+            self.argv[0] = os.path.abspath(self.argv[0])  # (not resolved: a virtualenv's python is a link)
         self.name = f"mcp:{Path(self.argv[0]).name}"
         self.model = options.model
         settings = dict(options.settings)
@@ -90,6 +91,10 @@ class McpCommandAgent:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, stopped as a whole
             )
+            # If the harness dies (SIGKILL included), its watchdog kills the client's process group and removes
+            # its directory; they are let go of below, once stopped.
+            supervisor.register("pgid", process.pid)
+            supervisor.register("dir", home)
             tail: deque[str] = deque(maxlen=64)
             reader = threading.Thread(target=_keep_tail, args=(process.stdout, tail), daemon=True)
             reader.start()
@@ -103,6 +108,8 @@ class McpCommandAgent:
                 _stop(process, self.grace if env.done and not exit_status else 0)
                 watcher.join()
                 reader.join(5)
+                supervisor.unregister("pgid", process.pid)
+                supervisor.unregister("dir", home)
         status = exit_status[0] if exit_status else None
         if status not in (None, 0) and env.trajectory.stop_reason == "agent_error":
             output = "".join(tail)[-_TAIL:].strip()
