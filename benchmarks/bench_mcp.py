@@ -3,8 +3,9 @@
 
 Ours: the median round trip of ``execute_cell("x = 1")``, from the client's call to its result, on a task the
 server started (its sandbox and kernel warm). The reference: the median ``Environment.step`` of the same cell
-on the same backend, in this process. The difference is what MCP adds to a step (JSON-RPC over the pipes, the
-SDK's validation, the hand-over to the episode's thread); target: at most 10 ms.
+on the same backend, in this process, timed in rounds alternating with the tool calls. The difference is what
+MCP adds to a step (JSON-RPC over the pipes, the SDK's validation, the hand-over to the episode's thread);
+target: at most 10 ms.
 
     python benchmarks/bench_mcp.py [--backend local] [--calls 200]
 """
@@ -25,54 +26,54 @@ CELL = "x = 1"
 TARGET = 0.010  # seconds MCP may add to a step
 
 
-def tool_calls(backend: str, calls: int, out: Path) -> list[float]:
-    """Seconds of each ``execute_cell`` round trip over stdio."""
+def measure(backend: str, calls: int, scratch: Path, rounds: int = 10) -> tuple[list[float], list[float]]:
+    """Seconds of each ``execute_cell`` round trip over stdio, and of each in-process ``Environment.step`` of the
+    same cell: both kept warm side by side and timed in alternating rounds, so that a busy spell of the machine
+    falls on both alike."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    server = ["-m", "super_bench", "mcp", "--sandbox", backend, "--out", str(out), "--max-steps", str(calls + 100)]
-    params = StdioServerParameters(command=sys.executable, args=server)
-    times: list[float] = []
-
-    async def run() -> None:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            await session.call_tool("start_task", {"task_id": "tinyreg"})
-            for index in range(calls + 20):
-                start = time.perf_counter()
-                result = await session.call_tool("execute_cell", {"code": CELL})
-                if index >= 20:  # the first calls warm both sides
-                    times.append(time.perf_counter() - start)
-                assert not result.is_error
-            await session.call_tool("submit_answer", {"answer": "{}"})
-
-    anyio.run(run)
-    return times
-
-
-def steps(backend: str, calls: int, root: Path) -> list[float]:
-    """Seconds of each in-process ``Environment.step`` of the same cell."""
     from super_bench import Action
     from super_bench.environment import EnvConfig, Environment
     from super_bench.sandbox import SandboxConfig
     from super_bench.tasks.loaders import find_task
 
-    config = EnvConfig(max_steps=calls + 100, sandbox=SandboxConfig(backend=backend, root=root))
-    times: list[float] = []
-    with Environment(config) as env:
-        env.reset(find_task("tinyreg", "demo"))
-        for index in range(calls + 20):
-            start = time.perf_counter()
-            env.step(Action.execute(CELL))
-            if index >= 20:
-                times.append(time.perf_counter() - start)
-    return times
+    budget = str(calls + 100)
+    server = ["-m", "super_bench", "mcp", "--sandbox", backend, "--out", str(scratch / "run"), "--max-steps", budget]
+    params = StdioServerParameters(command=sys.executable, args=server)
+    config = EnvConfig(max_steps=calls + 100, sandbox=SandboxConfig(backend=backend, root=scratch / "sandboxes"))
+    over_mcp: list[float] = []
+    direct: list[float] = []
+    per_round = max(1, calls // rounds)
+
+    async def run() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("start_task", {"task_id": "tinyreg"})
+            with Environment(config) as env:
+                env.reset(find_task("tinyreg", "demo"))
+                for _ in range(20):  # the first calls warm both sides
+                    await session.call_tool("execute_cell", {"code": CELL})
+                    env.step(Action.execute(CELL))
+                for _ in range(rounds):
+                    for _ in range(per_round):
+                        start = time.perf_counter()
+                        result = await session.call_tool("execute_cell", {"code": CELL})
+                        over_mcp.append(time.perf_counter() - start)
+                        assert not result.is_error
+                    for _ in range(per_round):
+                        start = time.perf_counter()
+                        env.step(Action.execute(CELL))
+                        direct.append(time.perf_counter() - start)
+            await session.call_tool("submit_answer", {"answer": "{}"})
+
+    anyio.run(run)
+    return over_mcp, direct
 
 
 def rows(backend: str = "local", calls: int = 200) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as scratch:
-        over_mcp = tool_calls(backend, calls, Path(scratch) / "run")
-        direct = steps(backend, calls, Path(scratch) / "sandboxes")
+        over_mcp, direct = measure(backend, calls, Path(scratch))
     ours, reference = statistics.median(over_mcp), statistics.median(direct)
     added = ours - reference
     return [
