@@ -3,6 +3,7 @@ calls. The tests drive ``super-bench mcp`` with it, and ``run --agent mcp:...`` 
 
     python tests/mcp_client.py gold    # the task in SUPER_BENCH_TASK_ID, over SUPER_BENCH_MCP_URL
     python tests/mcp_client.py crash   # runs one cell, then exits with status 3
+    python tests/mcp_client.py linger  # as gold, then never exits
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -106,6 +108,8 @@ async def main(mode: str) -> None:
             print("the scripted client crashes on purpose", flush=True)
             os._exit(3)
         await replay_gold(session, task, start=False)
+    if mode == "linger":  # submitted, but never exits on its own
+        time.sleep(3600)
 
 
 if __name__ == "__main__":

@@ -299,6 +299,18 @@ def test_a_crashing_external_client_is_the_agents_failure(tmp_path: Path) -> Non
     ]
 
 
+def test_a_client_that_lingers_after_submitting_is_stopped(tmp_path: Path) -> None:
+    out, tag = tmp_path / "run", f"tag-{os.getpid()}-{time.monotonic_ns()}"
+    result = cli(
+        "run", "--set", "masked", "--task-ids", "tinyreg_goal", "--out", str(out), *LOCAL,
+        "--agent", f"mcp:{sys.executable} {CLIENT} linger {tag}", "--agent-setting", "grace=1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (row,) = RunDir(out).read_results()
+    assert (row.status, row.stop_reason, row.metrics.output_match) == ("completed", "submitted", 1.0)
+    assert not _clients(tag)
+
+
 def test_the_mcp_agent_needs_a_command() -> None:
     result = cli("run", "--agent", "mcp:", *LOCAL)
     assert result.returncode != 0 and "mcp:COMMAND" in result.stderr
