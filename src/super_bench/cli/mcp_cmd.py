@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -119,7 +120,7 @@ def mcp_command(
         sandbox=sandbox,
     )
     config = RunConfig(source=sources[0], agent="mcp", model=model, env=env, out=out, mode=mode)
-    run_dir = RunDir(out or config.default_out())
+    run_dir = RunDir(out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S-mcp"))
     settings = serve.Settings(
         sources=sources, max_sessions=max_sessions, idle_timeout=idle_timeout, agent_name=agent_name
     )

@@ -96,6 +96,10 @@ class ClientAgent:
             self._calls.put(_Call(action, thought, reply))
         try:
             step = reply.result()
+        except ToolCallError:
+            raise
+        except Exception as e:  # the sandbox or kernel failed: the episode records it as the runner's episodes do
+            raise ToolCallError(f"the step failed ({type(e).__name__}: {e}); the task is over") from e
         finally:
             self.busy, self.last_active = False, time.monotonic()
         if step.outcome == "invalid":
