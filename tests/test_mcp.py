@@ -32,6 +32,7 @@ from super_bench.tasks.loaders import load_tasks
 SETS = ("expert", "masked", "auto")
 CLIENT = Path(__file__).with_name("mcp_client.py")
 LOCAL = ["--sandbox", "local"]
+GOLD_DIRS: dict[str, Path] = {}  # the gold runs of the `gold` fixture, by set
 
 
 def metrics(out: Path) -> dict[str, dict[str, Any]]:
@@ -77,6 +78,7 @@ def gold(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict[s
         result = cli("run", "--agent", "gold", "--set", task_set, "--workers", "2", "--out", str(out), *LOCAL)
         assert result.returncode == 0, result.stderr
         scores[task_set] = metrics(out)
+        GOLD_DIRS[task_set] = out
     return scores
 
 
@@ -106,6 +108,12 @@ def test_gold_actions_as_tool_calls_over_stdio_score_as_the_gold_agent(
         assert agents(tmp_path / task_set) == {"mcp:stdio-gold"}
     result = cli("analyze", str(tmp_path / "masked"))
     assert result.returncode == 0, result.stderr
+    # read like any run: the page, a comparison with the gold run, a leaderboard beside it
+    result = cli("view", str(tmp_path / "masked"))
+    assert result.returncode == 0 and (tmp_path / "masked" / "view.html").is_file(), result.stderr
+    for command in ("compare", "leaderboard"):
+        result = cli(command, str(GOLD_DIRS["masked"]), str(tmp_path / "masked"))
+        assert result.returncode == 0 and "masked" in result.stdout, result.stderr
     result = cli("verify", str(tmp_path / "expert"), "--task-ids", "tinyreg", "--sandbox", "bwrap")
     assert result.returncode == 0, result.stderr + result.stdout
     assert "1 of 1" in result.stdout or "reproduced" in result.stdout.lower(), result.stdout
@@ -341,3 +349,25 @@ def test_edit_file_arguments_become_the_edit_they_describe(path: str, before: st
     while added and added[-1] == "":  # an edit's text ends at its last line
         added.pop()
     assert request.add == added
+
+
+def test_a_sandbox_that_cannot_start_is_a_tool_error_and_a_row(flaky: Any, tmp_path: Path) -> None:
+    """The hub in process, on a sandbox that fails to start: the client is told why, the run keeps a row."""
+    from super_bench.environment import EnvConfig
+    from super_bench.mcp_ext.hub import RunHub
+    from super_bench.runner.config import RunConfig
+    from super_bench.sandbox import SandboxConfig
+
+    flaky.failures["tinyreg"] = 1
+    run_dir = RunDir(tmp_path / "run")
+    config = RunConfig(agent="mcp", env=EnvConfig(sandbox=SandboxConfig(backend="flaky")), out=run_dir.path)
+    run_dir.create()
+    with run_dir.lock():
+        hub = RunHub(config, run_dir, sources=("demo",), max_sessions=1, idle_timeout=60)
+        hub.open()
+        with pytest.raises(ToolCallError, match="injected failure"):
+            anyio.run(hub.start_task, "session", "client", "tinyreg", None, None)
+        hub.episodes["session"].wait()
+        assert hub.live == 0  # its room is free again
+    (row,) = run_dir.read_results()
+    assert (row.task_id, row.status) == ("tinyreg", "infra_error")

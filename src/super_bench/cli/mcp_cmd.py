@@ -119,7 +119,10 @@ def mcp_command(
         **({"episode_output_limit": output_limit} if output_limit else {}),
         sandbox=sandbox,
     )
-    config = RunConfig(source=sources[0], agent="mcp", model=model, env=env, out=out, mode=mode)
+    # The run's agent (the manifest's, which leaderboards show): the name given, else "mcp"; each trajectory has
+    # its client's own name.
+    agent = agent_name or "mcp"
+    config = RunConfig(source=sources[0], agent=agent, model=model, env=env, out=out, mode=mode)
     run_dir = RunDir(out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S-mcp"))
     settings = serve.Settings(
         sources=sources, max_sessions=max_sessions, idle_timeout=idle_timeout, agent_name=agent_name
