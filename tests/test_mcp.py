@@ -5,6 +5,7 @@ tool calls (out of order, oversized, escaping paths, too many sessions, no token
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -64,7 +65,8 @@ class HttpServer:
         self.url = match.group(1)
 
     def stop(self) -> str:
-        self.process.send_signal(signal.SIGINT)
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
         out, err = self.process.communicate(timeout=120)
         return out + err
 
@@ -205,9 +207,19 @@ def test_http_needs_the_token_bounds_sessions_and_ends_idle_clients(tmp_path: Pa
                     await call(two, "submit_answer", answer='{"test_mse": 1}')
 
         anyio.run(two_clients)
+
+        async def left_running() -> str:
+            async with http_session(server.url, "test-token", "third") as three:
+                await call(three, "start_task", task_id="nbsent")
+                await call(three, "execute_cell", code="z = 3")
+                return await anyio.to_thread.run_sync(server.stop)  # the server stopped under a running task
+
+        with contextlib.suppress(Exception):  # the client, cut off, may fail as it closes
+            anyio.run(left_running)
     finally:
         log = server.stop()
     rows = {r.task_id: r for r in RunDir(out).read_results()}
+    assert rows["nbsent"].stop_reason == "cancelled", log  # written all the same
     assert rows["tinyreg"].stop_reason == "agent_stopped", log
     assert rows["tinyreg-lr"].stop_reason == "submitted"
     assert json.loads((out / rows["tinyreg-lr"].trajectory).read_text())["agent"] == "mcp:second"

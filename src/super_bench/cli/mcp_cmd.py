@@ -98,8 +98,6 @@ def mcp_command(
     from super_bench.errors import ConfigError
 
     try:
-        import anyio
-
         from super_bench.mcp_ext import serve
     except ImportError as e:
         raise ConfigError(
@@ -154,7 +152,7 @@ def mcp_command(
     click.echo(token_note)
     click.echo("Clients send the header 'Authorization: Bearer <token>'. Ctrl-C stops the server.", nl=True)
     try:
-        anyio.run(serve.serve_http, config, run_dir, settings, listener, token, host)
+        serve.run_http(config, run_dir, settings, listener, token, host)
     except KeyboardInterrupt:
         pass
     click.echo("server stopped; every task's sandbox is stopped and its episode written")

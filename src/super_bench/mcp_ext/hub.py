@@ -96,6 +96,10 @@ class RunHub:
                     "before starting another"
                 )
             await to_thread.run_sync(current.wait)  # its sandbox stopped and its result written
+        for finishing in [e for e in self.episodes.values() if e.agent.done and e.running]:
+            if self.live < self.max_sessions:
+                break
+            await to_thread.run_sync(finishing.wait)  # over, its sandbox being stopped: its room is free in a moment
         if self.live >= self.max_sessions:
             raise ToolCallError(
                 f"the server runs at most {self.max_sessions} task(s) at once and all are in use; retry when one ends"
@@ -180,16 +184,8 @@ class RunHub:
                 if not episode.agent.done and episode.agent.idle_for() > self.idle_timeout:
                     self.end(key, "agent_stopped", f"the client sent nothing for {self.idle_timeout:g} s")
 
-    async def close_all(self, reason: StopReason, why: str) -> None:
-        """End every episode and wait until each one's result is written."""
-        episodes = [self.end(key, reason, why) for key in list(self.episodes)]
-        with anyio.CancelScope(shield=True):
-            for episode in episodes:
-                if episode is not None and episode.started:
-                    await to_thread.run_sync(episode.wait)
-
     def close_all_now(self, reason: StopReason, why: str) -> None:
-        """``close_all`` from outside the event loop (after it was interrupted)."""
+        """End every episode and wait until each one's result is written (from outside the event loop)."""
         episodes = [self.end(key, reason, why) for key in list(self.episodes)]
         for episode in episodes:
             if episode is not None and episode.started:

@@ -1,6 +1,7 @@
 """Serving ``super-bench mcp``: the run directory held for the server's life, the hub's episodes, and the
 transport (stdio or streamable HTTP). However the serving ends, every episode still running is ended and
-written before the run directory is let go."""
+written before the run directory is let go: outside the event loop, which a stop (Ctrl-C) may have
+cancelled midway."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from super_bench.mcp_ext.hub import RunHub
 from super_bench.mcp_ext.tools import build_server
 from super_bench.runner.config import RunConfig
 from super_bench.runner.rundir import RunDir
+from super_bench.trajectory import StopReason
 
-__all__ = ["Settings", "listen", "run_stdio", "serve_http", "url_of"]
+__all__ = ["Settings", "listen", "run_http", "run_stdio", "url_of"]
 
 
 @dataclass(frozen=True)
@@ -49,24 +51,24 @@ def run_stdio(config: RunConfig, run_dir: RunDir, settings: Settings) -> None:
         async def serve() -> None:
             async with anyio.create_task_group() as group:
                 group.start_soon(hub.reap_forever)
-                try:
-                    await server.run_stdio_async()
-                finally:
-                    group.cancel_scope.cancel()
-                    await hub.close_all("agent_stopped", "the client disconnected")
+                await server.run_stdio_async()
+                group.cancel_scope.cancel()
 
+        ending: tuple[StopReason, str] = ("cancelled", "the server was stopped")
         try:
             anyio.run(serve)
+            ending = ("agent_stopped", "the client disconnected")  # its stdin ended
         except KeyboardInterrupt:
             pass
         finally:
-            hub.close_all_now("cancelled", "the server was stopped")
+            hub.close_all_now(*ending)
 
 
-async def serve_http(
+def run_http(
     config: RunConfig, run_dir: RunDir, settings: Settings, listener: socket.socket, token: str, host: str
 ) -> None:
-    """Serve streamable HTTP on ``listener`` until stopped (Ctrl-C)."""
+    """Serve streamable HTTP on ``listener`` until stopped (Ctrl-C, SIGTERM); then every episode still running
+    is ended and written, outside the event loop, which the stop may have cancelled."""
     run_dir.create()
     with run_dir.lock():
         hub = _hub(config, run_dir, settings)
@@ -81,10 +83,16 @@ async def serve_http(
             idle_timeout=settings.idle_timeout,
         )
         server = uvicorn_server(app)
-        async with anyio.create_task_group() as group:
-            group.start_soon(hub.reap_forever)
-            try:
+
+        async def serve() -> None:
+            async with anyio.create_task_group() as group:
+                group.start_soon(hub.reap_forever)
                 await server.serve(sockets=[listener])
-            finally:
                 group.cancel_scope.cancel()
-                await hub.close_all("cancelled", "the server was stopped")
+
+        try:
+            anyio.run(serve)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            hub.close_all_now("cancelled", "the server was stopped")
