@@ -57,7 +57,7 @@ class RunHub:
         self._starting = 0
         self._lock = threading.Lock()  # the run directory's files and the results
         self._results: list[TaskResult] = []
-        self._tasks: list[Task] = []
+        self._tasks: dict[str, Task] = {}
         self._previous: RunManifest | None = None
         self._env = config.env.model_copy(
             update={
@@ -77,7 +77,7 @@ class RunHub:
 
     def _record_tasks(self) -> None:
         """The tasks started (added to those of earlier servers on this run), and the manifest that digests them."""
-        record_tasks(self.run_dir, self._tasks)
+        record_tasks(self.run_dir, list(self._tasks.values()))
         self.run_dir.write_manifest(build_manifest(self.config, self.run_dir, self._previous))
 
     # -- the tools' side ---------------------------------------------------------------------------------
@@ -134,7 +134,7 @@ class RunHub:
         name = self.agent_name or f"mcp:{client or 'client'}"
         with self._lock:
             epoch = self._next_epoch(task.task_id)
-            self._tasks.append(task)
+            self._tasks[task.task_id] = task
             self._record_tasks()
         return Episode(
             task,
@@ -176,13 +176,18 @@ class RunHub:
         self.end(key, reason, why)
 
     async def reap_forever(self) -> None:
-        """End the episodes whose client has sent nothing for longer than the idle timeout."""
+        """End the episodes whose client has sent nothing for longer than the idle timeout, and forget those
+        written that long ago."""
         period = max(0.05, min(self.idle_timeout / 4, 30.0))
         while True:
             await anyio.sleep(period)
             for key, episode in list(self.episodes.items()):
-                if not episode.agent.done and episode.agent.idle_for() > self.idle_timeout:
+                if episode.agent.idle_for() <= self.idle_timeout:
+                    continue
+                if not episode.agent.done:
                     self.end(key, "agent_stopped", f"the client sent nothing for {self.idle_timeout:g} s")
+                elif not episode.running:
+                    del self.episodes[key]  # written long ago, its session gone quiet: nothing of it is kept
 
     def close_all_now(self, reason: StopReason, why: str) -> None:
         """End every episode and wait until each one's result is written (from outside the event loop)."""
