@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 
 import bench_cold_start
+import bench_mcp
 import bench_output
 import bench_runner
 import bench_scale
@@ -41,6 +42,7 @@ def benchmarks(quick: bool) -> dict[str, Callable[[], list[Row]]]:
             + bench_scoring.cleaning_rows(1.0 if quick else 2.0, repeats)
             + bench_scoring.paper_rows(bench_scoring.PAPER)
         ),
+        "mcp": lambda: bench_mcp.rows("local", 50 if quick else 200),
         "viewer": lambda: bench_viewer.rows(200 if quick else 800, 25 if quick else 100),
         # At the reduced size of docs/performance.md (bench_scale.py's own defaults are the full size).
         "scale": lambda: bench_scale.rows(

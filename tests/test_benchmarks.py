@@ -155,3 +155,9 @@ def test_the_one_cell_runs_cpu_is_compared_with_an_earlier_release_round_by_roun
     assert row.benchmark == "cold start, CPU, against an earlier release" and row.case == "local"
     assert row.ratio is not None and row.ratio > 0 and row.met is not None
     assert "x the raw kernel" in row.ours and "(earlier)" in row.reference
+
+
+def test_the_mcp_benchmark_times_tool_calls_beside_the_same_steps_in_process(benchmarks: ModuleType) -> None:
+    (row,) = benchmarks.bench_mcp.rows("local", calls=5)
+    assert row.benchmark == "mcp" and row.ratio is not None and row.met is not None
+    assert "adds" in row.target and "median of 5" in row.case

@@ -33,6 +33,8 @@ SKIPPED = {
     ),
     ("docs/integrations.md", "pip install 'super-bench[server]'"),
     ("docs/integrations.md", "pip install 'super-bench[inspect]'"),
+    ("docs/integrations.md", "pip install 'super-bench[mcp]'"),
+    ("docs/integrations.md", "printf '%s\\n' '#!/bin/sh' \\"),
 }
 
 
@@ -58,10 +60,11 @@ def test_the_blocks_skipped_are_exactly_those_marked() -> None:
     assert marked == SKIPPED
     ran = {code.splitlines()[0] for _, code, why in blocks() if why is None}
     # Each block not marked is run by a test below.
-    assert ran == {QUICK_START, RECIPE}
+    assert ran == {QUICK_START, RECIPE, MCP_RECIPE}
 
 
 QUICK_START = "python3 -m venv .venv && . .venv/bin/activate && pip install . && super-bench run"
+MCP_RECIPE = 'super-bench run --set masked --task-ids tinyreg_goal --out runs/mcp-demo --agent "mcp:python $PWD/tests/mcp_client.py gold"'
 RECIPE = 'H="Authorization: Bearer $SUPER_BENCH_TOKEN"; J="Content-Type: application/json"; S=http://127.0.0.1:8765/v1/sessions'
 
 
@@ -152,3 +155,16 @@ def test_the_server_recipe_runs_as_written(tmp_path: Path) -> None:
     assert "Cloning into 'tinyreg'" in observation, done.stdout + log
     assert finished == "true"
     assert json.loads(metrics)["output_match"] == 1.0
+
+
+def test_the_mcp_recipe_runs_as_written(tmp_path: Path) -> None:
+    """The no-key `--agent mcp:` recipe, in a fresh clone, with this environment's `super-bench` and `python` (which
+    have the mcp extra) first on PATH: the scripted client solves the task."""
+    clone = a_clone(tmp_path)
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    done = subprocess.run(
+        ["bash", "-e", "-c", to_run(MCP_RECIPE)], cwd=clone, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = json.loads((clone / "runs" / "mcp-demo" / "summary.json").read_text())
+    assert summary["metrics"]["output_match"] == 1.0

@@ -23,7 +23,7 @@ import pytest
 import uvicorn
 
 from super_bench import EnvConfig, SandboxConfig
-from super_bench.cli.serve_cmd import _is_loopback
+from super_bench.cli.serve_cmd import is_loopback
 from super_bench.sandbox.conformance import wait_for
 from super_bench.server.app import create_app
 from super_bench.server.sessions import SessionManager
@@ -403,8 +403,8 @@ def test_serve_command(tmp_path: Path) -> None:
 
 
 def test_serve_warns_about_other_addresses_and_needs_a_free_port() -> None:
-    assert _is_loopback("127.0.0.1") and _is_loopback("::1") and _is_loopback("localhost")
-    assert not _is_loopback("0.0.0.0") and not _is_loopback("192.168.1.5") and not _is_loopback("example.org")
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.org")
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = str(taken.getsockname()[1])
         result = subprocess.run(

@@ -8,6 +8,10 @@ bracketed ``[super-bench: ...]`` note. Nothing here decides anything: the caller
 from __future__ import annotations
 
 import signal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from super_bench.trajectory import Step
 
 NOTE = "[super-bench]"
 
@@ -165,3 +169,13 @@ def edit_failed(path: str, error: object) -> str:
 
 def edit_not_written(error: object) -> str:
     return f"No edit made: cannot write the file: {error}"
+
+
+# -- the start of a task ----------------------------------------------------------------------------------
+def pre_executed_text(steps: list[Step]) -> str:
+    """The cells a Masked task ran before the agent starts, with their outputs, as the agent reads them."""
+    parts = ["These cells have already been run in the notebook, in this order:"]
+    for n, step in enumerate(steps, start=1):
+        parts.append(f"Cell {n} ({step.action.type}):\n```\n{step.action.content}\n```")
+        parts.append(f"Output:\n```\n{step.observation.strip()}\n```" if step.observation.strip() else "No output.")
+    return "\n\n".join(parts)

@@ -56,6 +56,12 @@ AGENTS.register("swe-agent", "super_bench.agents.swe:SWEAgent", summary="SWE-age
 AGENTS.register(
     "reflexion", "super_bench.agents.reflexion:ReflexionAgent", summary="reflexion[:AGENT] retries after a reflection"
 )
+AGENTS.register(
+    "mcp",
+    "super_bench.mcp_ext.command:McpCommandAgent",
+    extra="mcp",
+    summary="mcp:COMMAND runs an external MCP client (Claude Code, Codex CLI, ...) on each task",
+)
 AGENTS.register("human", "super_bench.agents.human:HumanAgent", summary="a person at the terminal (super-bench play)")
 
 

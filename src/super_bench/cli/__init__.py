@@ -26,6 +26,7 @@ _COMMANDS = {
     "analyze": "super_bench.cli.analyze_cmd:analyze_command",
     "sandbox": "super_bench.cli.sandbox_cmd:sandbox_group",
     "serve": "super_bench.cli.serve_cmd:serve_command",
+    "mcp": "super_bench.cli.mcp_cmd:mcp_command",
     "tasks": "super_bench.cli.tasks_cmd:tasks_group",
     "view": "super_bench.cli.view_cmd:view_command",
     "import-trajectories": "super_bench.cli.view_cmd:import_command",

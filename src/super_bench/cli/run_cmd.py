@@ -45,7 +45,8 @@ RAY = "super_bench.runner.config:RayOptions."
     type=str,
     default=Default(RUN + "agent"),
     show_default=True,
-    help="gold, replay:FILE, react, react-super, swe-agent, reflexion[:AGENT], human, or a plug-in.",
+    help="gold, replay:FILE, react, react-super, swe-agent, reflexion[:AGENT], human, mcp:COMMAND (an external MCP "
+    "client, docs/integrations.md), or a plug-in.",
 )
 @click.option("--model", help="Model as provider/name, for agents that use one.")
 @click.option("--seed", type=int, help="Seed for agents and models that sample.")

@@ -115,7 +115,7 @@ def serve_command(
     except OSError as e:
         raise ConfigError(f"cannot listen on {host}:{port}: {e}") from e
     bound_port = listener.getsockname()[1]
-    if not _is_loopback(host):
+    if not is_loopback(host):
         from super_bench.terminal import wrapped
 
         click.secho(
@@ -143,7 +143,7 @@ def serve_command(
     click.echo("server stopped; every session's sandbox is stopped")
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:

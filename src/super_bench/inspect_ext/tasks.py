@@ -26,12 +26,12 @@ from super_bench.errors import ConfigError
 from super_bench.inspect_ext.agent import super_agent
 from super_bench.inspect_ext.notebook import TASK_KEY, close_notebook, open_notebook
 from super_bench.inspect_ext.scorers import entrypoint, landmarks, output_match
+from super_bench.messages import pre_executed_text
 from super_bench.runner.config import RunConfig
 from super_bench.sandbox import SandboxConfig
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.loaders import load_tasks
 from super_bench.tasks.model import Task
-from super_bench.trajectory import Step
 
 # The defaults of the options are those of the harness's own settings.
 _ENV, _SANDBOX, _RUN = EnvConfig.model_fields, SandboxConfig.model_fields, RunConfig.model_fields
@@ -120,15 +120,6 @@ def notebook_setup(**env: Any) -> Solver:
         return state
 
     return solve
-
-
-def pre_executed_text(steps: list[Step]) -> str:
-    """The cells a Masked task ran before the agent starts, with their outputs, as the agent reads them."""
-    parts = ["These cells have already been run in the notebook, in this order:"]
-    for n, step in enumerate(steps, start=1):
-        parts.append(f"Cell {n} ({step.action.type}):\n```\n{step.action.content}\n```")
-        parts.append(f"Output:\n```\n{step.observation.strip()}\n```" if step.observation.strip() else "No output.")
-    return "\n\n".join(parts)
 
 
 @task

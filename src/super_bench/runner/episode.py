@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 
 from super_bench._names import TaskStatus
 from super_bench.actions import Action
-from super_bench.agents import AgentOptions, create_agent
+from super_bench.agents import Agent, AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
 from super_bench.errors import ConfigError, UnscorableError
 from super_bench.failures import Failure, classify_failure
@@ -109,10 +109,12 @@ class _StepLog:
             self._file = None
 
 
-def _play(env: Environment, task: Task, agent_spec: str, options: AgentOptions) -> tuple[Failure | None, str | None]:
+def _play(
+    env: Environment, task: Task, agent_spec: str, options: AgentOptions, given: Agent | None = None
+) -> tuple[Failure | None, str | None]:
     """The agent's episode on ``task``; a failure comes back classified, with its message."""
     try:
-        agent = create_agent(agent_spec, options)
+        agent = given if given is not None else create_agent(agent_spec, options)
         env.reset(task, agent=agent.name, model=options.model)
         agent.run(env)
         if not env.done:
@@ -204,8 +206,11 @@ def run_episode(
     epoch: int = 1,
     cancellation: Cancellation | None = None,
     prepared: Prepared | None = None,
+    agent: Agent | None = None,
 ) -> TaskResult:
     """Run ``task`` with a fresh agent and environment; save its trajectory in ``task_dir``.
+
+    ``agent``: one already made (an MCP client's proxy, ``mcp_ext``), instead of one made from ``agent_spec``.
 
     It starts once this machine has the free disk and memory the task needs (``runner.admission``), or at once
     in the environment ``prepared`` for it ahead (``prepare_episode``), which holds that room already.
@@ -219,7 +224,7 @@ def run_episode(
         with ADMISSION.room(need, where, check) as slot:
             _clear(task_dir)
             started = Prepared.open(task, env_config, task_dir, cancellation, slot)
-            result = _episode(task, agent_spec, agent_options, task_dir, run_dir, mode, epoch, started)
+            result = _episode(task, agent_spec, agent_options, task_dir, run_dir, mode, epoch, started, agent)
         result.waited = slot.waited
         return result
     try:
@@ -228,7 +233,7 @@ def run_episode(
         prepared.discard()
         raise
     try:
-        return _episode(task, agent_spec, agent_options, task_dir, run_dir, mode, epoch, prepared)
+        return _episode(task, agent_spec, agent_options, task_dir, run_dir, mode, epoch, prepared, agent)
     finally:
         ADMISSION.release(prepared.slot)
 
@@ -252,6 +257,7 @@ def _episode(
     mode: ScoreMode,
     epoch: int,
     started: Prepared,
+    agent: Agent | None = None,
 ) -> TaskResult:
     """The episode in ``started``'s environment, which it closes."""
     env, step_log, cancellation = started.env, started.step_log, started.cancellation
@@ -260,7 +266,7 @@ def _episode(
     error: str | None = None
     trajectory: Trajectory | None = None
     try:
-        failure, error = _play(env, task, agent_spec, agent_options)
+        failure, error = _play(env, task, agent_spec, agent_options, agent)
     finally:
         trajectory = env.close()
         step_log.close()

@@ -111,7 +111,7 @@ def _run(
             previous = run_dir.read_manifest()
             check_same_run(run_dir.path, previous, identity(config))
         finished = _keep_finished(run_dir, tasks, config.epochs)
-        _write_tasks(run_dir, tasks)
+        record_tasks(run_dir, tasks)
         manifest = build_manifest(config, run_dir, previous)
         run_dir.write_manifest(manifest)
         # Describing the task environment may build the default one (once): it runs while the first
@@ -188,7 +188,7 @@ def _keep_finished(run_dir: RunDir, tasks: list[Task], epochs: int) -> dict[tupl
     return {r.key: r for r in kept if r.key in wanted}
 
 
-def _write_tasks(run_dir: RunDir, tasks: list[Task]) -> None:
+def record_tasks(run_dir: RunDir, tasks: list[Task]) -> None:
     """Record this run's tasks beside those of earlier runs into the same directory (a resume with
     other task ids), so that every result can be re-scored."""
     try:

@@ -8,7 +8,6 @@ are JSON ``{"detail": "..."}`` with a 4xx status that says what was wrong; a fai
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,9 +19,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field
-from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
 
+from super_bench._bearer import BearerAuth
 from super_bench._pydantic import Model
 from super_bench._version import __version__
 from super_bench.actions import Action, ActionType
@@ -123,7 +121,7 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
         redoc_url=None,
         openapi_url=None,
     )
-    app.add_middleware(_BearerAuth, token=token)
+    app.add_middleware(BearerAuth, token=token, open=_OPEN)
     _add_error_handlers(app)
 
     @app.get("/openapi.json", include_in_schema=False)
@@ -189,29 +187,6 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 # What a client may ask without the token: exactly this method and path, so that tools that read the
 # API description (code generators, API explorers) need no credentials.
 _OPEN = {("GET", "/openapi.json")}
-
-
-class _BearerAuth:
-    """Refuses any request without the right bearer token (but those in ``_OPEN``), before anything
-    else looks at it."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.token = token.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and (scope["method"], scope["path"]) not in _OPEN:
-            scheme, _, given = Headers(scope=scope).get("authorization", "").partition(" ")
-            # compare_digest takes constant time, so the comparison does not leak how much matched
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
-                response = JSONResponse(
-                    {"detail": "missing or wrong token: send the header 'Authorization: Bearer <token>'"},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 def _add_error_handlers(app: FastAPI) -> None:
