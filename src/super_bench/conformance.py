@@ -175,8 +175,10 @@ def _fifo_edit(env: Environment) -> None:
 
 
 def _no_harness(env: Environment) -> None:
-    step = run(env, "import super_bench")
-    expect("No module named 'super_bench'" in step.observation, f"agent code imported the harness: {step!r}")
+    # Nor the harness's own dependencies that SUPER's environment lacks (openai).
+    for module in ("super_bench", "openai"):
+        step = run(env, f"import {module}")
+        expect(f"No module named '{module}'" in step.observation, f"agent code imported {module}: {step!r}")
 
 
 def _interrupt(env: Environment) -> None:
@@ -250,7 +252,7 @@ _SHARED: list[tuple[str, Callable[[Environment], None]]] = [
     ("an edit of missing text or a missing file is refused and changes nothing", _refused_edits),
     ("an edit of a read-only file of the task is applied", _read_only_edit),
     ("an edit of a FIFO gives up instead of hanging", _fifo_edit),
-    ("agent code cannot import the harness", _no_harness),
+    ("agent code cannot import the harness or its dependencies", _no_harness),
     ("a soft timeout, then an interrupt reaches a shell command", _interrupt),
     (
         "the kernel's exit status is reported and it is replaced",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
 from super_bench._registry import Registry
 from super_bench.sandbox.base import (
@@ -24,6 +25,9 @@ from super_bench.sandbox.base import (
     SandboxDescription,
     Usage,
 )
+
+if TYPE_CHECKING:
+    from super_bench.sandbox.process import ProcessSandbox
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +47,15 @@ SANDBOXES.register(
     "super_bench.sandbox.backends.docker:DockerSandbox",
     summary="a container of the image `super-bench sandbox build --backend docker` makes (Docker or Podman)",
 )
+
+
+def __getattr__(name: str) -> Any:
+    # ProcessSandbox brings in the host backends' machinery: loaded only by the plug-ins that subclass it.
+    if name == "ProcessSandbox":
+        from super_bench.sandbox.process import ProcessSandbox
+
+        return ProcessSandbox
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_backend(name: str) -> str:
@@ -99,6 +112,7 @@ __all__ = [
     "BuildRequest",
     "CommandResult",
     "KernelProcess",
+    "ProcessSandbox",
     "Sandbox",
     "SandboxConfig",
     "SandboxDescription",
