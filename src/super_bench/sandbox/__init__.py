@@ -1,6 +1,7 @@
 """Sandboxes: where a task's kernel and commands run (``local``, ``bwrap``, ``docker``).
 
-The public entry points are here and in ``base`` (the ``Sandbox`` contract and ``SandboxConfig``); the rest
+The public entry points are here, in ``base`` (the ``Sandbox`` contract and ``SandboxConfig``), ``process``
+(``ProcessSandbox``, the base of a plug-in run as host processes, also exported here) and ``conformance``; the rest
 is grouped by concern: ``backends`` (the backends themselves), ``kernel`` (the kernel's runtime directory and
 environment), ``pyenv`` (task Python environments), ``packages`` (the package cache), ``mirrors`` (git and
 package mirrors, offline bundles), ``limits`` (memory, disk) and ``lifetime`` (the watchdog, the reaper,
