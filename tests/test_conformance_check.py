@@ -1,7 +1,8 @@
 """The shipped conformance suite as a plug-in's author meets it: the plug-in of docs/sandboxes.md, taken from
 the page's code blocks, installed in a fresh virtual environment and registered through the entry-point
 group, passes it with one command; a broken backend fails it, with messages that say what was seen, and the
-command exits non-zero. (The built-in backends run it in tests/test_sandbox_conformance.py.)"""
+command exits non-zero; a backend that says it isolates yet applies no process limit fails that check. (The
+built-in backends run the suite in tests/test_sandbox_conformance.py.)"""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from tests.sandboxes import tiny_wheel
 
 import super_bench
+from super_bench.conformance import run_conformance
 from super_bench.sandbox import CommandResult, ProcessSandbox, SandboxConfig
 from super_bench.sandbox.conformance import check_conformance
 
@@ -36,6 +38,24 @@ def test_a_broken_backend_fails_with_a_clear_message(tmp_path: Path) -> None:
     assert not report.passed
     failures = {failure.name: failure.detail for failure in report.failures()}
     assert failures["commands run in the work directory"] == "exit status 3 came back as 0"
+    assert list(tmp_path.iterdir()) == []
+
+
+class BoastfulSandbox(ProcessSandbox):
+    """Broken: it says it isolates agent code, yet applies no process limit."""
+
+    name = "boastful"
+    isolates = True
+
+
+@pytest.mark.slow
+def test_a_backend_that_overstates_its_isolation_fails_the_notebook_checks(tmp_path: Path) -> None:
+    report = run_conformance(BoastfulSandbox, SandboxConfig(backend="boastful", root=tmp_path))
+    failures = {failure.name: failure.detail for failure in report.failures()}
+    assert "the process limit contains a fork bomb" in failures, report.checks
+    assert "100 forks under a limit of 32 processes showed" in failures["the process limit contains a fork bomb"]
+    assert "forked 100" in failures["the process limit contains a fork bomb"]
+    assert "the memory limit contains a memory bomb" not in failures
     assert list(tmp_path.iterdir()) == []
 
 
