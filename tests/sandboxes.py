@@ -56,11 +56,14 @@ def tiny_wheel(
     module: str | None = None,
     padding: int = 0,
     requires: tuple[str, ...] = (),
+    modules: dict[str, str] | None = None,
+    entry_points: str = "",
 ) -> Path:
     """A minimal pure-Python wheel, built by hand so that tests need no network: distribution ``name`` at
     ``version``, whose package ``module`` (default: ``name``) holds ``VALUE`` and ``__version__`` only, and
     with ``padding``, a data file of that many random bytes (stored as they are, to make a wheel that big);
-    ``requires``: its dependencies (``Requires-Dist``)."""
+    ``requires``: its dependencies (``Requires-Dist``); ``modules``: more files of the package (name -> source);
+    ``entry_points``: the text of its ``entry_points.txt``."""
     module = module or name
     info = f"{name}-{version}.dist-info"
     files: dict[str, bytes] = {
@@ -73,6 +76,10 @@ def tiny_wheel(
     }
     if padding:
         files[f"{module}/padding.bin"] = secrets.token_bytes(padding)
+    for file, source in (modules or {}).items():
+        files[f"{module}/{file}"] = source.encode()
+    if entry_points:
+        files[f"{info}/entry_points.txt"] = entry_points.encode()
     record = []
     for path, data in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()

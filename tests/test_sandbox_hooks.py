@@ -15,20 +15,19 @@ from typing import ClassVar
 
 import pytest
 
-from super_bench.sandbox import SANDBOXES, BuildReport, BuildRequest, SandboxConfig
-from super_bench.sandbox.backends.host import HostSandbox
+from super_bench.sandbox import SANDBOXES, BuildReport, BuildRequest, ProcessSandbox, SandboxConfig
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "super_bench"
 BUILTIN_BACKENDS = {"local", "bwrap", "docker"}
 
 
-class PlainSandbox(HostSandbox):
+class PlainSandbox(ProcessSandbox):
     """The minimal plug-in of docs/sandboxes.md: it inherits the host base's build and check lines."""
 
     name = "plain"
 
 
-class BuiltSandbox(HostSandbox):
+class BuiltSandbox(ProcessSandbox):
     """A plug-in with a build and check lines of its own."""
 
     name = "built"

@@ -156,15 +156,16 @@ def check_command(conformance: str | None) -> None:
     from super_bench.sandbox import SANDBOXES, SandboxConfig, describe_backend, resolve_backend
 
     if conformance is not None:
-        from super_bench.sandbox.conformance import check_conformance
+        from super_bench.conformance import run_conformance
 
-        report = check_conformance(SANDBOXES.get(conformance))
+        report = run_conformance(SANDBOXES.get(conformance))
         for result in report.checks:
             mark = "[green]pass[/]" if result.passed else "[red]FAIL[/]"
-            console.print(f"{mark} {result.name}" + (f": {result.detail}" if result.detail else ""), markup=True)
+            detail = f": {escape(result.detail)}" if result.detail else ""
+            console.print(f"{mark} {escape(result.name)}{detail}", markup=True)
         if not report.passed:
             raise SystemExit(1)
-        console.print(f"The {report.backend} sandbox passes every conformance check.")
+        console.print(f"The {report.backend} sandbox passes all {len(report.checks)} conformance checks.")
         return
 
     table = Table(title="Sandboxes", title_justify="left")

@@ -1,6 +1,7 @@
 """Sandboxes: where a task's kernel and commands run (``local``, ``bwrap``, ``docker``).
 
-The public entry points are here and in ``base`` (the ``Sandbox`` contract and ``SandboxConfig``); the rest
+The public entry points are here, in ``base`` (the ``Sandbox`` contract and ``SandboxConfig``), ``process``
+(``ProcessSandbox``, the base of a plug-in run as host processes, also exported here) and ``conformance``; the rest
 is grouped by concern: ``backends`` (the backends themselves), ``kernel`` (the kernel's runtime directory and
 environment), ``pyenv`` (task Python environments), ``packages`` (the package cache), ``mirrors`` (git and
 package mirrors, offline bundles), ``limits`` (memory, disk) and ``lifetime`` (the watchdog, the reaper,
@@ -12,6 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
 from super_bench._registry import Registry
 from super_bench.sandbox.base import (
@@ -24,6 +26,9 @@ from super_bench.sandbox.base import (
     SandboxDescription,
     Usage,
 )
+
+if TYPE_CHECKING:
+    from super_bench.sandbox.process import ProcessSandbox
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +48,15 @@ SANDBOXES.register(
     "super_bench.sandbox.backends.docker:DockerSandbox",
     summary="a container of the image `super-bench sandbox build --backend docker` makes (Docker or Podman)",
 )
+
+
+def __getattr__(name: str) -> Any:
+    # ProcessSandbox brings in the host backends' machinery: loaded only by the plug-ins that subclass it.
+    if name == "ProcessSandbox":
+        from super_bench.sandbox.process import ProcessSandbox
+
+        return ProcessSandbox
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_backend(name: str) -> str:
@@ -99,6 +113,7 @@ __all__ = [
     "BuildRequest",
     "CommandResult",
     "KernelProcess",
+    "ProcessSandbox",
     "Sandbox",
     "SandboxConfig",
     "SandboxDescription",

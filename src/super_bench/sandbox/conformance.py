@@ -1,18 +1,23 @@
-"""The checks every sandbox backend must pass, shipped so that a plug-in's author can run them.
+"""The checks every sandbox backend must pass on its own, shipped so that a plug-in's author can run them.
 
 ``check_conformance(cls, config)`` starts one sandbox of the backend and checks, in a few seconds: that it
 says it can run here, that commands run in the work directory with their exit status and output and are
 stopped at their timeout, that credentials of the host do not reach agent code, that files go in and out
 (a missing one is ``FileNotFoundError``), that a kernel starts, runs code and is killed, that it describes
-itself and tells its usage as records, and that ``stop`` leaves no process and no runtime directory behind.
-Each check's result is reported; a check that fails says what it saw. ``super-bench sandbox check
---conformance BACKEND`` runs them on a registered backend.
+itself and tells its usage as records, that the network is off where asked (or the backend refuses to
+start without it), and that ``stop`` leaves no process, daemons included, and no runtime directory behind.
+
+These are the sandbox's own checks. The whole suite, which adds the notebook's behaviour on the backend
+(limits, the kernel's exit status, edits, the adversarial cases), is ``super_bench.conformance``, and
+``super-bench sandbox check --conformance BACKEND`` runs it on a registered backend. Each check's result is
+reported; a check that fails says what it saw.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +25,7 @@ from queue import Empty
 from typing import Any
 
 from super_bench._pydantic import Model
+from super_bench.errors import SandboxError
 from super_bench.sandbox.base import KernelLaunch, Sandbox, SandboxConfig, SandboxDescription, Usage
 
 _SECRET = "SUPER_BENCH_CONFORMANCE_TOKEN"
@@ -34,6 +40,8 @@ class CheckResult(Model):
 
 
 class ConformanceReport(Model):
+    """Every check run on one backend, in the order they ran."""
+
     backend: str
     checks: list[CheckResult]
 
@@ -45,99 +53,124 @@ class ConformanceReport(Model):
         return [check for check in self.checks if not check.passed]
 
 
-class _Failed(Exception):
-    pass
+class CheckFailed(Exception):
+    """A check saw something other than what the contract says; its message says what."""
 
 
-def _expect(condition: object, detail: str) -> None:
+def expect(condition: object, detail: str) -> None:
+    """Fail the running check, saying ``detail``, unless ``condition`` holds."""
     if not condition:
-        raise _Failed(detail)
+        raise CheckFailed(detail)
+
+
+class Checklist:
+    """Runs checks one after another and keeps their results: a check passes unless it raises."""
+
+    def __init__(self) -> None:
+        self.results: list[CheckResult] = []
+
+    def check(self, title: str, body: Callable[[], object]) -> bool:
+        try:
+            body()
+        except CheckFailed as e:
+            self.results.append(CheckResult(name=title, passed=False, detail=str(e)))
+            return False
+        except Exception as e:  # a plug-in's own failure is a failed check, said as it was raised
+            self.results.append(CheckResult(name=title, passed=False, detail=f"{type(e).__name__}: {e}"))
+            return False
+        self.results.append(CheckResult(name=title, passed=True))
+        return True
+
+
+def backend_name(cls: type[Sandbox]) -> str:
+    return str(getattr(cls, "name", cls.__name__))
 
 
 def check_conformance(cls: type[Sandbox], config: SandboxConfig | None = None) -> ConformanceReport:
-    """Run every check on a sandbox of ``cls`` made from ``config`` (default: the defaults, with this backend)."""
-    name = getattr(cls, "name", cls.__name__)
-    config = config or SandboxConfig(backend=name)
-    results: list[CheckResult] = []
+    """Run the sandbox's own checks on a sandbox of ``cls`` made from ``config`` (default: the defaults, with
+    this backend)."""
+    config = config or SandboxConfig(backend=backend_name(cls))
+    checklist = Checklist()
+    sandbox_checks(checklist, cls, config)
+    return ConformanceReport(backend=backend_name(cls), checks=checklist.results)
 
-    def check(title: str, body: Callable[[], None]) -> bool:
-        try:
-            body()
-        except _Failed as e:
-            results.append(CheckResult(name=title, passed=False, detail=str(e)))
-            return False
-        except Exception as e:  # a plug-in's own failure is a failed check, said as it was raised
-            results.append(CheckResult(name=title, passed=False, detail=f"{type(e).__name__}: {e}"))
-            return False
-        results.append(CheckResult(name=title, passed=True))
-        return True
 
-    if not check("it can run here (check)", lambda: cls.check(config)):
-        return ConformanceReport(backend=name, checks=results)
+def sandbox_checks(checklist: Checklist, cls: type[Sandbox], config: SandboxConfig) -> bool:
+    """Add the sandbox's own checks to ``checklist``; whether the backend could run here and start at all."""
+    if not checklist.check("it can run here (check)", lambda: cls.check(config)):
+        return False
     sandbox = cls(config, "conformance")
     os.environ[_SECRET] = secrets.token_hex(8)
     try:
-        if not check("it starts", sandbox.start):
-            return ConformanceReport(backend=name, checks=results)
-        check("commands run in the work directory", lambda: _commands(sandbox))
-        check("a command is stopped at its timeout", lambda: _timeout(sandbox))
-        check("credentials of the host do not reach agent code", lambda: _no_secrets(sandbox))
-        check("files go in and out", lambda: _files(sandbox))
-        check("a kernel starts, runs code and is killed", lambda: _kernel(sandbox))
-        check("it describes itself and its usage as records", lambda: _records(cls, sandbox, config))
-        check("stop leaves no process and no runtime directory", lambda: _stop(sandbox))
+        if not checklist.check("it starts", sandbox.start):
+            return False
+        checklist.check("commands run in the work directory", lambda: _commands(sandbox))
+        checklist.check("a command is stopped at its timeout", lambda: _timeout(sandbox))
+        checklist.check("credentials of the host do not reach agent code", lambda: _no_secrets(sandbox))
+        checklist.check("files go in and out", lambda: _files(sandbox))
+        checklist.check("reading a missing file raises FileNotFoundError", lambda: _missing(sandbox))
+        checklist.check("a kernel starts, runs code and is killed", lambda: _kernel(sandbox))
+        checklist.check("it describes itself and its usage as records", lambda: _records(cls, sandbox, config))
+        checklist.check("stop leaves no process, daemons included, and no directory", lambda: _stop(sandbox))
     finally:
         os.environ.pop(_SECRET, None)
         sandbox.stop()
-    return ConformanceReport(backend=name, checks=results)
+    checklist.check("the network is off where asked", lambda: _network_off(cls, config))
+    return True
 
 
 def _commands(sandbox: Sandbox) -> None:
     result = sandbox.run(["sh", "-c", "pwd; echo out; echo err >&2; exit 3"], timeout=60)
-    _expect(result.returncode == 3, f"exit status 3 came back as {result.returncode}")
+    expect(result.returncode == 3, f"exit status 3 came back as {result.returncode}")
     lines = result.stdout.split()
-    _expect(lines[:1] == [sandbox.workdir], f"ran in {lines[:1]}, not the work directory {sandbox.workdir}")
-    _expect(lines[1:] == ["out"] and result.stderr.strip() == "err", f"output came back as {result!r}")
+    expect(lines[:1] == [sandbox.workdir], f"ran in {lines[:1]}, not the work directory {sandbox.workdir}")
+    expect(lines[1:] == ["out"] and result.stderr.strip() == "err", f"output came back as {result!r}")
 
 
 def _timeout(sandbox: Sandbox) -> None:
     started = time.monotonic()
     result = sandbox.run(["sleep", "30"], timeout=1)
-    _expect(result.timed_out, f"`sleep 30` with a timeout of 1 s was not reported as timed out: {result!r}")
-    _expect(time.monotonic() - started < 15, "`sleep 30` with a timeout of 1 s ran on past 15 s")
+    expect(result.timed_out, f"`sleep 30` with a timeout of 1 s was not reported as timed out: {result!r}")
+    expect(time.monotonic() - started < 15, "`sleep 30` with a timeout of 1 s ran on past 15 s")
 
 
 def _no_secrets(sandbox: Sandbox) -> None:
     result = sandbox.run(["env"], timeout=60)
-    _expect(result.returncode == 0, f"`env` failed: {result!r}")
-    _expect(_SECRET not in result.stdout, f"{_SECRET}, a credential's name, reached agent code")
+    expect(result.returncode == 0, f"`env` failed: {result!r}")
+    expect(_SECRET not in result.stdout, f"{_SECRET}, a credential's name, reached agent code")
 
 
 def _files(sandbox: Sandbox) -> None:
     data = bytes(range(256))
     sandbox.write_file("conformance/in.bin", data)
-    _expect(sandbox.read_file("conformance/in.bin") == data, "a file read back differs from what was written")
+    expect(sandbox.read_file("conformance/in.bin") == data, "a file read back differs from what was written")
     absolute = f"{sandbox.workdir}/conformance/in.bin"
-    _expect(sandbox.read_file(absolute) == data, f"{absolute} is not the file written as conformance/in.bin")
+    expect(sandbox.read_file(absolute) == data, f"{absolute} is not the file written as conformance/in.bin")
     seen = sandbox.run(["test", "-f", "conformance/in.bin"], timeout=60)
-    _expect(seen.returncode == 0, f"agent code does not see a file the harness wrote: {seen!r}")
+    expect(seen.returncode == 0, f"agent code does not see a file the harness wrote: {seen!r}")
+    made = sandbox.run(["sh", "-c", "printf made > conformance/out.txt"], timeout=60)
+    expect(made.returncode == 0, f"agent code could not write in its work directory: {made!r}")
+    expect(sandbox.read_file("conformance/out.txt") == b"made", "the harness does not see what agent code wrote")
+
+
+def _missing(sandbox: Sandbox) -> None:
     try:
         sandbox.read_file("conformance/missing.txt")
     except FileNotFoundError:
         return
-    raise _Failed("reading a missing file did not raise FileNotFoundError")
+    raise CheckFailed("reading a missing file did not raise FileNotFoundError")
 
 
 def _kernel(sandbox: Sandbox) -> None:
     launch = sandbox.launch_kernel([], timeout=60)
-    _expect(isinstance(launch, KernelLaunch), f"launch_kernel returned {type(launch).__name__}, not a KernelLaunch")
+    expect(isinstance(launch, KernelLaunch), f"launch_kernel returned {type(launch).__name__}, not a KernelLaunch")
     try:
-        _expect(launch.process.poll() is None, "the kernel exited right after it started")
+        expect(launch.process.poll() is None, "the kernel exited right after it started")
         shown = _execute(sandbox, launch, "import os; print(6 * 7, os.getcwd())")
-        _expect(shown.split() == ["42", sandbox.workdir], f"the kernel printed {shown!r}")
+        expect(shown.split() == ["42", sandbox.workdir], f"the kernel printed {shown!r}")
     finally:
         launch.process.kill()
-    _expect(launch.process.poll() is not None, "the kernel still runs after kill()")
+    expect(launch.process.poll() is not None, "the kernel still runs after kill()")
 
 
 def _execute(sandbox: Sandbox, launch: KernelLaunch, code: str) -> str:
@@ -157,31 +190,81 @@ def _execute(sandbox: Sandbox, launch: KernelLaunch, code: str) -> str:
         client.wait_for_ready(timeout=60)
         reply = client.execute_interactive(code, timeout=60, output_hook=output)
     except (Empty, TimeoutError, RuntimeError) as e:
-        raise _Failed(
+        raise CheckFailed(
             f"the kernel did not answer: {e or type(e).__name__}; its log: {sandbox.kernel_log_tail()}"
         ) from e
     finally:
         client.stop_channels()
-    _expect(reply["content"]["status"] == "ok", f"the kernel answered {reply['content']}")
+    expect(reply["content"]["status"] == "ok", f"the kernel answered {reply['content']}")
     return "".join(shown)
 
 
 def _records(cls: type[Sandbox], sandbox: Sandbox, config: SandboxConfig) -> None:
     description = cls.describe(config)
-    _expect(isinstance(description, SandboxDescription), f"describe() returned {type(description).__name__}")
+    expect(isinstance(description, SandboxDescription), f"describe() returned {type(description).__name__}")
     usage = sandbox.usage()
-    _expect(isinstance(usage, Usage), f"usage() returned {type(usage).__name__}, not a Usage")
+    expect(isinstance(usage, Usage), f"usage() returned {type(usage).__name__}, not a Usage")
+
+
+# Three ways agent code leaves a process behind: a new session, nohup in the background, a double fork.
+_DAEMONS = (
+    "import os, subprocess\n"
+    "subprocess.Popen(['setsid', 'sleep', '{0}'])\n"
+    "os.system('nohup sleep {1} > /dev/null 2>&1 &')\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        os.execvp('sleep', ['sleep', '{2}'])\n"
+    "    os._exit(0)\n"
+)
 
 
 def _stop(sandbox: Sandbox) -> None:
-    mark = f"1000.{secrets.randbelow(10**9):09d}"
+    marks = [f"1000.{secrets.randbelow(10**9):09d}" for _ in range(3)]
     launch = sandbox.launch_kernel([], timeout=60)
-    _execute(sandbox, launch, f"import subprocess\nsubprocess.Popen(['setsid', 'sleep', '{mark}'])")
-    _expect(wait_for(lambda: pids_with(mark)), "a daemon started by agent code could not be found")
+    _execute(sandbox, launch, _DAEMONS.format(*marks))
+    expect(wait_for(lambda: all(pids_with(mark) for mark in marks)), "daemons started by agent code were not seen")
     runtime = sandbox.runtime_dir
     sandbox.stop()
-    _expect(wait_for(lambda: not pids_with(mark)), "a daemon started by agent code outlived stop()")
-    _expect(not Path(runtime).exists(), f"stop() left the runtime directory {runtime}")
+    wait_for(lambda: not any(pids_with(mark) for mark in marks))
+    left = [mark for mark in marks if pids_with(mark)]
+    expect(not left, f"{len(left)} of 3 daemons started by agent code outlived stop()")
+    expect(not Path(runtime).exists(), f"stop() left the runtime directory {runtime}")
+
+
+_CONNECT = (
+    "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n    print('connected')\n"
+    "except OSError as e:\n    print('unreachable', e)"
+)
+
+
+def _network_off(cls: type[Sandbox], config: SandboxConfig) -> None:
+    """With ``network=False`` agent code reaches not even the host's loopback; a backend that cannot cut the
+    network says so from ``check`` with a ``SandboxError``."""
+    offline = config.model_copy(update={"network": False})
+    try:
+        cls.check(offline)
+    except SandboxError:
+        return  # refused, as the contract allows, rather than run with the network on
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    sandbox = cls(offline, "conformance-offline")
+    try:
+        sandbox.start()
+        launch = sandbox.launch_kernel([], timeout=60)
+        try:
+            shown = _execute(sandbox, launch, _CONNECT.format(port=listener.getsockname()[1]))
+        finally:
+            launch.process.kill()
+        expect(shown.startswith("unreachable"), f"with the network off, agent code reached the host: {shown!r}")
+        try:
+            listener.accept()[0].close()
+        except TimeoutError:
+            return
+        raise CheckFailed("with the network off, a connection reached a socket of the host")
+    finally:
+        listener.close()
+        sandbox.stop()
 
 
 def pids_with(text: str) -> list[int]:
@@ -211,4 +294,14 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> bool:
         time.sleep(0.1)
 
 
-__all__ = ["CheckResult", "ConformanceReport", "check_conformance", "pids_with", "wait_for"]
+__all__ = [
+    "CheckFailed",
+    "CheckResult",
+    "Checklist",
+    "ConformanceReport",
+    "check_conformance",
+    "expect",
+    "pids_with",
+    "sandbox_checks",
+    "wait_for",
+]
