@@ -17,6 +17,7 @@ from super_bench.analysis._resolve import runs
 from super_bench.analysis._signals import last_line, strip_ansi
 from super_bench.errors import SuperBenchError
 from super_bench.models import ChatModel, ModelRequest
+from super_bench.reading import read_trajectory
 from super_bench.trajectory import Trajectory
 
 _LAST_STEPS = 6
@@ -100,8 +101,9 @@ def digest(trajectory: Trajectory, cause: FailureCause) -> str:
     """What the judge reads: the rules' verdict, the errors each run showed, the last steps; the agent's
     text inside one data block."""
     steps = trajectory.agent_steps
+    deeds = [d for d in read_trajectory(trajectory) if not d.step.pre_executed]
     problems = [
-        f"step {r.step.index} ({r.step.action.type}): {p.kind}: {p.line}" for r in runs(steps) for p in r.problems
+        f"step {r.step.index} ({r.step.action.type}): {p.kind}: {p.line}" for r in runs(deeds) for p in r.problems
     ][-_PROBLEM_LINES:]
     last = []
     for step in steps[-_LAST_STEPS:]:

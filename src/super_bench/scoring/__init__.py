@@ -28,6 +28,7 @@ from super_bench.scoring.reference import (
 )
 from super_bench.scoring.submission import parse_answer, submission_of
 from super_bench.scoring.texts import Chunks, outputs
+from super_bench.reading import grammar_of
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory
 
@@ -62,7 +63,7 @@ class ScoreDetails(Model):
 
 def answer_provenance(trajectory: Trajectory) -> AnswerProvenance | None:
     """Where each value the episode submitted first appears in its agent's output (None: nothing submitted)."""
-    return trace_answer(submission_of(trajectory), trajectory.steps)
+    return trace_answer(submission_of(trajectory), trajectory.steps, grammar=grammar_of(trajectory))
 
 
 def note_provenance(trajectory: Trajectory) -> AnswerProvenance | None:
@@ -85,7 +86,7 @@ def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corr
     # The raw outputs joined for search, once for the answer's provenance and the landmarks.
     shown = Chunks(trajectory.steps, outputs)
     # The answer as given, in either mode: where it came from is no question of the scoring rules.
-    details = ScoreDetails(provenance=trace_answer(submission, trajectory.steps, shown))
+    details = ScoreDetails(provenance=trace_answer(submission, trajectory.steps, shown, grammar_of(trajectory)))
     if reference:
         submission = reference_submission(submission)
     # A task without an answer (Auto) has nothing to submit: the reference counted it all the same.

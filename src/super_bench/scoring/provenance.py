@@ -42,6 +42,7 @@ from super_bench.scoring.listing import prints_source
 from super_bench.scoring.shown import Finder, Number, finder_for
 from super_bench.scoring.submission import utf8_text
 from super_bench.scoring.texts import Chunks, outputs
+from super_bench.reading import Grammar, read_steps
 from super_bench.trajectory import Step
 
 ProvenanceStatus = Literal["observed", "partly_observed", "given", "unobserved"]
@@ -50,7 +51,6 @@ PROVENANCE_STATUSES: tuple[str, ...] = ("observed", "partly_observed", "given", 
 # values and counted unobserved beyond them, so that no answer can make scoring slow.
 MAX_TRACED_VALUES = 64
 PROVENANCE_KEY = "answer_provenance"  # where a trajectory's metadata keeps its answer's provenance
-_SHOWN_BY = ("execute", "continue_wait", "interrupt")
 _TYPED_IN = ("execute", "edit")
 _INDEX = attrgetter("index")
 
@@ -98,6 +98,8 @@ class AnswerProvenance(Model):
         if total == 0:
             return None
         seen = sum(f.observed for f in self.fields)
+        if self.untraced and seen == len(self.fields):
+            return "observed"  # a long list: the values beyond the first follow them (docs/verification.md)
         if seen == total:
             return "observed"
         if seen + sum(f.given for f in self.fields) == total:
@@ -105,12 +107,20 @@ class AnswerProvenance(Model):
         return "unobserved" if seen == 0 else "partly_observed"
 
 
-def trace_answer(submission: Any, steps: Sequence[Step], shown: Chunks | None = None) -> AnswerProvenance | None:
+def trace_answer(
+    submission: Any, steps: Sequence[Step], shown: Chunks | None = None, grammar: Grammar = "cells"
+) -> AnswerProvenance | None:
     """Where each value of ``submission`` first appears in the output of ``steps`` (``shown``: their raw
-    outputs, joined already); None when nothing was submitted. Null values and blank strings are not traced
-    (they hold nothing to find)."""
+    outputs, joined already; ``grammar``: the agent's, see ``reading``); None when nothing was submitted. Null
+    values and blank strings are not traced (they hold nothing to find)."""
     if submission is None:
         return None
+    evidence = {id(d.step) for d in read_steps(list(steps), grammar) if d.evidence}
+
+    def _shows(step: Step) -> bool:
+        """An agent's cell whose output counts: it ran something or showed a data file, not source."""
+        return id(step) in evidence and not step.pre_executed and _not_listing(step)
+
     values: list[tuple[str, Any, Finder]] = []
     untraced = 0
     for path, value in _leaves("", submission):
@@ -130,21 +140,12 @@ def trace_answer(submission: Any, steps: Sequence[Step], shown: Chunks | None = 
             continue
         # Given cells, looked at only for the values the agent's output never showed.
         if given is None:
-            cells = [
-                s
-                for s in steps
-                if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid" and _not_listing(s)
-            ]
+            cells = [s for s in steps if s.pre_executed and id(s) in evidence and _not_listing(s)]
             given = Chunks(cells, outputs)
         hit = _first(finder, given, _anything)
         where = {"pre_executed_step": hit[0].index, "offset": hit[1], "text": hit[2]} if hit is not None else {}
         fields.append(FieldProvenance(field=path, value=value, typed_step=typed_step, **where))
     return AnswerProvenance(fields=fields, untraced=untraced)
-
-
-def _shows(step: Step) -> bool:
-    """An agent's cell whose output counts."""
-    return step.action.type in _SHOWN_BY and not step.pre_executed and step.outcome != "invalid" and _not_listing(step)
 
 
 def _not_listing(step: Step) -> bool:
