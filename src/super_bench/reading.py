@@ -26,7 +26,7 @@ from super_bench import shell
 from super_bench.trajectory import Step, Trajectory
 
 Grammar = Literal["cells", "react-super", "swe-agent"]
-Kind = Literal["run", "install", "view", "search", "edit", "shell", "wait", "submit", "invalid"]
+Kind = Literal["run", "install", "view", "search", "edit", "shell", "wait", "interrupt", "submit", "invalid"]
 FileKind = Literal["source", "data"]
 
 SWE_COMMANDS = frozenset(
@@ -98,7 +98,7 @@ class Deed:
         edit's report, a refused step or a submission."""
         if self.kind == "view":
             return self.file_kind == "data"
-        return self.kind in ("run", "install", "shell", "wait")
+        return self.kind in ("run", "install", "shell", "wait", "interrupt")
 
 
 def file_kind(path: str) -> FileKind:
@@ -143,7 +143,7 @@ def read_step(step: Step, grammar: Grammar, open_file: str | None = None) -> Dee
     if action.type == "submit":
         return Deed(step, "submit")
     if action.type in ("continue_wait", "interrupt"):
-        return Deed(step, "wait")
+        return Deed(step, "wait" if action.type == "continue_wait" else "interrupt")
     code = action.content if isinstance(action.content, str) else ""
     if action.type == "edit":
         path = code.split("\n", 1)[0].strip() or None

@@ -16,10 +16,10 @@ import re
 
 from super_bench._names import BUDGET_STOPS
 from super_bench.analysis._model import QUOTE_CHARS, Cause, FailureCause, fully_succeeded
-from super_bench.analysis._resolve import blockers, runs
+from super_bench.analysis._resolve import Blocker, blockers, runs
 from super_bench.analysis._signals import last_line, strip_ansi
 from super_bench.scoring import Metrics, ProvenanceStatus, answer_provenance
-from super_bench.reading import FAILED_EDIT, read_trajectory
+from super_bench.reading import FAILED_EDIT, Deed, read_trajectory
 from super_bench.trajectory import Step, Trajectory
 
 _SHOWN = ("observed", "partly_observed", "given")
@@ -81,6 +81,15 @@ def analyze_failure(
                 0.6,
                 f"the values came from data or numbers the agent made up (step {made_up.index} says so)",
             )
+        crash = _crashed_after(deeds, step)
+        if crash is not None:
+            return _cause(
+                crash.cause,
+                crash.step,
+                crash.line,
+                0.6,
+                _REASONS[crash.cause] + ": the run that printed the answer ended on it" + crash.note,
+            )
         if metrics.output_match is not None and metrics.output_match >= 1.0:
             why = "the run printed the answer and it matches, but the run missed landmarks or the entrypoint asked for"
         else:
@@ -97,7 +106,13 @@ def analyze_failure(
     # view or an edit of a file after it is no run: the budget went on reading, not on computing).
     acting = [d for d in deeds if d.kind not in ("invalid", "submit")]
     working = bool(acting) and last is not None and acting[-1].step is last.step
-    if trajectory.stop_reason in BUDGET_STOPS and working and last is not None and not last.problems and last.step.outcome == "ok":
+    if (
+        trajectory.stop_reason in BUDGET_STOPS
+        and working
+        and last is not None
+        and not last.problems
+        and last.step.outcome == "ok"
+    ):
         final = steps[-1]
         line = last_line(final.raw_output) or last_line(str(final.action.content or "")) or str(trajectory.stop_reason)
         return _cause(
@@ -116,6 +131,14 @@ def analyze_failure(
     end = valid[-1] if valid else None
     line = last_line(end.raw_output) if end is not None else ""
     return _cause("no_experiment", end, line, 0.4, "no run of the experiment went through")
+
+
+def _crashed_after(deeds: list[Deed], shown: Step | None) -> Blocker | None:
+    """The error never resolved that ended the very run that printed the answer: the values it printed were
+    not all the run was to show."""
+    if shown is None:
+        return None
+    return next((b for b in blockers([d.step for d in deeds], runs(deeds)) if b.first == shown.index and b.cause not in ("compute", "no_experiment")), None)
 
 
 def _made_up(steps: list[Step], shown: Step | None) -> Step | None:

@@ -65,13 +65,20 @@ _CODE_CHARS = 500
 # An installed library whose API differs from the one the code was written for: a wrong version.
 _API_CHANGED = re.compile(
     r"^TypeError: \S+\(\) got an unexpected keyword argument|^ImportError: cannot import name|"
-    r"^AttributeError: module '[\w.]+' has no attribute|ExpectedMoreSplits"
+    r"^AttributeError: module '[\w.]+' has no attribute|ExpectedMoreSplits|"
+    r"^AttributeError: .* has no attribute '\w+'\. Did you mean"
 )
 # The exception line that ends a traceback, whatever its name: at the margin, a (dotted) name, then a colon
 # and its message, or the name alone.
 _RAISED = re.compile(r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(?P<msg>.*))?$")
 _NOT_RAISED = ("Traceback", "During handling", "The above exception", "Cell In", "File ", "Input In")
-_TRACEBACK_LINES = 400  # read after a traceback's header for its exception line
+_TRACEBACK_LINES = 400
+# A program waiting for an answer at a terminal (wandb's account question, a y/n confirmation, a password).
+_PROMPT = re.compile(
+    r"(?:Enter your choice|\(y/n\)|\[y/N\]|\[Y/n\]|Password:|Do you want to continue|Proceed \(|"
+    r"wandb: \(\d\)|input\(|Press (?:enter|any key))[^\n]*\s*\Z",
+    re.IGNORECASE,
+)  # read after a traceback's header for its exception line
 _MAX_PROBLEMS = 100
 _CODE_LINES = 200
 # What a harness appends to a cell that ran out of time (SUPER's wording), not the program's output.
@@ -180,8 +187,11 @@ def problems(
         found.append(Problem("other", status, last_line(text) or status, step.index))
     # The harness stopped the cell: that, not what it printed before, ended the run; an install it stopped failed.
     if step.outcome == "timeout":
+        end = last_line(text)
         kind, key = ("environment", "pip") if installing else ("compute", "timeout")
-        found.append(Problem(kind, key, last_line(text) or "the cell ran out of time", step.index))
+        if not installing and _PROMPT.search(_before_note(text)[-_LINE_CHARS:]):
+            kind, key = "other", "prompt"  # waiting on a question nobody answers: no compute spent, and not the cause
+        found.append(Problem(kind, key, end or "the cell ran out of time", step.index))
     if step.outcome == "kernel_died":
         found.append(Problem("compute", "kernel_died", last_line(text) or "the kernel died", step.index))
     return found
@@ -194,7 +204,7 @@ def _in_edited(frames: list[str], line: str, edited: frozenset[str]) -> bool:
         return False
     own = [f for f in frames if not _LIBRARY.search(f)]
     if own:
-        return own[-1].replace("\\", "/").rsplit("/", 1)[-1] in edited
+        return any(f.replace("\\", "/").rsplit("/", 1)[-1] in edited for f in own)
     script = line.split(":", 1)[0].rsplit("/", 1)[-1]
     return script in edited
 
@@ -320,6 +330,12 @@ def _repository_frame(path: str, repos: set[str]) -> bool:
         return True  # no clone seen (a prepared checkout): code outside the libraries is the repository's
     parts = set(path.replace("\\", "/").split("/"))
     return bool(parts & repos)
+
+
+def _before_note(text: str) -> str:
+    """The output before the harness's note that the cell ran out of time."""
+    at = text.find("Your command has already run")
+    return (text if at < 0 else text[:at]).rstrip()
 
 
 def last_line(text: str) -> str:
