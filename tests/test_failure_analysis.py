@@ -34,7 +34,12 @@ needs_reference = pytest.mark.skipif(
 
 def published() -> list[tuple[str, str]]:
     """(run, task) of every published trajectory."""
-    return [(run, p.name) for run in RUNS for p in sorted((REFERENCE_TRAJECTORIES / run).iterdir()) if (p / NOTEBOOK).is_file()]
+    return [
+        (run, p.name)
+        for run in RUNS
+        for p in sorted((REFERENCE_TRAJECTORIES / run).iterdir())
+        if (p / NOTEBOOK).is_file()
+    ]
 
 
 # -- the labelled set ---------------------------------------------------------------------------------------
@@ -349,7 +354,11 @@ def test_a_made_up_answer_after_a_missing_file_is_unobserved_and_the_missing_fil
 
 
 def test_an_error_in_a_file_the_agent_edited_is_the_agents_not_the_repositorys() -> None:
-    edit = step(1, Action(type="edit", content="proj/train.py\n<<<BEFORE_EDIT>>>\na\n<<<AFTER_EDIT>>>\nb"), "Edit was successful.")
+    edit = step(
+        1,
+        Action(type="edit", content="proj/train.py\n<<<BEFORE_EDIT>>>\na\n<<<AFTER_EDIT>>>\nb"),
+        "Edit was successful.",
+    )
     cause = cause_of(run(0, "", CLONE), edit, run(2, TRACE + "KeyError: 'label'"))
     assert (cause.cause, cause.step, cause.quote) == ("no_experiment", 2, "KeyError: 'label'")
 

@@ -93,6 +93,20 @@ class Deed:
         return self.kind == "edit" and self.applied is False
 
     @property
+    def summary(self) -> str:
+        """What it did, in a few words (the viewer's badge): ``ran train.py``, ``viewed a source file``."""
+        if self.kind == "run":
+            names = sorted(n for n in self.runs if not n.startswith("download:"))[:3]
+            return f"ran {', '.join(names)}" if names else "downloaded"
+        if self.kind == "view":
+            return f"viewed a {self.file_kind or 'source'} file"
+        if self.kind == "edit":
+            return "edited" if self.applied else "edit not applied"
+        return {"shell": "shell", "install": "installed", "search": "searched files", "wait": "waited"}.get(
+            self.kind, self.kind
+        )
+
+    @property
     def evidence(self) -> bool:
         """Whether its output can show a result of the agent's work: not a view of source, a search, an
         edit's report, a refused step or a submission."""
@@ -203,9 +217,7 @@ def identity(code: str) -> frozenset[str]:
     Python cell without them is ``<python>``; a download (wget, curl, gdown) is ``download:<url>``. Empty
     for shell commands that run no script (ls, cat, pip)."""
     text = head(code)
-    names = {
-        m.group("name") or m.group("local") or m.group("module") or "<python -c>" for m in _SCRIPT.finditer(text)
-    }
+    names = {m.group("name") or m.group("local") or m.group("module") or "<python -c>" for m in _SCRIPT.finditer(text)}
     names |= {f"download:{m.group('url')}" for m in _DOWNLOAD.finditer(text)}
     if names:
         return frozenset(names)
@@ -219,8 +231,8 @@ def _viewed_files(code: str) -> list[str]:
     """The files a cell of shell commands prints with cat, head, tail, less, more or nl (and nothing else
     but ``cd``, ``ls`` or ``echo``); empty where it does anything else."""
     files: list[str] = []
-    for line in head(code).splitlines():
-        line = line.strip()
+    for raw in head(code).splitlines():
+        line = raw.strip()
         if not line or line.startswith("#"):
             continue
         if not line.startswith(("!", "%cd", "%ls")):

@@ -18,8 +18,8 @@ from super_bench._names import BUDGET_STOPS
 from super_bench.analysis._model import QUOTE_CHARS, Cause, FailureCause, fully_succeeded
 from super_bench.analysis._resolve import Blocker, blockers, runs
 from super_bench.analysis._signals import last_line, strip_ansi
-from super_bench.scoring import Metrics, ProvenanceStatus, answer_provenance
 from super_bench.reading import FAILED_EDIT, Deed, read_trajectory
+from super_bench.scoring import Metrics, ProvenanceStatus, answer_provenance
 from super_bench.trajectory import Step, Trajectory
 
 _SHOWN = ("observed", "partly_observed", "given")
@@ -138,7 +138,14 @@ def _crashed_after(deeds: list[Deed], shown: Step | None) -> Blocker | None:
     not all the run was to show."""
     if shown is None:
         return None
-    return next((b for b in blockers([d.step for d in deeds], runs(deeds)) if b.first == shown.index and b.cause not in ("compute", "no_experiment")), None)
+    return next(
+        (
+            b
+            for b in blockers([d.step for d in deeds], runs(deeds))
+            if b.first == shown.index and b.cause not in ("compute", "no_experiment")
+        ),
+        None,
+    )
 
 
 def _made_up(steps: list[Step], shown: Step | None) -> Step | None:

@@ -11,10 +11,10 @@ by an edit) stop a program before it runs: they say nothing about the errors it 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from super_bench.analysis._lines import LINE_CHARS, PROMPT, RAISED, before_note, last_line, read_lines
 from super_bench.reading import head, strip_ansi
 from super_bench.reading import identity as reading_identity
 from super_bench.trajectory import Step
@@ -57,10 +57,6 @@ _ARGPARSE = re.compile(r"^\S+: error: (?P<msg>.+)$")
 # library is not the one the repository extends.
 _PLUGIN = re.compile(r"argument --(?:task|arch)\S*: invalid choice: '(?P<choice>[^']+)'")
 _EARLY = ("SyntaxError", "IndentationError", "TabError")
-# An error line is short; a longer one is read in its first characters, so that no line makes reading slow.
-_LINE_CHARS = 1000
-# The lines worth reading: every mark below holds one of these (an output may have millions of lines).
-_CANDIDATE = re.compile(r"rror|ERROR|xception|Exit|Failure|File \"|│|not found|Killed|404|CUDA|GPU|NVIDIA|can't open")
 _CODE_CHARS = 500
 # An installed library whose API differs from the one the code was written for: a wrong version.
 _API_CHANGED = re.compile(
@@ -68,21 +64,8 @@ _API_CHANGED = re.compile(
     r"^AttributeError: module '[\w.]+' has no attribute|ExpectedMoreSplits|"
     r"^AttributeError: .* has no attribute '\w+'\. Did you mean"
 )
-# The exception line that ends a traceback, whatever its name: at the margin, a (dotted) name, then a colon
-# and its message, or the name alone.
-_RAISED = re.compile(r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(?P<msg>.*))?$")
-_NOT_RAISED = ("Traceback", "During handling", "The above exception", "Cell In", "File ", "Input In")
-_TRACEBACK_LINES = 400
-# A program waiting for an answer at a terminal (wandb's account question, a y/n confirmation, a password).
-_PROMPT = re.compile(
-    r"(?:Enter your choice|\(y/n\)|\[y/N\]|\[Y/n\]|Password:|Do you want to continue|Proceed \(|"
-    r"wandb: \(\d\)|input\(|Press (?:enter|any key))[^\n]*\s*\Z",
-    re.IGNORECASE,
-)  # read after a traceback's header for its exception line
 _MAX_PROBLEMS = 100
 _CODE_LINES = 200
-# What a harness appends to a cell that ran out of time (SUPER's wording), not the program's output.
-_HARNESS_NOTE = ("Your command has already run", "Action:", "Thought:", "or:")
 _MODULE = re.compile(r"No module named '([\w.]+)'")
 _FOLDER = re.compile(r"^[A-Za-z_][\w.-]*$")
 # transformers' argument parser refusing a command line: a usage error, as argparse's.
@@ -165,10 +148,10 @@ def problems(
     found: list[Problem] = []
     installing = bool(pip_specs(step))
     frames: list[str] = []
-    for raw, traced in _lines(text):
-        raw = strip_ansi(raw[: _LINE_CHARS * 2])
-        line = raw.strip()[:_LINE_CHARS]
-        frame = _FRAME.match(raw[:_LINE_CHARS])
+    for found_line, traced in read_lines(text):
+        raw = strip_ansi(found_line[: LINE_CHARS * 2])
+        line = raw.strip()[:LINE_CHARS]
+        frame = _FRAME.match(raw[:LINE_CHARS])
         if frame:
             frames.append(frame.group("path") or frame.group("rich"))
             continue
@@ -188,8 +171,9 @@ def problems(
     # The harness stopped the cell: that, not what it printed before, ended the run; an install it stopped failed.
     if step.outcome == "timeout":
         end = last_line(text)
-        kind, key = ("environment", "pip") if installing else ("compute", "timeout")
-        if not installing and _PROMPT.search(_before_note(text)[-_LINE_CHARS:]):
+        kind: Kind = "environment" if installing else "compute"
+        key = "pip" if installing else "timeout"
+        if not installing and PROMPT.search(before_note(text)[-LINE_CHARS:]):
             kind, key = "other", "prompt"  # waiting on a question nobody answers: no compute spent, and not the cause
         found.append(Problem(kind, key, end or "the cell ran out of time", step.index))
     if step.outcome == "kernel_died":
@@ -207,59 +191,6 @@ def _in_edited(frames: list[str], line: str, edited: frozenset[str]) -> bool:
         return any(f.replace("\\", "/").rsplit("/", 1)[-1] in edited for f in own)
     script = line.split(":", 1)[0].rsplit("/", 1)[-1]
     return script in edited
-
-
-def _lines(text: str) -> Iterator[tuple[str, bool]]:
-    """The lines worth reading, in order, each once: those that hold a mark, and the exception line that ends
-    each traceback whatever the exception's name (``ExpectedMoreSplits: ...``), flagged True."""
-    ends = _traceback_ends(text)
-    at = 0
-    for start, raw in _candidate_lines(text):
-        while at < len(ends) and ends[at][0] < start:
-            yield ends[at][1], True
-            at += 1
-        if at < len(ends) and ends[at][0] == start:
-            yield ends[at][1], True
-            at += 1
-            continue
-        yield raw, False
-    for _, raw in ends[at:]:
-        yield raw, True
-
-
-def _traceback_ends(text: str) -> list[tuple[int, str]]:
-    """``(offset, line)`` of the exception line of each traceback (Python's or IPython's, ANSI-coloured or
-    not): the first line after its header that starts at the margin with a name and a colon, or a lone name."""
-    found: list[tuple[int, str]] = []
-    at = text.find("Traceback (most recent call last)")
-    while at >= 0 and len(found) < _MAX_PROBLEMS:
-        pos = text.find("\n", at) + 1
-        for _ in range(_TRACEBACK_LINES):
-            if pos <= 0 or pos >= len(text):
-                break
-            end = text.find("\n", pos)
-            end = len(text) if end < 0 else end
-            line = strip_ansi(text[pos : min(end, pos + _LINE_CHARS * 2)]).rstrip()
-            if _RAISED.match(line) and not line.startswith(_NOT_RAISED):
-                found.append((pos, line))
-                break
-            pos = end + 1
-        at = text.find("Traceback (most recent call last)", max(pos, at + 1))
-    return found
-
-
-def _candidate_lines(text: str) -> Iterator[tuple[int, str]]:
-    """The lines of ``text`` that hold a mark, in order, each once, with where each starts."""
-    at = 0
-    while True:
-        mark = _CANDIDATE.search(text, at)
-        if mark is None:
-            return
-        start = text.rfind("\n", 0, mark.start()) + 1
-        end = text.find("\n", mark.end())
-        end = len(text) if end < 0 else end
-        yield start, text[start:end]
-        at = end + 1
 
 
 def _classify(
@@ -298,7 +229,7 @@ def _classify(
         return Problem("environment", f"command:{name}", line, index)
     if "can't open file" in line:
         return Problem("early", "no-script", line, index)
-    match = _EXCEPTION.match(line) or (_RAISED.match(line) if traced else None)
+    match = _EXCEPTION.match(line) or (RAISED.match(line) if traced else None)
     if match is None:
         return None
     name = match.group("name").rsplit(".", 1)[-1]
@@ -330,18 +261,3 @@ def _repository_frame(path: str, repos: set[str]) -> bool:
         return True  # no clone seen (a prepared checkout): code outside the libraries is the repository's
     parts = set(path.replace("\\", "/").split("/"))
     return bool(parts & repos)
-
-
-def _before_note(text: str) -> str:
-    """The output before the harness's note that the cell ran out of time."""
-    at = text.find("Your command has already run")
-    return (text if at < 0 else text[:at]).rstrip()
-
-
-def last_line(text: str) -> str:
-    """The last line of output that the program printed: not a harness note about the cell's time limit."""
-    for raw in reversed(text.splitlines()):
-        line = strip_ansi(raw).strip()
-        if line and not line.startswith(_HARNESS_NOTE) and line.strip("`").strip():
-            return line
-    return ""

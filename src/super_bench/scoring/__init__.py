@@ -9,6 +9,7 @@ from pydantic import Field
 
 from super_bench._names import METRICS, SCORE_MODES, ScoreMode
 from super_bench._pydantic import Model
+from super_bench.reading import grammar_of
 from super_bench.scoring.answer import compare_answer, score_answer
 from super_bench.scoring.entrypoint import entrypoint_runs
 from super_bench.scoring.landmarks import find_landmarks, landmark_steps, raw_text
@@ -28,7 +29,6 @@ from super_bench.scoring.reference import (
 )
 from super_bench.scoring.submission import parse_answer, submission_of
 from super_bench.scoring.texts import Chunks, outputs
-from super_bench.reading import grammar_of
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory
 

@@ -1,0 +1,68 @@
+"""Where a printed number is no evidence of a result (docs/verification.md, "What is no evidence"): inside a
+progress meter or a counter, as a line number prefixing a file's line, after a hyper-parameter's name, in a
+path. Text beside a meter on the same line is evidence (a log dict printed right after a tqdm bar).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Contexts that are no evidence of a result (docs/verification.md, "What is no evidence"): progress meters
+# (tqdm's ``80%|███ | 8/10 [00:01<00:00, 7.40it/s]``, its ``0it [00:00, ?it/s]``; pip's ``━━━ 1.2/3.4 MB 5.0 MB/s
+# eta 0:00:01``; git's ``Receiving objects: 11% (8/73)``; wget's ``0%[   ] 0  --.-KB/s``; ``[0.00%]``) and counters
+# (``(1/9)``), but not the text beside them on the same line; a hyper-parameter's value (``--learning_rate
+# 3e-5``, ``lr=2e-5``); a line number that prefixes a file's line (``12:`` of a view, ``  12\t`` of ``cat -n``);
+# paths.
+_METER = re.compile(
+    r"[0-9]+%\s?\|[^|\n]{0,200}\|(?:\s*[0-9.]+[kMG]?/[0-9.?]+[kMG]?)?(?:\s*\[[^\]\n]{0,120}\])?"
+    r"|[0-9.]+[kMG]?/[0-9.?]+[kMG]?\s*\[[0-9:?]+<[^\]\n]{0,120}\]"
+    r"|\b[0-9]+it\s*\[[^\]\n]{0,120}\]|\b[0-9]+it\b"
+    r"|━+[^\n]{0,120}?(?:eta\s+\S+|[kMG]?B/s)"
+    r"|(?:objects|deltas|files|[Ff]iles)[:,] +[0-9]+% \([0-9]+/[0-9]+\)[^\n]{0,80}"
+    r"|[0-9]+%\s?\[[^\]\n]{0,120}\][^\n]{0,60}?(?:[KMG]?B/s|--\.-KB/s)(?:\s+(?:eta|in)\s+\S+)?"
+    r"|\[\s*[0-9.]+%\s*\]|\([0-9]+/[0-9]+\)"
+    r"|[0-9.]+\s?(?:it/s|s/it|[kMG]?B/s)"
+)
+_HYPER = re.compile(
+    r"(?:\b|_)(?:lr|learning[_ -]?rate|weight[_ -]?decay|warm[_ -]?up\w*|dropout|adam\w*|eps(?:ilon)?|momentum|"
+    r"seed|batch[_ -]?size|max[_ -]?(?:len\w*|seq\w*|steps|grad\w*)|grad\w*clip\w*|num[_ -]?epochs|epochs|"
+    r"label[_ -]?smoothing|temperature|top[_ -]?[pk])['\"]?\s*[:=|]?\s*['\"]?\Z",
+    re.IGNORECASE,
+)
+_LINE_NUMBER = re.compile(r"[ \t]*[0-9]+(?::|\t)")
+# pip's lines about packages (``Requirement already satisfied: tokenizers<0.20,>=0.19``): versions, not results.
+_PIP_LINE = re.compile(
+    r"\s*(?:Requirement already satisfied|Collecting|Downloading|Using cached|Installing|Successfully|Building wheel|"
+    r"Created wheel|Stored in directory|Found existing installation|Uninstalling|Attempting uninstall|Obtaining|"
+    r"Preparing metadata|Getting requirements)\b"
+)
+_TOKEN_END = re.compile(r"[\s'\"`,;()\[\]{}<>=]")
+
+
+def not_evidence(text: str, start: int, end: int) -> bool:
+    """Whether the number printed at ``text[start:end]`` stands where no result is shown: in a progress meter or a
+    counter (text beside them on the line counts), as a line number, after a hyper-parameter's name, or in a path."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line = text[line_start : line_end if line_end >= 0 else len(text)]
+    at, stop = start - line_start, end - line_start
+    for meter in _METER.finditer(line):
+        if meter.start() < stop and at < meter.end():
+            return True
+    number = _LINE_NUMBER.match(line)
+    if number is not None and at < number.end() and "." not in line[at:stop]:
+        return True
+    if _PIP_LINE.match(line):
+        return True
+    if _HYPER.search(text, max(line_start, start - 48), start):
+        return True
+    # The whitespace-delimited token around it holds a path separator next to a letter: a path.
+    left = start
+    while left > line_start and not _TOKEN_END.match(text[left - 1]):
+        left -= 1
+    right = end
+    limit = len(line) + line_start
+    while right < limit and not _TOKEN_END.match(text[right]):
+        right += 1
+    token = text[left:right]
+    return ("/" in token or "\\" in token) and re.search(r"[A-Za-z_][/\\]|[/\\][A-Za-z_.]", token) is not None
