@@ -103,3 +103,20 @@ def write_block(doc: Path, name: str, body: str) -> None:
     head, rest = text.split(f"<!-- {name} -->")
     _, tail = rest.split(f"<!-- /{name} -->")
     doc.write_text(f"{head}<!-- {name} -->\n{body}\n<!-- /{name} -->{tail}", encoding="utf-8")
+
+
+def main() -> None:
+    """Write the figures into the docs: ``python -m tests.judgements`` (the tests then hold them equal)."""
+    from super_bench.analysis import CAUSES
+    from super_bench.scoring import PROVENANCE_STATUSES
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    for split, name in (("dev", "dev"), ("test", "held-out")):
+        write_block(docs / "failure-analysis.md", f"failure-{name}", report(failure_pairs(split), CAUSES))
+        write_block(
+            docs / "verification.md", f"provenance-{name}", report(provenance_pairs(split), PROVENANCE_STATUSES)
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -404,3 +404,20 @@ def test_a_timed_out_install_is_a_failed_install() -> None:
 def test_python_dash_c_is_a_run() -> None:
     episode = trajectory(run(0, "", CLONE), run(1, "0.5", "!python -c 'print(0.5)'"))
     assert [d.kind for d in read_trajectory(episode)] == ["shell", "run"]
+
+
+def test_a_file_listed_earlier_but_missing_where_the_run_looked_is_not_a_missing_resource() -> None:
+    missing = TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'AG_News/txt_data/train.txt'"
+    listed = run(2, "test.txt  train.txt", "!ls data/AG_News/txt_data")
+    cause = cause_of(run(0, "", CLONE), run(1, missing), listed, run(3, missing))
+    assert (cause.cause, cause.step) == ("no_experiment", 3)
+    assert "an earlier listing showed it" in cause.reason
+    never = cause_of(run(0, "", CLONE), run(1, missing), run(2, "test.txt", "!ls data"), run(3, missing))
+    assert never.cause == "resource"
+
+
+def test_a_cell_waiting_on_a_prompt_does_not_outrank_a_real_later_failure() -> None:
+    prompt = "wandb: (1) Create a W&B account\nwandb: (2) Use an existing W&B account\nwandb: Enter your choice:"
+    stuck = run(1, prompt + "\nYour command has already run for 300 seconds.", outcome="timeout")
+    cause = cause_of(run(0, "", CLONE), stuck, run(2, TRACE + "KeyError: 'label'"))
+    assert (cause.cause, cause.step) == ("repository_error", 2)

@@ -195,6 +195,8 @@ def _swe_command(step: Step, code: str, open_file: str | None) -> Deed | None:
 
 
 def _cell(step: Step, code: str) -> Deed:
+    if written := _WRITEFILE.match(code.lstrip()):
+        return Deed(step, "edit", "writefile", written.group("path"), applied=step.outcome != "error")
     names = identity(code)
     if _INSTALL.search(code) and not any(n for n in names if not n.startswith("download:")):
         return Deed(step, "install", runs=names)
@@ -260,8 +262,6 @@ def edited_files(deeds: list[Deed]) -> set[str]:
         code = deed.step.action.content
         if deed.kind in ("run", "shell", "install") and isinstance(code, str):
             text = head(code)
-            if match := _WRITEFILE.match(text.lstrip()):
-                found.add(posixpath.basename(match.group("path")))
             for match in _REDIRECT.finditer(text):
                 path = match.group("path").strip("'\"")
                 if not path.startswith("/dev/") and "." in posixpath.basename(path):

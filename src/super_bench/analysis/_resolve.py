@@ -31,6 +31,9 @@ _VERSION_MISMATCH = ("AttributeError", "TypeError")
 # Problems any later run resolves by getting past them (ending on something else): a missing module or
 # command, a failed download. The agent may have found another way (a pip install, another source).
 _PASSED = ("ModuleNotFoundError", "ImportError", "command:", "404")
+_MISSING_PATH = re.compile(r"No such file or directory: '(?P<path>[^']+)'")
+_LISTS = re.compile(r"(?:^|[!\s;&|])(?:ls|find|tree)\b")
+_LISTING_CHARS = 100_000
 _PIN = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]*)(?:\[[^\]]*\])?(?P<pin>[=<>!~].*)?$")
 
 
@@ -66,6 +69,7 @@ class Blocker:
     line: str
     confidence: float
     note: str = field(default="")
+    reason: str = field(default="")  # where the class's usual reason does not say it
 
 
 def runs(deeds: list[Deed]) -> list[Run]:
@@ -103,8 +107,29 @@ def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
             cause = _AS_CAUSE.get(problem.kind, cast(Cause, problem.kind))
             found[key] = Blocker(cause, run.step.index, run.step, problem.line, 0.7)
     result = list(found.values())
+    for blocker in result:
+        if blocker.cause == "resource" and _listed_before(blocker.line, blocker.step.index, steps):
+            blocker.cause = "no_experiment"  # the file was there, the run looked for it elsewhere
+            blocker.reason = "a file the run wanted was missing where it looked, though an earlier listing showed it"
     result += _installs(steps, attempts, result)
     return sorted(result, key=lambda b: b.first)
+
+
+def _listed_before(line: str, before: int, steps: list[Step]) -> bool:
+    """Whether a missing file's name (``No such file or directory: 'data/x/train.txt'``) was shown by an earlier
+    step's listing (``ls``, ``find``): the file was there, the run looked for it elsewhere."""
+    found = _MISSING_PATH.search(line)
+    if found is None:
+        return False
+    name = found.group("path").rstrip("/").rsplit("/", 1)[-1]
+    if not name or "." not in name:
+        return False
+    word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
+    return any(
+        s.index < before and word.search(s.raw_output[:_LISTING_CHARS]) is not None
+        for s in steps
+        if _LISTS.search(str(s.action.content or "")[:200])
+    )
 
 
 def _resolved(problem: Problem, run: Run, later: list[Run]) -> bool:
