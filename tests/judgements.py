@@ -74,7 +74,7 @@ def report(pairs: Sequence[Pair], classes: Sequence[str]) -> str:
         lines.append(f"{agent}: {ok} of {len(mine)} ({100 * ok / len(mine):.0f}%).")
     used = [c for c in classes if any(c in (label, got) for _, label, got in pairs)]
     used += sorted({got for _, _, got in pairs} - set(used))
-    lines += ["", "| class | labelled | given | precision | recall |", "|---|---|---|---|---|"]
+    lines += ["", "| class | labelled | verdicts | precision | recall |", "|---|---|---|---|---|"]
     for c in used:
         labelled = sum(label == c for _, label, _ in pairs)
         given = sum(got == c for _, _, got in pairs)
