@@ -13,10 +13,13 @@ import re
 # (``(1/9)``), but not the text beside them on the same line; a hyper-parameter's value (``--learning_rate
 # 3e-5``, ``lr=2e-5``); a line number that prefixes a file's line (``12:`` of a view, ``  12\t`` of ``cat -n``);
 # paths.
+# tqdm's time and rate in brackets, ``[00:01<00:02, 7.40it/s`` (a postfix after them, ``loss=0.85]``, is not
+# the meter's).
+_TIMES = r"\[[0-9:?]+(?:<[0-9:?]+)?(?:,\s*\??[0-9.]*\s?(?:[kMG]?it/s|s/it|[kMG]?B/s))?"
 _METER = re.compile(
-    r"[0-9]+%\s?\|[^|\n]{0,200}\|(?:\s*[0-9.]+[kMG]?/[0-9.?]+[kMG]?)?(?:\s*\[[^\]\n]{0,120}\])?"
-    r"|[0-9.]+[kMG]?/[0-9.?]+[kMG]?\s*\[[0-9:?]+<[^\]\n]{0,120}\]"
-    r"|\b[0-9]+it\s*\[[^\]\n]{0,120}\]|\b[0-9]+it\b"
+    rf"[0-9]+%\s?\|[^|\n]{{0,200}}\|(?:\s*[0-9.]+[kMG]?/[0-9.?]+[kMG]?)?(?:\s*{_TIMES})?"
+    rf"|[0-9.]+[kMG]?/[0-9.?]+[kMG]?\s*{_TIMES}"
+    rf"|\b[0-9]+it\b(?:\s*{_TIMES})?"
     r"|━+[^\n]{0,120}?(?:eta\s+\S+|[kMG]?B/s)"
     r"|(?:objects|deltas|files|[Ff]iles)[:,] +[0-9]+% \([0-9]+/[0-9]+\)[^\n]{0,80}"
     r"|[0-9]+%\s?\[[^\]\n]{0,120}\][^\n]{0,60}?(?:[KMG]?B/s|--\.-KB/s)(?:\s+(?:eta|in)\s+\S+)?"
