@@ -99,7 +99,9 @@ def analyze_failure(
     found = blockers(steps, every)
     if found:
         best = min(found, key=lambda b: (_PRIORITY[b.cause], b.first))
-        return _cause(best.cause, best.step, best.line, best.confidence, (best.reason or _REASONS[best.cause]) + best.note)
+        return _cause(
+            best.cause, best.step, best.line, best.confidence, (best.reason or _REASONS[best.cause]) + best.note
+        )
     attempts = [r for r in every if r.experiment]
     last = attempts[-1] if attempts else None
     # The budget ran out on work in progress: the agent's last action ran the experiment and went through (a

@@ -48,7 +48,7 @@ FIGURE_CHARS = 8_000_000  # base64 characters of figures embedded per task (a fi
 COLUMNS = ["task", "set", "category", "status", "stop", "steps", *METRICS, "answer", "cause", "cost", "time"]
 REPRODUCED = {True: "yes", False: "no", None: "not checked"}
 # The badge of each failure cause (docs/failure-analysis.md): the task's own shortfall is a warning, the rest bad.
-_CAUSE_BADGES = {"wrong_result": "warn"}
+_CAUSE_BADGES = {"wrong_result": "warn", "scoring_rule": "warn"}
 _DIVERGENCE_BADGES = {"answer_not_reproduced": "bad"}
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
