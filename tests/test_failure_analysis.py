@@ -421,3 +421,18 @@ def test_a_cell_waiting_on_a_prompt_does_not_outrank_a_real_later_failure() -> N
     stuck = run(1, prompt + "\nYour command has already run for 300 seconds.", outcome="timeout")
     cause = cause_of(run(0, "", CLONE), stuck, run(2, TRACE + "KeyError: 'label'"))
     assert (cause.cause, cause.step) == ("repository_error", 2)
+
+
+@needs_reference
+@pytest.mark.parametrize("run_name", ["swe-agent_expert", "swe-agent_masked"])
+def test_swe_agent_budget_spent_reading_files_is_not_compute(run_name: str) -> None:
+    # SWE-agent's file views and edits are no runs: a budget that ran out on them is not compute. Its compute
+    # share stays under a fifth of its failures (it was a third when they were read as Python cells).
+    causes = []
+    for run_id, task in published():
+        if run_id == run_name:
+            metrics, _ = recorded_metrics(REFERENCE_TRAJECTORIES / run_id / task / METRICS_FILE)
+            cause = analyze_failure(load(run_id, task), metrics)
+            if cause is not None:
+                causes.append(cause.cause)
+    assert causes.count("compute") < 0.2 * len(causes), (causes.count("compute"), len(causes))
