@@ -16,7 +16,8 @@ from tests.labelled import Split, failure_labels
 from super_bench import Action, Step
 from super_bench.analysis import CAUSES, FailureCause, analyze_failure
 from super_bench.analysis._judge import digest
-from super_bench.reading import read_trajectory
+from super_bench.analysis._lines import traceback_ends
+from super_bench.reading import read_trajectory, strip_ansi
 from super_bench.report.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
 from super_bench.scoring import Metrics, answer_provenance
 
@@ -436,3 +437,37 @@ def test_swe_agent_budget_spent_reading_files_is_not_compute(run_name: str) -> N
             if cause is not None:
                 causes.append(cause.cause)
     assert causes.count("compute") < 0.2 * len(causes), (causes.count("compute"), len(causes))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "Traceback (most recent call last):",
+                '  File "/content/proj/a.py", line 3, in <module>',
+                "    x = load()",
+                "\x1b[0;31mExpectedMoreSplits\x1b[0m: {'unsupervised'}",
+                "pyarrow.lib.ArrowInvalid: JSON parse error",
+                "in row 0",
+                "During handling of the above exception, another exception occurred:",
+                "KeyboardInterrupt",
+                "",
+                "done",
+            ]
+        ),
+        max_size=30,
+    )
+)
+def test_every_traceback_end_read_is_a_line_of_the_output_after_its_header(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    ends = traceback_ends(text)
+    headers = [i for i, line in enumerate(lines) if line.startswith("Traceback")]
+    assert len(ends) <= len(headers)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    for offset, line in ends:
+        k = offsets.index(offset)
+        assert strip_ansi(lines[k]).rstrip() == line and any(h < k for h in headers)
+        assert line and not line.startswith((" ", "Traceback"))

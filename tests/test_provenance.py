@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.helpers import step, trajectory
 from tests.trajectory_notebooks import EXPERT_QUERY, NbStep, write_notebook
 
@@ -462,3 +464,24 @@ def test_meters_and_counters_are_no_evidence_but_text_beside_them_is(
     printed: str, submitted: Any, observed: bool
 ) -> None:
     assert first_step({"x": submitted}, "nothing here", printed) == [1 if observed else None]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    done=st.integers(0, 10_000),
+    total=st.integers(1, 10_000),
+    rate=st.floats(0.01, 999, allow_nan=False).map(lambda x: round(x, 2)),
+    value=st.integers(1, 999).map(lambda x: x / 1000),
+    postfix=st.booleans(),
+)
+def test_a_number_inside_a_tqdm_meter_is_never_evidence_and_a_result_beside_it_is(
+    done: int, total: int, rate: float, value: float, postfix: bool
+) -> None:
+    percent = min(100, 100 * done // total)
+    bar = f"{percent}%|████      | {done}/{total} [00:01<00:02, {rate}it/s"
+    line = bar + (f", loss={value}]" if postfix else f"] eval acc {value}")
+    start = line.rindex(str(value))
+    assert not not_evidence(line, start, start + len(str(value)))
+    for number, after in ((str(percent), "%|"), (str(done), f"/{total}"), (str(total), " ["), (str(rate), "it/s")):
+        at = line.index(number + after)
+        assert not_evidence(line, at, at + len(number)), number
