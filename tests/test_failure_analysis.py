@@ -76,13 +76,25 @@ def test_rules_agree_with_the_dev_half_of_the_labels() -> None:
 
 
 @needs_reference
+def test_the_docs_limits_say_the_held_out_figures() -> None:
+    pairs = failure_pairs("test")
+    agree = sum(label == got for _, label, got in pairs)
+    text = " ".join(DOC.read_text(encoding="utf-8").split())
+    assert f"on the held-out half: {round(100 * agree / len(pairs))}% agreement" in text
+    by_agent = {a: [label == got for b, label, got in pairs if b == a] for a in ("react-super", "swe-agent")}
+    rates = [100 * sum(v) / len(v) for v in by_agent.values()]
+    assert f"are {round(abs(rates[0] - rates[1]))} points apart" in text
+
+
+@needs_reference
 def test_agent_format_wherever_most_actions_were_refused() -> None:
-    # Invalid replies and edits that did not apply (SWE-agent's "Your changes have NOT been applied", SUPER's
-    # "Could not find the following lines"): where they are most of the actions, nothing meaningful ran.
+    # Invalid replies, edits that did not apply (SWE-agent's "Your changes have NOT been applied", SUPER's
+    # "Could not find the following lines") and malformed commands: where they are most of the actions,
+    # nothing meaningful ran.
     for run, task in published():
         episode = load(run, task)
         deeds = [d for d in read_trajectory(episode) if not d.step.pre_executed]
-        refused = sum(d.kind == "invalid" or d.failed_edit for d in deeds)
+        refused = sum(d.refused for d in deeds)
         metrics, _ = recorded_metrics(REFERENCE_TRAJECTORIES / run / task / METRICS_FILE)
         cause = analyze_failure(episode, metrics)
         if cause is not None and refused * 2 > len(deeds):

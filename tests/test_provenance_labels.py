@@ -57,6 +57,13 @@ def test_the_docs_show_the_figures_computed(split: Split, block: str) -> None:
 
 
 @needs_reference
+def test_the_docs_say_how_many_held_out_verdicts_the_rules_sign() -> None:
+    pairs = provenance_pairs("test")
+    agree = sum(label == got for _, label, got in pairs)
+    assert f"the rules sign {agree} of the {len(pairs)} verdicts" in DOC.read_text(encoding="utf-8")
+
+
+@needs_reference
 def test_the_importer_notes_the_provenance_the_rules_give(tmp_path: Path) -> None:
     # A user's import of a published run keeps, in each row, the verdict the rules give its trajectory.
     outcome = import_trajectories(REFERENCE_TRAJECTORIES / "swe-agent_expert", tmp_path / "run")

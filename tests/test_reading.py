@@ -33,6 +33,7 @@ def test_swe_agent_commands_are_views_searches_and_edits_not_runs() -> None:
         step(7, Action.execute("continue_wait"), "still running"),
         step(8, Action.execute("!python proj/train.py"), "acc 0.9"),
         step(9, Action.execute('action: {"type": "execute"}'), ""),
+        step(10, Action.execute("search_file acc"), "No file open. Use the open command first."),
     )
     assert [(d.kind, d.file_kind, d.applied) for d in deeds] == [
         ("view", "source", None),
@@ -45,9 +46,11 @@ def test_swe_agent_commands_are_views_searches_and_edits_not_runs() -> None:
         ("wait", None, None),
         ("run", None, None),
         ("invalid", None, None),
+        ("search", None, None),
     ]
+    assert [d.refused for d in deeds] == [False] * 5 + [True, False, False, False, True, True]
     assert deeds[4].path == "/content/proj/train.py" and deeds[5].failed_edit
-    assert [d.evidence for d in deeds] == [False, False, False, False, False, False, True, True, True, False]
+    assert [d.evidence for d in deeds] == [False, False, False, False, False, False, True, True, True, False, False]
     assert edited_files(deeds) == {"train.py"}
 
 

@@ -56,6 +56,10 @@ FAILED_EDIT = re.compile(
     r"edit_linting\.sh|No file open",
     re.MULTILINE,
 )
+# SWE-agent's answer to a command it could not carry out as written.
+_MALFORMED = re.compile(
+    r"(?:bash: line \d+: syntax error|No file open|Usage: |Error: <line> must be|grep: Invalid regular expression)"
+)
 # SWE-agent's window on a file: ``[File: /content/x/train.py (120 lines total)]``.
 _WINDOW = re.compile(r"^\[File: (?P<path>[^\n]+?) \(\d+ lines total\)\]", re.MULTILINE)
 # A script or module being run (not read: ``cat x.py`` runs nothing): by an interpreter or a launcher, or
@@ -87,10 +91,16 @@ class Deed:
     file_kind: FileKind | None = None  # of a view: source (code, config, docs) or data (data, logs, results)
     applied: bool | None = None  # of an edit: whether it took
     runs: frozenset[str] = frozenset()  # what a run ran (see ``identity``)
+    malformed: bool = False  # an agent command its tool refused as written (a usage error, no file open)
 
     @property
     def failed_edit(self) -> bool:
         return self.kind == "edit" and self.applied is False
+
+    @property
+    def refused(self) -> bool:
+        """Whether nothing came of it: an invalid reply, an edit that did not apply, a malformed command."""
+        return self.kind == "invalid" or self.failed_edit or self.malformed
 
     @property
     def summary(self) -> str:
@@ -183,11 +193,12 @@ def _swe_command(step: Step, code: str, open_file: str | None) -> Deed | None:
     output = step.raw_output[:4000]
     window = _WINDOW.search(output)
     shown = window.group("path") if window else None
+    malformed = _MALFORMED.match(output.lstrip()) is not None
     if command in _SWE_VIEWS:
         path = shown or (words[1].split()[0] if command == "open" and len(words) > 1 else open_file)
-        return Deed(step, "view", command, path, file_kind(path) if path else "source")
+        return Deed(step, "view", command, path, file_kind(path) if path else "source", malformed=malformed)
     if command in _SWE_SEARCHES:
-        return Deed(step, "search", command, open_file)
+        return Deed(step, "search", command, open_file, malformed=malformed)
     if command == "create":
         path = words[1].split()[0] if len(words) > 1 else shown
         return Deed(step, "edit", command, path, applied=not FAILED_EDIT.search(output))

@@ -48,7 +48,7 @@ def analyze_failure(
         return None  # nothing failed, or nothing is graded (an ad-hoc query): no failure to explain
     steps = trajectory.agent_steps
     deeds = [d for d in read_trajectory(trajectory) if not d.step.pre_executed]
-    refused = [d for d in deeds if d.kind == "invalid" or d.failed_edit]
+    refused = [d for d in deeds if d.refused]
     if deeds and len(refused) * 2 > len(deeds):
         first = refused[0].step
         invalid = sum(d.kind == "invalid" for d in refused)
@@ -57,8 +57,8 @@ def analyze_failure(
             first,
             _refusal(first),
             0.8,
-            f"{len(refused)} of {len(deeds)} actions were invalid ({invalid}) or edits that did not apply "
-            f"({len(refused) - invalid})",
+            f"{len(refused)} of {len(deeds)} actions were invalid ({invalid}), edits that did not apply or "
+            f"malformed commands ({len(refused) - invalid})",
         )
     shown = _shown_answer(trajectory, steps, answer_provenance)
     if shown is not None:
