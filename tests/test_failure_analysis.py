@@ -3,10 +3,6 @@ and that no trajectory makes it raise or waver."""
 
 from __future__ import annotations
 
-import json
-import re
-from collections import Counter
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -14,112 +10,101 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.helpers import REFERENCE_TRAJECTORIES, step, trajectory
+from tests.judgements import failure_pairs, load, report, shown_block
+from tests.labelled import Split, failure_labels
 
 from super_bench import Action, Step
 from super_bench.analysis import CAUSES, FailureCause, analyze_failure
 from super_bench.analysis._judge import digest
+from super_bench.analysis._lines import traceback_ends
+from super_bench.reading import read_trajectory, strip_ansi
 from super_bench.report.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
-from super_bench.report.notebooks import notebook_trajectory
-from super_bench.scoring import Metrics
+from super_bench.scoring import Metrics, answer_provenance
 
-LABELS = Path(__file__).parent / "data" / "failure_labels.json"
 EXPERT = REFERENCE_TRAJECTORIES / "react-super_expert"
+RUNS = ("react-super_expert", "react-super_masked", "swe-agent_expert", "swe-agent_masked")
 DOC = Path(__file__).resolve().parents[1] / "docs" / "failure-analysis.md"
 FAILED = Metrics(submitted=0.0, output_match=0.0, landmarks=0.0)
+# The dev half's agreement when the rules were last tuned on it: a floor that catches a rule made worse.
+DEV_FLOOR = 0.60
 
 needs_reference = pytest.mark.skipif(
     not EXPERT.is_dir(), reason="the published trajectories are not beside the checkout"
 )
 
 
-def labels() -> list[dict[str, Any]]:
-    return json.loads(LABELS.read_text(encoding="utf-8"))["labels"]  # type: ignore[no-any-return]
-
-
-@cache
-def analysed() -> tuple[tuple[str, str, FailureCause], ...]:
-    """(task, label, the rules' cause) for every labelled trajectory, read through the importer."""
-    found = []
-    for label in labels():
-        folder = EXPERT / label["task_id"]
-        metrics, _ = recorded_metrics(folder / METRICS_FILE)
-        cause = analyze_failure(notebook_trajectory(folder / NOTEBOOK, label["task_id"]), metrics)
-        assert cause is not None, label["task_id"]
-        found.append((label["task_id"], label["cause"], cause))
-    return tuple(found)
-
-
-def confusion_table(pairs: list[tuple[str, str]]) -> str:
-    """A markdown table: a row per labelled class, a column per class the rules gave, and the agreement."""
-    counts = Counter(pairs)
-    used = [c for c in CAUSES if any(c in pair for pair in pairs)]
-    head = "| label \\ rules | " + " | ".join(used) + " | total |"
-    rows = [head, "|" + "---|" * (len(used) + 2)]
-    for label in used:
-        row = [str(counts[(label, got)]) if counts[(label, got)] else "." for got in used]
-        total = sum(counts[(label, got)] for got in used)
-        rows.append(f"| {label} | " + " | ".join(row) + f" | {total} |")
-    agree = sum(n for (label, got), n in counts.items() if label == got)
-    rows.append("")
-    rows.append(f"Agreement: {agree} of {len(pairs)} ({100 * agree / len(pairs):.0f}%).")
-    return "\n".join(rows)
+def published() -> list[tuple[str, str]]:
+    """(run, task) of every published trajectory."""
+    return [
+        (run, p.name)
+        for run in RUNS
+        for p in sorted((REFERENCE_TRAJECTORIES / run).iterdir())
+        if (p / NOTEBOOK).is_file()
+    ]
 
 
 # -- the labelled set ---------------------------------------------------------------------------------------
 
 
 def test_labels_are_well_formed() -> None:
-    found = labels()
-    assert len({x["task_id"] for x in found}) == len(found)
+    found = failure_labels("all")
+    assert len({(x["run"], x["task_id"]) for x in found}) == len(found)
     for label in found:
-        assert label["cause"] in CAUSES, label
-        assert isinstance(label["step"], int) and label["step"] >= 0, label
-        assert 0 < len(label["quote"]) < 200 and label["reason"], label
+        assert label["run"] in RUNS and label["cause"] in CAUSES, label
+        assert label["step"] is None or (isinstance(label["step"], int) and label["step"] >= 0), label
+        assert label["reason"], label
 
 
 @needs_reference
-def test_labels_cover_every_failed_trajectory_and_quote_their_step() -> None:
+def test_labels_cover_every_failed_trajectory_of_the_four_runs() -> None:
     failed = set()
-    for folder in sorted(p for p in EXPERT.iterdir() if (p / NOTEBOOK).is_file()):
-        metrics, _ = recorded_metrics(folder / METRICS_FILE)
-        if analyze_failure(notebook_trajectory(folder / NOTEBOOK, folder.name), metrics) is not None:
-            failed.add(folder.name)
-    assert {x["task_id"] for x in labels()} == failed
-    for label in labels():
-        steps = notebook_trajectory(EXPERT / label["task_id"] / NOTEBOOK, label["task_id"]).steps
-        shown = steps[label["step"]]
-        assert label["quote"] in re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", shown.raw_output + str(shown.action.content))
+    for run, task in published():
+        metrics, _ = recorded_metrics(REFERENCE_TRAJECTORIES / run / task / METRICS_FILE)
+        if analyze_failure(load(run, task), metrics) is not None:
+            failed.add((run, task))
+    assert {(x["run"], x["task_id"]) for x in failure_labels("all")} == failed
+    for label in failure_labels("all"):
+        if label["step"] is not None:
+            assert label["step"] < len(load(label["run"], label["task_id"]).steps), label
 
 
 @needs_reference
-def test_rules_agree_with_the_labels() -> None:
-    results = analysed()
-    pairs = [(label, cause.cause) for _, label, cause in results]
-    table = confusion_table(pairs)
-    agree = sum(label == got for label, got in pairs)
-    missed = [task for task, label, cause in results if label in ("environment", "resource") and cause.cause != label]
-    assert agree >= 0.8 * len(pairs), f"agreement {agree}/{len(pairs)}\n{table}"
-    assert not missed, f"environment or resource labels not found: {missed}\n{table}"
-    for task, _, cause in results:
-        assert cause.by == "rules" and 0 < cause.confidence <= 1, task
+def test_rules_agree_with_the_dev_half_of_the_labels() -> None:
+    pairs = failure_pairs("dev")
+    agree = sum(label == got for _, label, got in pairs)
+    assert agree >= DEV_FLOOR * len(pairs), report(pairs, CAUSES)
 
 
 @needs_reference
-def test_no_published_run_had_most_actions_invalid() -> None:
-    counts = {}
-    for folder in sorted(p for p in EXPERT.iterdir() if (p / NOTEBOOK).is_file()):
-        steps = notebook_trajectory(folder / NOTEBOOK, folder.name).agent_steps
-        counts[folder.name] = (sum(s.outcome == "invalid" for s in steps), len(steps))
-    assert max(counts.values(), key=lambda c: c[0] / c[1]) == counts["dir-gnn"] == (31, 74)
-    assert counts["align-to-distill"] == (20, 59)
+def test_the_docs_limits_say_the_held_out_figures() -> None:
+    pairs = failure_pairs("test")
+    agree = sum(label == got for _, label, got in pairs)
+    text = " ".join(DOC.read_text(encoding="utf-8").split())
+    assert f"on the held-out half: {round(100 * agree / len(pairs))}% agreement" in text
+    by_agent = {a: [label == got for b, label, got in pairs if b == a] for a in ("react-super", "swe-agent")}
+    rates = [100 * sum(v) / len(v) for v in by_agent.values()]
+    assert f"are {round(abs(rates[0] - rates[1]))} points apart" in text
 
 
 @needs_reference
-def test_the_docs_show_the_confusion_table_computed() -> None:
-    table = confusion_table([(label, cause.cause) for _, label, cause in analysed()])
-    text = DOC.read_text(encoding="utf-8")
-    shown = text.split("<!-- confusion-table -->")[1].split("<!-- /confusion-table -->")[0].strip()
-    assert shown == table
+def test_agent_format_wherever_most_actions_were_refused() -> None:
+    # Invalid replies, edits that did not apply (SWE-agent's "Your changes have NOT been applied", SUPER's
+    # "Could not find the following lines") and malformed commands: where they are most of the actions,
+    # nothing meaningful ran.
+    for run, task in published():
+        episode = load(run, task)
+        deeds = [d for d in read_trajectory(episode) if not d.step.pre_executed]
+        refused = sum(d.refused for d in deeds)
+        metrics, _ = recorded_metrics(REFERENCE_TRAJECTORIES / run / task / METRICS_FILE)
+        cause = analyze_failure(episode, metrics)
+        if cause is not None and refused * 2 > len(deeds):
+            assert cause.cause == "agent_format", (run, task)
+
+
+@needs_reference
+@pytest.mark.parametrize(("split", "block"), [("dev", "failure-dev"), ("test", "failure-held-out")])
+def test_the_docs_show_the_figures_computed(split: Split, block: str) -> None:
+    assert shown_block(DOC, block) == report(failure_pairs(split), CAUSES)
 
 
 # -- each rule on a small trajectory ------------------------------------------------------------------------
@@ -355,3 +340,146 @@ def test_any_trajectory_gets_one_cause_and_always_the_same(
     assert first.cause in CAUSES and first.step in {None, *(s.index for s in steps)}
     # What a judge would read: the agent's text inside one data block it cannot close.
     assert digest(episode, first).count("</trajectory-data>") == 1
+
+
+# -- the agent's grammar, and what a reader signs -------------------------------------------------------------
+
+
+def test_a_made_up_answer_after_a_missing_file_is_unobserved_and_the_missing_file_is_the_cause() -> None:
+    # A new user's case: git's progress meter shows "11%", the script raises FileNotFoundError, the agent
+    # submits a made-up 1.0 (well, 0.11 would be the meter's; 1.0 is nowhere but in "(1/9)" counters).
+    clone = "Cloning into 'proj'...\nReceiving objects:  11% (1/9)\rReceiving objects: 100% (9/9), done."
+    missing = TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'"
+    episode = trajectory(
+        run(0, clone, CLONE),
+        run(1, missing),
+        step(2, Action.submit({"accuracy": 1.0})),
+        submission={"accuracy": 1.0},
+        submitted=True,
+    )
+    episode.stop_reason = "submitted"
+    trace = answer_provenance(episode)
+    assert trace is not None and trace.status == "unobserved"
+    cause = analyze_failure(episode, Metrics(submitted=1.0, output_match=0.0, landmarks=0.0))
+    assert cause is not None
+    assert (cause.cause, cause.step) == ("resource", 1)
+    assert cause.quote.startswith("FileNotFoundError")
+
+
+def test_an_error_in_a_file_the_agent_edited_is_the_agents_not_the_repositorys() -> None:
+    edit = step(
+        1,
+        Action(type="edit", content="proj/train.py\n<<<BEFORE_EDIT>>>\na\n<<<AFTER_EDIT>>>\nb"),
+        "Edit was successful.",
+    )
+    cause = cause_of(run(0, "", CLONE), edit, run(2, TRACE + "KeyError: 'label'"))
+    assert (cause.cause, cause.step, cause.quote) == ("no_experiment", 2, "KeyError: 'label'")
+
+
+def test_an_exception_of_any_name_is_read_from_its_traceback_ansi_and_all() -> None:
+    ipython = (
+        "\x1b[0;31m---------------------------------------------------------------------------\x1b[0m\n"
+        "\x1b[0;31mExpectedMoreSplits\x1b[0m                        Traceback (most recent call last)\n"
+        "Cell \x1b[0;32mIn[3], line 1\x1b[0m\n----> 1 load()\n\n"
+        "\x1b[0;31mExpectedMoreSplits\x1b[0m: {'unsupervised'}"
+    )
+    cause = cause_of(run(0, "", CLONE), run(1, ipython, "load()"))
+    assert (cause.cause, cause.quote) == ("environment", "ExpectedMoreSplits: {'unsupervised'}")
+    arrow = TRACE + "pyarrow.lib.ArrowInvalid: JSON parse error: Missing a name for object member.\nin row 0"
+    assert cause_of(run(0, "", CLONE), run(1, arrow)).quote.startswith("pyarrow.lib.ArrowInvalid")
+
+
+def test_swe_agent_views_are_no_runs_and_a_budget_spent_after_one_is_not_compute() -> None:
+    view = step(2, Action.execute("open proj/train.py"), "[File: /content/proj/train.py (120 lines total)]\n1:import x")
+    episode = trajectory(run(0, "", CLONE), run(1, "accuracy 0.71"), view)
+    episode.metadata["style"] = "swe-agent"
+    episode.stop_reason = "max_tokens"
+    cause = analyze_failure(episode, FAILED)
+    assert cause is not None and cause.cause == "no_experiment"
+    assert [d.kind for d in read_trajectory(episode)] == ["shell", "run", "view"]
+
+
+def test_failed_swe_agent_edits_count_towards_agent_format() -> None:
+    refused = "Your proposed edit has introduced new syntax error(s).\nYour changes have NOT been applied."
+    edits = [step(i, Action.execute("edit 3:3\nx = (\nend_of_edit"), refused) for i in (1, 2, 3)]
+    episode = trajectory(run(0, "", CLONE), *edits)
+    episode.metadata["style"] = "swe-agent"
+    cause = analyze_failure(episode, FAILED)
+    assert cause is not None and cause.cause == "agent_format"
+    assert cause.quote.startswith("Your proposed edit") and "3 of 4" in cause.reason
+
+
+def test_a_timed_out_install_is_a_failed_install() -> None:
+    cause = cause_of(run(0, "", CLONE), run(1, "Collecting torch==1.4", "!pip install torch==1.4", outcome="timeout"))
+    assert cause.cause == "environment"
+
+
+def test_python_dash_c_is_a_run() -> None:
+    episode = trajectory(run(0, "", CLONE), run(1, "0.5", "!python -c 'print(0.5)'"))
+    assert [d.kind for d in read_trajectory(episode)] == ["shell", "run"]
+
+
+def test_a_file_listed_earlier_but_missing_where_the_run_looked_is_not_a_missing_resource() -> None:
+    missing = TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'AG_News/txt_data/train.txt'"
+    listed = run(2, "test.txt  train.txt", "!ls data/AG_News/txt_data")
+    cause = cause_of(run(0, "", CLONE), run(1, missing), listed, run(3, missing))
+    assert (cause.cause, cause.step) == ("no_experiment", 3)
+    assert "an earlier listing showed it" in cause.reason
+    never = cause_of(run(0, "", CLONE), run(1, missing), run(2, "test.txt", "!ls data"), run(3, missing))
+    assert never.cause == "resource"
+
+
+def test_a_cell_waiting_on_a_prompt_does_not_outrank_a_real_later_failure() -> None:
+    prompt = "wandb: (1) Create a W&B account\nwandb: (2) Use an existing W&B account\nwandb: Enter your choice:"
+    stuck = run(1, prompt + "\nYour command has already run for 300 seconds.", outcome="timeout")
+    cause = cause_of(run(0, "", CLONE), stuck, run(2, TRACE + "KeyError: 'label'"))
+    assert (cause.cause, cause.step) == ("repository_error", 2)
+
+
+@needs_reference
+@pytest.mark.parametrize("run_name", ["swe-agent_expert", "swe-agent_masked"])
+def test_swe_agent_budget_spent_reading_files_is_not_compute(run_name: str) -> None:
+    # SWE-agent's file views and edits are no runs: a budget that ran out on them is not compute. Its compute
+    # share stays under a fifth of its failures (it was a third when they were read as Python cells).
+    causes = []
+    for run_id, task in published():
+        if run_id == run_name:
+            metrics, _ = recorded_metrics(REFERENCE_TRAJECTORIES / run_id / task / METRICS_FILE)
+            cause = analyze_failure(load(run_id, task), metrics)
+            if cause is not None:
+                causes.append(cause.cause)
+    assert causes.count("compute") < 0.2 * len(causes), (causes.count("compute"), len(causes))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "Traceback (most recent call last):",
+                '  File "/content/proj/a.py", line 3, in <module>',
+                "    x = load()",
+                "\x1b[0;31mExpectedMoreSplits\x1b[0m: {'unsupervised'}",
+                "pyarrow.lib.ArrowInvalid: JSON parse error",
+                "in row 0",
+                "During handling of the above exception, another exception occurred:",
+                "KeyboardInterrupt",
+                "",
+                "done",
+            ]
+        ),
+        max_size=30,
+    )
+)
+def test_every_traceback_end_read_is_a_line_of_the_output_after_its_header(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    ends = traceback_ends(text)
+    headers = [i for i, line in enumerate(lines) if line.startswith("Traceback")]
+    assert len(ends) <= len(headers)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    for offset, line in ends:
+        k = offsets.index(offset)
+        assert strip_ansi(lines[k]).rstrip() == line and any(h < k for h in headers)
+        assert line and not line.startswith((" ", "Traceback"))

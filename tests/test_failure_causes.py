@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.helpers import REFERENCE_TRAJECTORIES, cli, step, trajectory
 
-from super_bench import EnvConfig, RunConfig, SandboxConfig, run
-from super_bench.analysis import CAUSES, FailureCause
+from super_bench import Action, EnvConfig, RunConfig, SandboxConfig, run
+from super_bench.analysis import CAUSES, TRAJECTORY_CAUSES, FailureCause
 from super_bench.runner.analyze import analyze_run
 from super_bench.runner.rescore import rescore
 from super_bench.runner.results import TaskResult, causes_by_category, summarize
@@ -213,7 +213,7 @@ def test_an_imported_paper_run_gets_causes_and_analyze_prints_them_in_one_table_
     [expert] = [line for line in lines if line.startswith("expert")]
     [total] = [line for line in lines if line.startswith("all")]
     counts = [int(c) if c != "-" else 0 for c in total.split()[1:]]
-    assert counts == [summary.failure_causes.get(c, 0) for c in CAUSES] + [len(failed)]
+    assert counts == [summary.failure_causes.get(c, 0) for c in TRAJECTORY_CAUSES] + [len(failed)]
     assert expert.split()[1:] == total.split()[1:]
     for r in failed:
         assert any(line.startswith(f"{r.task_id}: {r.failure.cause.replace('_', ' ')}") for line in lines), r.task_id
@@ -254,7 +254,8 @@ def test_leaderboard_adds_cause_columns_only_when_asked(timed_out: Path) -> None
     assert [k for k in values if k.startswith("cause_")] == [f"cause_{c}" for c in CAUSES]
     markdown = cli("leaderboard", str(timed_out), "--causes").stdout
     header_cells = [cell.strip() for cell in markdown.splitlines()[0].split("|")]
-    assert [cell for cell in header_cells if cell.replace(" ", "_") in CAUSES] == [c.replace("_", " ") for c in CAUSES]
+    shown = [c.replace("_", " ") for c in TRAJECTORY_CAUSES]  # scoring_rule only where a row has it
+    assert [cell for cell in header_cells if cell.replace(" ", "_") in CAUSES] == shown
 
 
 def test_the_table_of_masked_categories_fits_80_columns_its_class_names_abbreviated_and_spelled_out() -> None:
@@ -295,3 +296,25 @@ def test_analyze_with_a_judge_records_its_verdicts_and_counts_them(timed_out: Pa
     # Without --judge the rules decide again, offline.
     assert cli("analyze", str(run_dir)).returncode == 0
     assert {FailureCause.model_validate(r["failure"]).by for r in rows(run_dir)} == {"rules"}
+
+
+def test_a_reference_rescore_names_the_entrypoint_rule_where_it_alone_fell_short() -> None:
+    # A gold run whose script finished in 2 s: the reference counts an entrypoint run only from 10 s on.
+    quick = {"step_index": 3, "duration": 2.0, "success": False, "reason": "took 2.0 s, less than 10 s"}
+    metrics = Metrics(submitted=1.0, output_match=1.0, landmarks=1.0, entrypoint=0.0)
+    episode = trajectory(step(0, Action.execute("!python train.py"), "acc 0.5"))
+    row = TaskResult(
+        task_id="t",
+        task_set="expert",
+        status="completed",
+        metrics=metrics,
+        mode="reference",
+        details={"entrypoint_runs": [quick]},
+    )
+    failure = row.diagnosed(episode).failure
+    assert failure is not None and (failure.cause, failure.step) == ("scoring_rule", 3)
+    assert "10 s" in failure.reason and failure.quote == quick["reason"]
+    # In corrected mode, or where the answer fell short too, the run's own failure is read as before.
+    assert row.model_copy(update={"mode": "corrected"}).diagnosed(episode).failure.cause != "scoring_rule"  # type: ignore[union-attr]
+    wrong = row.model_copy(update={"metrics": metrics.model_copy(update={"output_match": 0.0})})
+    assert wrong.diagnosed(episode).failure.cause != "scoring_rule"  # type: ignore[union-attr]

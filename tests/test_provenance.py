@@ -20,8 +20,9 @@ from super_bench.runner.rescore import rescore
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import score_trajectory
+from super_bench.scoring.meters import LineMemo, not_evidence
 from super_bench.scoring.provenance import MAX_TRACED_VALUES, trace_answer
-from super_bench.scoring.shown import Number, _number_at, not_evidence, percents
+from super_bench.scoring.shown import Number, _number_at, percents
 from super_bench.scoring.texts import Text
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, Trajectory
@@ -46,7 +47,7 @@ def first_step(submission: Any, *outputs: str) -> list[int | None]:
         ("Requirement already satisfied: tokenizers<0.20,>=0.19 in /usr/lib", 0.2, False),
         ("x.unsqueeze(0)\n{0: 'terrible'}\npack-reused 0", 0.0, False),  # a bare 0 does not show a float zero
         ("accuracy = 0.0", 0.0, True),
-        ("errors: 0", 0, True),  # an integer zero it does
+        ("x errors: 0", 0, True),  # an integer zero it does, on a line that names it
         ("test MSE: 7.40", 7.4031, False),  # printed with fewer decimals than submitted: the rest came from elsewhere
         ("acc 0.8523", 0.85, True),  # rounds to it
         ("acc 0.8523", 0.852, True),
@@ -77,16 +78,16 @@ def first_step(submission: Any, *outputs: str) -> list[int | None]:
         ("rows: 22896.", 22896, True),
         ("rows: 22,896", 22896, False),  # thousands separators are not read
         ("loss 3e-05", 0.0, True),  # too small to show at one decimal
-        ("loss 3.5E-7", 0, True),
+        ("x loss 3.5E-7", 0, True),
         ("lr 2e-05", 5, False),  # a power of ten is no number of its own
         ("epoch 05/10", 5, False),  # nor are digits after a leading zero
         ("[00:00<00:01]", 0, False),
         ("ppl 4.2500", 4.25, True),
         ("acc 0.995", 1.0, True),
-        ("acc 0.995", 1, True),
+        ("x acc 0.995", 1, True),
         ("acc 1.0049", 1.0, True),
         ("3e+20", 3e20, True),
-        ("found 0", 0, True),
+        ("x found 0", 0, True),
         ("loss 0.003", 0.0, True),
         ("shuffle: True", True, True),
         ("shuffle: true", True, True),
@@ -204,18 +205,20 @@ def test_text_is_not_found_across_two_steps_outputs() -> None:
 
 def test_what_provenance_cannot_tell_a_number_read_from_a_file_or_computed_from_a_guess() -> None:
     # Documented limits: the output showed the value, whether or not the run computed it.
-    read = [step(0, Action.execute("!cat README.md"), "| model | MSE |\n| ours | 7.4031 |")]
+    read = [step(0, Action.execute("!cat notes.txt"), "| model | MSE |\n| ours | 7.4031 |")]
     assert trace_answer({"test_mse": 7.4031}, read).status == "observed"  # type: ignore[union-attr]
     guessed = [step(0, Action.execute("print(17 / 20)"), "0.85")]
     assert trace_answer({"acc": 0.85}, guessed).status == "observed"  # type: ignore[union-attr]
 
 
-def test_a_huge_submission_is_traced_in_its_first_values_and_never_observed_whole() -> None:
-    values = list(range(MAX_TRACED_VALUES + 1000))
+def test_a_long_list_fully_shown_is_observed_and_one_shown_in_part_is_not() -> None:
+    values = [round(0.001 * i, 3) for i in range(MAX_TRACED_VALUES + 1000)]
     traced = trace_answer(values, [step(0, RUN, " ".join(map(str, values)))])
     assert traced is not None
-    assert len(traced.fields) == MAX_TRACED_VALUES and traced.untraced == 1000
-    assert all(f.observed for f in traced.fields) and traced.status == "partly_observed"
+    assert len(traced.fields) == MAX_TRACED_VALUES and traced.untraced == traced.untraced_shown == 1000
+    assert traced.status == "observed"
+    cut = trace_answer(values, [step(0, RUN, " ".join(map(str, values[:500])))])
+    assert cut is not None and cut.untraced_shown == 500 - MAX_TRACED_VALUES and cut.status == "partly_observed"
 
 
 def test_numbers_printed_by_the_million_are_searched_without_losing_the_answer() -> None:
@@ -440,22 +443,26 @@ def _not_evidence_in_a_copy_of_its_line(text: str, start: int, end: int) -> bool
     """``not_evidence`` as it was written first, reading a copy of the number's line at every call."""
     import re
 
-    from super_bench.scoring import shown
+    from super_bench.scoring import meters
 
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     line = text[line_start : line_end if line_end >= 0 else len(text)]
-    if shown._PROGRESS_LINE.search(line) and text[start - 1 : start] != "=":
+    at, stop = start - line_start, end - line_start
+    if any(m.start() < stop and at < m.end() for m in meters._METER.finditer(line)):
         return True
-    if shown._PIP_LINE.match(line):
+    number = meters._LINE_NUMBER.match(line)
+    if number is not None and at < number.end() and "." not in line[at:stop]:
         return True
-    if shown._HYPER.search(text, max(line_start, start - 48), start):
+    if meters._PIP_LINE.match(line):
+        return True
+    if meters._HYPER.search(text, max(line_start, start - 48), start):
         return True
     left = start
-    while left > line_start and not shown._TOKEN_END.match(text[left - 1]):
+    while left > line_start and not meters._TOKEN_END.match(text[left - 1]):
         left -= 1
     right = end
-    while right < len(line) + line_start and not shown._TOKEN_END.match(text[right]):
+    while right < len(line) + line_start and not meters._TOKEN_END.match(text[right]):
         right += 1
     token = text[left:right]
     return ("/" in token or "\\" in token) and re.search(r"[A-Za-z_][/\\]|[/\\][A-Za-z_.]", token) is not None
@@ -463,7 +470,7 @@ def _not_evidence_in_a_copy_of_its_line(text: str, start: int, end: int) -> bool
 
 _PIECES = st.sampled_from(
     ["7", "0.5", "42", "%", " ", "\n", "\r", "|", "=", "/", "a", "it/s", " 3.1 MB/s", "eta 1", "lr ", "Collecting ",
-     "━", "█", "loss", "x/y", "_", "e"]
+     "━", "█", "loss", "x/y", "_", "e", "[", "]", "(", ")", ":", "\t", "00:01<00:02, ", "it ", "objects: "]
 )  # fmt: skip
 
 
@@ -472,7 +479,7 @@ _PIECES = st.sampled_from(
 def test_a_line_read_once_answers_as_its_copy_read_at_every_number_did(text: str) -> None:
     import re
 
-    memo: list[tuple[int, int, bool, bool]] = []
+    memo = LineMemo()
     for match in re.finditer(r"[0-9]+(?:\.[0-9]+)?", text):
         start, end = match.span()
         expected = _not_evidence_in_a_copy_of_its_line(text, start, end)
@@ -484,3 +491,52 @@ def test_a_progress_flood_of_one_line_is_read_once_not_once_a_number() -> None:
     found = percents(Text([flood]))
     assert found == []  # every number before a % is on the progress bar's line
     assert Number(0.42).find(Text([flood])) == (len(flood) - 5, "0.42")
+
+
+def test_an_integer_zero_or_one_is_shown_only_on_a_line_that_names_its_metric() -> None:
+    # 0 and 1 are everywhere (counts, indices, placeholders): a line must show it as that metric's value.
+    assert first_step({"total_tokens": 0}, "loading instances: 0it", "gold_edus: 0") == [None]
+    assert first_step({"total_tokens": 0}, "epoch 0 done", "Total tokens: 0") == [1]
+    assert first_step({"accuracy": 1.0}, "done", "acc 1.0") == [1]  # a float is not asked for its name
+
+
+@pytest.mark.parametrize(
+    ("printed", "submitted", "observed"),
+    [
+        ("Receiving objects:  11% (8/73)", 0.11, False),  # git's meter
+        ("Counting objects: 60% (44/73), done.", 0.6, False),
+        ("SQuAD.jsonl.gz   0%[            ]       0  --.-KB/s", 0.0, False),  # wget's
+        ("[0.00%]", 0.0, False),
+        ("Map: 100%|██████████| 10/10 [00:00<00:00, 7.40it/s]", 7.4, False),
+        ("100%|██████| 8/8 [00:18<00:00, 18.92s/it]08/21/2024 - INFO - {'accuracy': 0.6, 'f1': 0.75}", 0.6, True),
+        ("100%|██████| 8/8 [00:18<00:00, 18.92s/it] acc 0.6", 0.6, True),  # text beside the meter is evidence
+        ("loading instances: 0it [00:00, ?it/s]", 0.0, False),
+        ("(1/9) done", 1.0, False),  # a counter
+        ("12:    return 0.85", 12.0, False),  # a view's line number
+    ],
+)
+def test_meters_and_counters_are_no_evidence_but_text_beside_them_is(
+    printed: str, submitted: Any, observed: bool
+) -> None:
+    assert first_step({"x": submitted}, "nothing here", printed) == [1 if observed else None]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    done=st.integers(0, 10_000),
+    total=st.integers(1, 10_000),
+    rate=st.floats(0.01, 999, allow_nan=False).map(lambda x: round(x, 2)),
+    value=st.integers(1, 999).map(lambda x: x / 1000),
+    postfix=st.booleans(),
+)
+def test_a_number_inside_a_tqdm_meter_is_never_evidence_and_a_result_beside_it_is(
+    done: int, total: int, rate: float, value: float, postfix: bool
+) -> None:
+    percent = min(100, 100 * done // total)
+    bar = f"{percent}%|████      | {done}/{total} [00:01<00:02, {rate}it/s"
+    line = bar + (f", loss={value}]" if postfix else f"] eval acc {value}")
+    start = line.rindex(str(value))
+    assert not not_evidence(line, start, start + len(str(value)))
+    for number, after in ((str(percent), "%|"), (str(done), f"/{total}"), (str(total), " ["), (str(rate), "it/s")):
+        at = line.index(number + after)
+        assert not_evidence(line, at, at + len(number)), number

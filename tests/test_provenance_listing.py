@@ -30,6 +30,7 @@ LISTINGS = [
     '!cat paraphrase-nli/src/models/nli_trainer.py | grep "trainer_config.json" -A 10',
     "!cd repo && cat train.py | head -n 50",
     "!cat requirements.txt",
+    "!cat README.md",  # documentation: what the authors wrote (a README's table is no result of the run)
     "%pycat train.py",
     "%%bash\ncat train.py\nhead config.toml",
     "print(open('train.py').read())",
@@ -41,7 +42,6 @@ LISTINGS = [
 NOT_LISTINGS = [
     "!cat results.json",  # a results file: the run's own output
     "!tail -n 20 train_log.txt",
-    "!cat README.md",  # documentation (what it shows: docs/verification.md, "What provenance cannot tell")
     "!cat train.py && python train.py",  # runs the code too
     "!cat train.py\n!python train.py",
     "!cat train.py | python",
@@ -113,7 +113,8 @@ def test_a_given_cell_that_prints_source_shows_nothing_either() -> None:
         ("requirements-dev.txt", True),
         ("results.json", False),
         ("train_log.txt", False),
-        ("README.md", False),
+        ("README.md", True),
+        ("docs/usage.rst", True),
         ("data.csv", False),
         ("py", False),
     ],

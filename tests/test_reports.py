@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from tests.helpers import cli
 
+from super_bench.analysis import FailureCause
 from super_bench.errors import ConfigError, ReportError, RunDirError
 from super_bench.report.compare import compare_runs
 from super_bench.report.leaderboard import leaderboard_rows, to_csv, to_markdown
@@ -141,18 +142,19 @@ def test_leaderboard(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     rows = leaderboard_rows(runs)
     assert [r["run"] for r in rows] == ["better", "base"]  # best headline metric first
     assert rows[0]["agent"] == "react-super" and rows[0]["tasks"] == 42 and rows[0]["scored"] == 41
+    assert rows[0]["epochs"] == 1
     assert rows[0]["output_match_low"] < rows[0]["output_match"] < rows[0]["output_match_high"]
     assert rows[0]["cost_usd"] == pytest.approx(5.0)
     table = list(csv.DictReader(io.StringIO(to_csv(runs))))
     assert [r["run"] for r in table] == ["better", "base"] and table[1]["entrypoint"] == ""
     markdown = to_markdown(runs)
     lines = markdown.splitlines()
-    assert lines[0].startswith("| run | agent | model | set | mode | tasks | output match |")
-    assert lines[2].startswith("| better | react-super | mock/m | masked | corrected | 42 | 48.8 [")
+    assert lines[0].startswith("| run | agent | model | set | mode | tasks | epochs | output match |")
+    assert lines[2].startswith("| better | react-super | mock/m | masked | corrected | 42 | 1 | 48.8 [")
     assert len(lines) == 4
     out = tmp_path / "board.csv"
     assert cli("leaderboard", *map(str, two_runs), "--out", str(out)).returncode == 0
-    assert out.read_text().startswith("run,agent,model,set,mode,tasks,scored,output_match,")
+    assert out.read_text().startswith("run,agent,model,set,mode,tasks,epochs,scored,output_match,")
     printed = cli("leaderboard", *map(str, two_runs))
     assert printed.stdout == markdown
 
@@ -359,3 +361,54 @@ def test_rows_written_before_modes_were_recorded_still_load(tmp_path: Path) -> N
     (path / "summary.json").write_text(json.dumps({**old_summary, "mode": "reference"}))
     run = load_run(path)
     assert run.mode == "reference" and run.summary.n_scored == 1 and run.results[0].mode is None
+
+
+def epoch_run(path: Path, causes: dict[str, list[str]]) -> Path:
+    """A run of several epochs: per task, each epoch's failure cause (``none``: it succeeded)."""
+    run_dir = RunDir(path)
+    run_dir.create()
+    results = []
+    for task_id, per_epoch in causes.items():
+        for epoch, cause in enumerate(per_epoch, 1):
+            solved = cause == "none"
+            failure = None if solved else FailureCause(cause=cause, confidence=0.7)  # type: ignore[arg-type]
+            results.append(
+                TaskResult(
+                    task_id=task_id,
+                    task_set="expert",
+                    epoch=epoch,
+                    status="completed",
+                    stop_reason="submitted",
+                    metrics=Metrics(output_match=float(solved), submitted=1.0),
+                    failure=failure,
+                )
+            )
+    run_dir.write_results(results)
+    run_dir.write_summary(summarize(results, "corrected"))
+    run_dir.write_manifest(RunManifest(config={"agent": "react", "model": "mock/m", "task_set": "expert"}))
+    return path
+
+
+def test_compare_counts_causes_over_every_epoch_as_its_flips_do(tmp_path: Path) -> None:
+    base = epoch_run(tmp_path / "base", {"a": ["compute", "compute"], "b": ["none", "none"], "c": ["none", "none"]})
+    other = epoch_run(
+        tmp_path / "other", {"a": ["compute", "environment"], "b": ["none", "none"], "c": ["resource", "none"]}
+    )
+    c = compare_runs(load_run(base), load_run(other))
+    counts = {x.cause: (x.base, x.other) for x in c.causes}
+    assert counts["compute"] == (2, 1) and counts["environment"] == (0, 1) and counts["resource"] == (0, 1)
+    assert counts["none"] == (4, 3)  # task-epochs: the second epoch's causes count, not the first alone
+    assert sum(b for b, _ in counts.values()) == sum(o for _, o in counts.values()) == 6
+    assert [(m.task_id, m.base, m.other) for m in c.moved] == [
+        ("a", "compute, compute", "compute, environment"),
+        ("c", "none, none", "resource, none"),
+    ]
+    # The flips use each task's mean over its epochs: c fell from solved to half solved.
+    assert c.lost == ["c"] and c.gained == []
+
+
+def test_leaderboard_says_tasks_and_epochs_apart(tmp_path: Path) -> None:
+    run = load_run(epoch_run(tmp_path / "two", {"a": ["none", "compute"], "b": ["none", "none"]}))
+    [row] = leaderboard_rows([run])
+    assert (row["tasks"], row["epochs"], row["scored"]) == (2, 2, 4)
+    assert "| corrected | 2 | 2 |" in to_markdown([run])

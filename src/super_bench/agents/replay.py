@@ -134,7 +134,7 @@ def _diverged(recording: Trajectory, replay: Trajectory) -> dict[str, Any] | Non
     submission = submission_of(recording)
     traced = trace_answer(submission, replay.steps)
     if traced is not None and traced.status is not None:
-        same = all(f.observed for f in traced.fields) and not traced.untraced
+        same = traced.status == "observed"
     else:
         same = same_first_error(recorded, replayed)
     return None if same else divergence(recorded, replayed, replay.stop_reason).model_dump(mode="json")

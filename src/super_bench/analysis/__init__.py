@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from super_bench.analysis._model import CAUSES, Cause, FailureCause, fully_succeeded
+from super_bench.analysis._mode import scoring_rule_cause
+from super_bench.analysis._model import CAUSES, TRAJECTORY_CAUSES, Cause, FailureCause, causes_shown, fully_succeeded
 from super_bench.analysis._rules import analyze_failure
 
 if TYPE_CHECKING:
@@ -26,4 +27,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["CAUSES", "Cause", "FailureCause", "analyze_failure", "fully_succeeded", "judge_failure"]
+__all__ = [
+    "CAUSES",
+    "TRAJECTORY_CAUSES",
+    "Cause",
+    "FailureCause",
+    "analyze_failure",
+    "causes_shown",
+    "fully_succeeded",
+    "judge_failure",
+    "scoring_rule_cause",
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, get_args
 
 from pydantic import Field
@@ -17,8 +18,12 @@ Cause = Literal[
     "no_experiment",  # submitted or stopped without the run producing the reported values
     "wrong_result",  # the experiment ran and printed results, but the answer does not match
     "agent_format",  # most actions invalid or malformed: nothing meaningful ran
+    "scoring_rule",  # a rule of the scoring mode, not the run, kept a metric short (the reference's 10-s entrypoint)
 ]
 CAUSES: tuple[Cause, ...] = get_args(Cause)
+# The seven read from a trajectory; ``scoring_rule`` comes from how the run was scored, and tables show it
+# only where a row has it (``causes_shown``).
+TRAJECTORY_CAUSES: tuple[Cause, ...] = CAUSES[:-1]
 
 QUOTE_CHARS = 300  # the quoted line is cut to this many characters
 
@@ -32,6 +37,11 @@ class FailureCause(Model):
     confidence: float = Field(ge=0.0, le=1.0, description="How sure the analysis is, from 0 to 1")
     reason: str = Field("", description="One sentence: why this cause")
     by: str = Field("rules", description="Who decided: rules (offline, deterministic) or judge:<model>")
+
+
+def causes_shown(*counts: Mapping[str, int]) -> tuple[Cause, ...]:
+    """The classes a table of ``counts`` shows: the seven, and ``scoring_rule`` where some count has it."""
+    return CAUSES if any(c.get("scoring_rule") for c in counts) else TRAJECTORY_CAUSES
 
 
 def fully_succeeded(metrics: Metrics) -> bool:

@@ -20,14 +20,20 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from super_bench.analysis._model import Cause
-from super_bench.analysis._signals import Problem, identity, local_names, pip_specs, problems, repository_dirs
+from super_bench.analysis._signals import Problem, local_names, pip_specs, problems, repository_dirs
+from super_bench.reading import Deed, edited_files
 from super_bench.trajectory import Step
 
-_CAUSES: tuple[str, ...] = ("environment", "resource", "compute", "repository_error")
+_CAUSES: tuple[str, ...] = ("environment", "resource", "compute", "repository_error", "agent")
+# An error in code the agent changed is its own: the experiment was never run as it stands.
+_AS_CAUSE: dict[str, Cause] = {"agent": "no_experiment"}
 _VERSION_MISMATCH = ("AttributeError", "TypeError")
 # Problems any later run resolves by getting past them (ending on something else): a missing module or
 # command, a failed download. The agent may have found another way (a pip install, another source).
 _PASSED = ("ModuleNotFoundError", "ImportError", "command:", "404")
+_MISSING_PATH = re.compile(r"No such file or directory: '(?P<path>[^']+)'")
+_LISTS = re.compile(r"(?:^|[!\s;&|])(?:ls|find|tree)\b")
+_LISTING_CHARS = 100_000
 _PIN = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]*)(?:\[[^\]]*\])?(?P<pin>[=<>!~].*)?$")
 
 
@@ -63,24 +69,28 @@ class Blocker:
     line: str
     confidence: float
     note: str = field(default="")
+    reason: str = field(default="")  # where the class's usual reason does not say it
 
 
-def runs(steps: list[Step]) -> list[Run]:
-    """The episode's runs, in order, each with the problems its output shows."""
+def runs(deeds: list[Deed]) -> list[Run]:
+    """The episode's runs (``reading``: scripts, cells, waits on them; not views, searches or edits of
+    files), in order, each with the problems its output shows."""
+    steps = [d.step for d in deeds]
     repos = repository_dirs(steps)
     local = local_names(steps)
     found: list[Run] = []
     current: frozenset[str] = frozenset()
-    for step in steps:
-        if step.outcome == "invalid":  # nothing ran
-            continue
-        if step.action.type == "execute":
-            current = identity(step)
-            if current:
-                found.append(Run(step, current, problems(step, repos, local)))
-        elif step.action.type == "continue_wait" and current:
-            found.append(Run(step, current, problems(step, repos, local)))
+    for i, deed in enumerate(deeds):
+        if deed.kind == "run" or (deed.kind == "install" and deed.runs):
+            current = deed.runs
+            found.append(Run(deed.step, current, problems(deed.step, repos, local, _edited(deeds, i))))
+        elif deed.kind == "wait" and current:
+            found.append(Run(deed.step, current, problems(deed.step, repos, local, _edited(deeds, i))))
     return found
+
+
+def _edited(deeds: list[Deed], i: int) -> frozenset[str]:
+    return frozenset(edited_files(deeds[:i])) if any(d.kind == "edit" for d in deeds[:i]) else frozenset()
 
 
 def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
@@ -94,10 +104,32 @@ def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
         if key in found:
             found[key].step, found[key].line = run.step, problem.line
         else:
-            found[key] = Blocker(cast(Cause, problem.kind), run.step.index, run.step, problem.line, 0.7)
+            cause = _AS_CAUSE.get(problem.kind, cast(Cause, problem.kind))
+            found[key] = Blocker(cause, run.step.index, run.step, problem.line, 0.7)
     result = list(found.values())
+    for blocker in result:
+        if blocker.cause == "resource" and _listed_before(blocker.line, blocker.step.index, steps):
+            blocker.cause = "no_experiment"  # the file was there, the run looked for it elsewhere
+            blocker.reason = "a file the run wanted was missing where it looked, though an earlier listing showed it"
     result += _installs(steps, attempts, result)
     return sorted(result, key=lambda b: b.first)
+
+
+def _listed_before(line: str, before: int, steps: list[Step]) -> bool:
+    """Whether a missing file's name (``No such file or directory: 'data/x/train.txt'``) was shown by an earlier
+    step's listing (``ls``, ``find``): the file was there, the run looked for it elsewhere."""
+    found = _MISSING_PATH.search(line)
+    if found is None:
+        return False
+    name = found.group("path").rstrip("/").rsplit("/", 1)[-1]
+    if not name or "." not in name:
+        return False
+    word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
+    return any(
+        s.index < before and word.search(s.raw_output[:_LISTING_CHARS]) is not None
+        for s in steps
+        if _LISTS.search(str(s.action.content or "")[:200])
+    )
 
 
 def _resolved(problem: Problem, run: Run, later: list[Run]) -> bool:

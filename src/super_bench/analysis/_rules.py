@@ -12,20 +12,28 @@ In order (docs/failure-analysis.md tells it with examples):
 
 from __future__ import annotations
 
+import re
+
 from super_bench._names import BUDGET_STOPS
 from super_bench.analysis._model import QUOTE_CHARS, Cause, FailureCause, fully_succeeded
-from super_bench.analysis._resolve import blockers, runs
+from super_bench.analysis._resolve import Blocker, blockers, runs
 from super_bench.analysis._signals import last_line, strip_ansi
+from super_bench.reading import FAILED_EDIT, Deed, read_trajectory
 from super_bench.scoring import Metrics, ProvenanceStatus, answer_provenance
 from super_bench.trajectory import Step, Trajectory
 
 _SHOWN = ("observed", "partly_observed", "given")
-_PRIORITY: tuple[Cause, ...] = ("environment", "resource", "compute", "repository_error")
+# Each can cause the next; an error in code the agent changed ranks with the repository's own.
+_PRIORITY: dict[Cause, int] = {"environment": 0, "resource": 1, "compute": 2, "repository_error": 3, "no_experiment": 3}
+_MADE_UP = re.compile(
+    r"[^.\n]*\b(?:dummy|mock|fake|synthetic|placeholder|made[- ]up|manually create|sample data)\b[^.\n]*", re.I
+)
 _REASONS = {
     "environment": "installing or importing a dependency failed and was never fixed",
     "resource": "a file, dataset or model the run needs was never found",
     "compute": "the hardware or the time limit stopped the run, and it never ran through",
     "repository_error": "the repository's own code raised an error that was never fixed",
+    "no_experiment": "code the agent changed raised an error that was never fixed, so the experiment never ran",
 }
 
 
@@ -39,14 +47,18 @@ def analyze_failure(
     if fully_succeeded(metrics) or all(v is None for v in metrics.model_dump().values()):
         return None  # nothing failed, or nothing is graded (an ad-hoc query): no failure to explain
     steps = trajectory.agent_steps
-    invalid = [s for s in steps if s.outcome == "invalid"]
-    if steps and len(invalid) * 2 > len(steps):
+    deeds = [d for d in read_trajectory(trajectory) if not d.step.pre_executed]
+    refused = [d for d in deeds if d.refused]
+    if deeds and len(refused) * 2 > len(deeds):
+        first = refused[0].step
+        invalid = sum(d.kind == "invalid" for d in refused)
         return _cause(
             "agent_format",
-            invalid[0],
-            last_line(invalid[0].observation),
+            first,
+            _refusal(first),
             0.8,
-            f"{len(invalid)} of {len(steps)} actions were invalid",
+            f"{len(refused)} of {len(deeds)} actions were invalid ({invalid}), edits that did not apply or "
+            f"malformed commands ({len(refused) - invalid})",
         )
     shown = _shown_answer(trajectory, steps, answer_provenance)
     if shown is not None:
@@ -60,19 +72,49 @@ def analyze_failure(
                 0.6,
                 "the run printed the answer, but no landmark of the experiment was reached",
             )
+        made_up = _made_up(steps, step)
+        if made_up is not None:
+            return _cause(
+                "no_experiment",
+                made_up,
+                _MADE_UP.search(made_up.thought or "").group(0),  # type: ignore[union-attr]
+                0.6,
+                f"the values came from data or numbers the agent made up (step {made_up.index} says so)",
+            )
+        crash = _crashed_after(deeds, step)
+        if crash is not None:
+            return _cause(
+                crash.cause,
+                crash.step,
+                crash.line,
+                0.6,
+                _REASONS[crash.cause] + ": the run that printed the answer ended on it" + crash.note,
+            )
         if metrics.output_match is not None and metrics.output_match >= 1.0:
             why = "the run printed the answer and it matches, but the run missed landmarks or the entrypoint asked for"
         else:
             why = "the run printed the values it reported, and they do not match"
         return _cause("wrong_result", step, line, 0.8, why)
-    every = runs(steps)
+    every = runs(deeds)
     found = blockers(steps, every)
     if found:
-        best = min(found, key=lambda b: (_PRIORITY.index(b.cause), b.first))
-        return _cause(best.cause, best.step, best.line, best.confidence, _REASONS[best.cause] + best.note)
+        best = min(found, key=lambda b: (_PRIORITY[b.cause], b.first))
+        return _cause(
+            best.cause, best.step, best.line, best.confidence, (best.reason or _REASONS[best.cause]) + best.note
+        )
     attempts = [r for r in every if r.experiment]
     last = attempts[-1] if attempts else None
-    if trajectory.stop_reason in BUDGET_STOPS and last is not None and not last.problems and last.step.outcome == "ok":
+    # The budget ran out on work in progress: the agent's last action ran the experiment and went through (a
+    # view or an edit of a file after it is no run: the budget went on reading, not on computing).
+    acting = [d for d in deeds if d.kind not in ("invalid", "submit")]
+    working = bool(acting) and last is not None and acting[-1].step is last.step
+    if (
+        trajectory.stop_reason in BUDGET_STOPS
+        and working
+        and last is not None
+        and not last.problems
+        and last.step.outcome == "ok"
+    ):
         final = steps[-1]
         line = last_line(final.raw_output) or last_line(str(final.action.content or "")) or str(trajectory.stop_reason)
         return _cause(
@@ -91,6 +133,43 @@ def analyze_failure(
     end = valid[-1] if valid else None
     line = last_line(end.raw_output) if end is not None else ""
     return _cause("no_experiment", end, line, 0.4, "no run of the experiment went through")
+
+
+def _crashed_after(deeds: list[Deed], shown: Step | None) -> Blocker | None:
+    """The error never resolved that ended the very run that printed the answer: the values it printed were
+    not all the run was to show."""
+    if shown is None:
+        return None
+    return next(
+        (
+            b
+            for b in blockers([d.step for d in deeds], runs(deeds))
+            if b.first == shown.index and b.cause not in ("compute", "no_experiment")
+        ),
+        None,
+    )
+
+
+def _made_up(steps: list[Step], shown: Step | None) -> Step | None:
+    """The step, up to the one that showed the answer, whose thought says the agent made up its data or values
+    (dummy, mock, fake, synthetic, placeholder): what ran then was not the experiment on its data."""
+    limit = shown.index if shown is not None else None
+    for step in steps:
+        if limit is not None and step.index > limit:
+            break
+        if step.thought and _MADE_UP.search(step.thought):
+            return step
+    return None
+
+
+def _refusal(step: Step) -> str:
+    """The line that says why a step was refused: the edit's complaint, else the last line shown."""
+    text = strip_ansi(step.raw_output)
+    found = FAILED_EDIT.search(text)
+    if found is not None:
+        end = text.find("\n", found.start())
+        return text[text.rfind("\n", 0, found.start()) + 1 : end if end >= 0 else len(text)]
+    return last_line(step.observation) or str(step.action.content or "")[:QUOTE_CHARS]
 
 
 def _shown_answer(

@@ -11,13 +11,17 @@ by an edit) stop a program before it runs: they say nothing about the errors it 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from super_bench.analysis._lines import LINE_CHARS, PROMPT, RAISED, before_note, last_line, read_lines
+from super_bench.reading import head, strip_ansi
+from super_bench.reading import identity as reading_identity
 from super_bench.trajectory import Step
 
-Kind = Literal["environment", "resource", "compute", "repository_error", "early", "other"]
+__all__ = ["Problem", "command", "identity", "last_line", "local_names", "pip_specs", "problems", "strip_ansi"]
+
+Kind = Literal["environment", "resource", "compute", "repository_error", "agent", "early", "other"]
 
 # The last line of a Python traceback: an exception's (dotted) name, then its message.
 _EXCEPTION = re.compile(
@@ -53,28 +57,19 @@ _ARGPARSE = re.compile(r"^\S+: error: (?P<msg>.+)$")
 # library is not the one the repository extends.
 _PLUGIN = re.compile(r"argument --(?:task|arch)\S*: invalid choice: '(?P<choice>[^']+)'")
 _EARLY = ("SyntaxError", "IndentationError", "TabError")
-# An error line is short; a longer one is read in its first characters, so that no line makes reading slow.
-_LINE_CHARS = 1000
-# The lines worth reading: every mark below holds one of these (an output may have millions of lines).
-_CANDIDATE = re.compile(r"rror|ERROR|xception|Exit|Failure|File \"|│|not found|Killed|404|CUDA|GPU|NVIDIA|can't open")
 _CODE_CHARS = 500
+# An installed library whose API differs from the one the code was written for: a wrong version.
+_API_CHANGED = re.compile(
+    r"^TypeError: \S+\(\) got an unexpected keyword argument|^ImportError: cannot import name|"
+    r"^AttributeError: module '[\w.]+' has no attribute|ExpectedMoreSplits|"
+    r"^AttributeError: .* has no attribute '\w+'\. Did you mean"
+)
 _MAX_PROBLEMS = 100
 _CODE_LINES = 200
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# What a harness appends to a cell that ran out of time (SUPER's wording), not the program's output.
-_HARNESS_NOTE = ("Your command has already run", "Action:", "Thought:", "or:")
 _MODULE = re.compile(r"No module named '([\w.]+)'")
 _FOLDER = re.compile(r"^[A-Za-z_][\w.-]*$")
 # transformers' argument parser refusing a command line: a usage error, as argparse's.
 _HF_USAGE = "Some specified arguments are not used by the HfArgumentParser"
-# A script or module being run (not read: ``cat x.py`` runs nothing): by an interpreter or a launcher, or ./x.sh.
-_SCRIPT = re.compile(
-    r"(?:\b(?:python[\d.]*|bash|sh|zsh|source|torchrun|deepspeed|launch|accelerate launch)\s+"
-    r"(?:--?\w[\w-]*(?:[= ][^\s-]\S*)?\s+)*(?:[\w.~/-]*/)?(?P<name>[\w.-]+\.(?:py|sh))\b)"
-    r"|(?:^|[\s;&|!])\./(?:[\w.-]*/)*(?P<local>[\w.-]+\.(?:py|sh))\b"
-    r"|\bpython[\d.]*\s+(?:-\w\s+)*-m\s+(?P<module>[\w.]+)"
-)
-_DOWNLOAD = re.compile(r"\b(?:wget|curl|gdown)\b[^\n;&|]{0,300}?(?P<url>(?:https?|ftp)://\S+)")
 _CLONE = re.compile(r"git clone\s+(?:-\S+\s+)*(?P<url>\S+)(?:\s+(?P<dir>[^\s-]\S*))?")
 
 
@@ -112,27 +107,16 @@ def local_names(steps: list[Step]) -> frozenset[str]:
 
 
 def command(step: Step) -> str:
-    """The code of an execute step, else empty: its first lines, each cut short, which is where a command
-    names what it runs (and no cell can make reading it slow)."""
+    """The code of an execute step, else empty: its first lines, each cut short (``reading.head``)."""
     content = step.action.content
     if step.action.type != "execute" or not isinstance(content, str):
         return ""
-    return "\n".join(line[:_CODE_CHARS] for line in content.splitlines()[:_CODE_LINES])
+    return head(content)
 
 
 def identity(step: Step) -> frozenset[str]:
-    """What an execute step runs: the scripts (``x.py``, ``x.sh``) and modules (``-m x``) it names; a Python
-    cell without them is ``<python>``; a download (wget, curl, gdown) is ``download:<url>``. Empty for shell
-    commands that run no script (ls, cat, pip)."""
-    code = command(step)
-    names = {m.group("name") or m.group("local") or m.group("module") for m in _SCRIPT.finditer(code)}
-    names |= {f"download:{m.group('url')}" for m in _DOWNLOAD.finditer(code)}
-    if names:
-        return frozenset(names)
-    lines = [ln.strip() for ln in code.splitlines() if ln.strip() and not ln.strip().startswith("#")]
-    if lines and not all(ln.startswith(("!", "%")) for ln in lines):
-        return frozenset({"<python>"})
-    return frozenset()
+    """What an execute step runs (``reading.identity``)."""
+    return reading_identity(command(step))
 
 
 def pip_specs(step: Step) -> list[str]:
@@ -153,23 +137,30 @@ def _requirement(word: str) -> bool:
     return not word.startswith("-") and "://" not in word and "/" not in word
 
 
-def problems(step: Step, repos: set[str], local: frozenset[str] = frozenset()) -> list[Problem]:
+def problems(
+    step: Step, repos: set[str], local: frozenset[str] = frozenset(), edited: frozenset[str] = frozenset()
+) -> list[Problem]:
     """The problems one step's output shows, in the order they appear. ``local``: the names of the
-    folders the agent works in (see ``local_names``): a module of that name is the repository's own."""
+    folders the agent works in (see ``local_names``): a module of that name is the repository's own.
+    ``edited``: the base names of the files the agent changed before this step: an error raised in one
+    of them is the agent's (kind ``agent``), not the repository's."""
     text = step.raw_output
     found: list[Problem] = []
     installing = bool(pip_specs(step))
     frames: list[str] = []
-    for raw in _candidate_lines(text):
-        line = raw.strip()[:_LINE_CHARS]
-        frame = _FRAME.match(raw[:_LINE_CHARS])
+    for found_line, traced in read_lines(text):
+        raw = strip_ansi(found_line[: LINE_CHARS * 2])
+        line = raw.strip()[:LINE_CHARS]
+        frame = _FRAME.match(raw[:LINE_CHARS])
         if frame:
             frames.append(frame.group("path") or frame.group("rich"))
             continue
-        problem = _classify(line, frames, repos, local, installing, step.index)
+        problem = _classify(line, frames, repos, local, installing, step.index, traced)
         if problem is not None:
+            if problem.kind in ("repository_error", "early") and _in_edited(frames, line, edited):
+                problem = Problem("agent", problem.key, line, step.index)
             found.append(problem)
-            if problem.kind not in ("early", "other") or _EXCEPTION.match(line):
+            if problem.kind not in ("early", "other") or _EXCEPTION.match(line) or traced:
                 frames = []
     # The last problems are the ones that count (the one that ended the run); a flood of them is cut.
     del found[:-_MAX_PROBLEMS]
@@ -177,30 +168,39 @@ def problems(step: Step, repos: set[str], local: frozenset[str] = frozenset()) -
     if not found and (step.outcome == "error" or step.exit_code not in (None, 0)):
         status = f"exit status {step.exit_code}" if step.exit_code not in (None, 0) else "the cell raised"
         found.append(Problem("other", status, last_line(text) or status, step.index))
-    # The harness stopped the cell: that, not what it printed before, ended the run.
+    # The harness stopped the cell: that, not what it printed before, ended the run; an install it stopped failed.
     if step.outcome == "timeout":
-        found.append(Problem("compute", "timeout", last_line(text) or "the cell ran out of time", step.index))
+        end = last_line(text)
+        kind: Kind = "environment" if installing else "compute"
+        key = "pip" if installing else "timeout"
+        if not installing and PROMPT.search(before_note(text)[-LINE_CHARS:]):
+            kind, key = "other", "prompt"  # waiting on a question nobody answers: no compute spent, and not the cause
+        found.append(Problem(kind, key, end or "the cell ran out of time", step.index))
     if step.outcome == "kernel_died":
         found.append(Problem("compute", "kernel_died", last_line(text) or "the kernel died", step.index))
     return found
 
 
-def _candidate_lines(text: str) -> Iterator[str]:
-    """The lines of ``text`` that hold a mark, in order, each once."""
-    at = 0
-    while True:
-        mark = _CANDIDATE.search(text, at)
-        if mark is None:
-            return
-        start = text.rfind("\n", 0, mark.start()) + 1
-        end = text.find("\n", mark.end())
-        end = len(text) if end < 0 else end
-        yield text[start:end]
-        at = end + 1
+def _in_edited(frames: list[str], line: str, edited: frozenset[str]) -> bool:
+    """Whether the error was raised in (the innermost frame of code outside the libraries is) a file the agent
+    changed, or broke a shell script it changed (``run.sh: line 25: --lr: command not found``)."""
+    if not edited:
+        return False
+    own = [f for f in frames if not _LIBRARY.search(f)]
+    if own:
+        return any(f.replace("\\", "/").rsplit("/", 1)[-1] in edited for f in own)
+    script = line.split(":", 1)[0].rsplit("/", 1)[-1]
+    return script in edited
 
 
 def _classify(
-    line: str, frames: list[str], repos: set[str], local: frozenset[str], installing: bool, index: int
+    line: str,
+    frames: list[str],
+    repos: set[str],
+    local: frozenset[str],
+    installing: bool,
+    index: int,
+    traced: bool = False,
 ) -> Problem | None:
     if not line:
         return None
@@ -229,7 +229,7 @@ def _classify(
         return Problem("environment", f"command:{name}", line, index)
     if "can't open file" in line:
         return Problem("early", "no-script", line, index)
-    match = _EXCEPTION.match(line)
+    match = _EXCEPTION.match(line) or (RAISED.match(line) if traced else None)
     if match is None:
         return None
     name = match.group("name").rsplit(".", 1)[-1]
@@ -248,6 +248,8 @@ def _classify(
         return Problem("environment", key, line, index)
     if name in _RESOURCE_ERRORS or (name in ("OSError", "ValueError", "AssertionError") and _MISSING.search(message)):
         return Problem("resource", key, line, index)
+    if _API_CHANGED.search(line):
+        return Problem("environment", key, line, index)  # the installed library's API is not the one the code uses
     in_repository = any(_repository_frame(path, repos) for path in frames)
     return Problem("repository_error" if in_repository else "other", key, line, index)
 
@@ -259,16 +261,3 @@ def _repository_frame(path: str, repos: set[str]) -> bool:
         return True  # no clone seen (a prepared checkout): code outside the libraries is the repository's
     parts = set(path.replace("\\", "/").split("/"))
     return bool(parts & repos)
-
-
-def last_line(text: str) -> str:
-    """The last line of output that the program printed: not a harness note about the cell's time limit."""
-    for raw in reversed(text.splitlines()):
-        line = strip_ansi(raw).strip()
-        if line and not line.startswith(_HARNESS_NOTE) and line.strip("`").strip():
-            return line
-    return ""
-
-
-def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from super_bench.analysis import CAUSES
+from super_bench.analysis import causes_shown
 from super_bench.cli._display import Fitted, _compact, cause_name
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ _SHORT = {
     "no_experiment": "no exp.",
     "wrong_result": "wrong",
     "agent_format": "format",
+    "scoring_rule": "rule",
 }
 
 
@@ -36,23 +37,24 @@ def _causes_table(summary: Summary, title: str, level: int) -> Table:
     short = level >= 3
     table = Table(title=Text(title), title_justify="left", caption_justify="left")
     table.add_column("category", no_wrap=True)
-    for cause in CAUSES:
+    shown = causes_shown(summary.failure_causes)
+    for cause in shown:
         table.add_column(_SHORT[cause] if short else cause_name(cause), justify="right")
     table.add_column("failed", justify="right")
     for category, counts in summary.failure_causes_by_category.items():
-        table.add_row(Text(category), *_cells(counts))
+        table.add_row(Text(category), *_cells(counts, shown))
     if summary.failure_causes_by_category:
         table.add_section()
-    table.add_row("all", *_cells(summary.failure_causes), style="bold")
+    table.add_row("all", *_cells(summary.failure_causes, shown), style="bold")
     notes = ["a task of several Masked categories counts in each"] if _overlap(summary) else []
     if short:
-        notes.append(", ".join(f"{_SHORT[c]} = {cause_name(c)}" for c in CAUSES))
+        notes.append(", ".join(f"{_SHORT[c]} = {cause_name(c)}" for c in shown))
     table.caption = "; ".join(notes) or None
     return _compact(table, tight=level > 1) if level else table
 
 
-def _cells(counts: dict[str, int]) -> list[str]:
-    return [str(counts.get(cause, 0) or "-") for cause in CAUSES] + [str(sum(counts.values()))]
+def _cells(counts: dict[str, int], shown: tuple[str, ...]) -> list[str]:
+    return [str(counts.get(cause, 0) or "-") for cause in shown] + [str(sum(counts.values()))]
 
 
 def _overlap(summary: Summary) -> bool:

@@ -120,7 +120,7 @@ MOVED_SHOWN = 20  # tasks listed by name among those whose cause changed; the re
 def _print_causes(c: Comparison) -> None:
     """How the shared tasks' primary failure causes shift: a count per class in each run, and the tasks that
     moved between classes."""
-    table = Table(title="failure causes over the shared tasks (tasks)", title_justify="left")
+    table = Table(title="failure causes over the shared tasks (task-epochs)", title_justify="left")
     for column in ("cause", "base", "other", "change"):
         table.add_column(column, justify="left" if column == "cause" else "right")
     for count in c.causes:

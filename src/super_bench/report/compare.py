@@ -71,7 +71,8 @@ SUCCEEDED = "none"  # fully succeeded: no cause
 
 
 class CauseCount(Model):
-    """Shared tasks whose primary failure cause is ``cause`` in each run."""
+    """Results (task-epochs) of the shared tasks whose primary failure cause is ``cause`` in each run: every
+    epoch counts, as every epoch counts in the means the flips use."""
 
     cause: str = Field(description=f"A failure cause, {NOT_ANALYSED} (a row without one), or {SUCCEEDED} (succeeded)")
     base: int
@@ -79,7 +80,8 @@ class CauseCount(Model):
 
 
 class CauseMove(Model):
-    """A shared task whose cause differs between the runs."""
+    """A shared task whose causes differ between the runs: its epochs' causes, in epoch order, joined by
+    commas."""
 
     task_id: str
     base: str
@@ -155,25 +157,33 @@ def compare_runs(
     )
 
 
-def task_causes(run: RunData, ids: set[str]) -> dict[str, str]:
-    """Each of the scored tasks ``ids``' primary failure cause, in its first epoch: ``none`` where it fully
-    succeeded, ``not_analysed`` where its row has no cause though it fell short (``super-bench analyze``)."""
-    causes: dict[str, str] = {}
+def task_causes(run: RunData, ids: set[str]) -> dict[str, list[str]]:
+    """Each of the scored tasks ``ids``' primary failure causes, one per epoch in epoch order: ``none`` where
+    it fully succeeded, ``not_analysed`` where its row has no cause though it fell short (``super-bench
+    analyze``)."""
+    causes: dict[str, list[str]] = {}
     for r in sorted(run.scored, key=lambda r: r.key):
-        if r.task_id in ids and r.task_id not in causes:
+        if r.task_id in ids:
             cause = r.failure.cause if r.failure is not None else None
-            causes[r.task_id] = cause or (SUCCEEDED if fully_succeeded(r.metrics) else NOT_ANALYSED)
+            causes.setdefault(r.task_id, []).append(
+                cause or (SUCCEEDED if fully_succeeded(r.metrics) else NOT_ANALYSED)
+            )
     return causes
 
 
 def _cause_shift(base: RunData, other: RunData, shared: set[str]) -> dict[str, Any]:
     a, b = task_causes(base, shared), task_causes(other, shared)
-    count_a, count_b = Counter(a.values()), Counter(b.values())
+    count_a = Counter(c for epochs in a.values() for c in epochs)
+    count_b = Counter(c for epochs in b.values() for c in epochs)
     order = [*CAUSES, NOT_ANALYSED, SUCCEEDED]
     causes = [
         CauseCount(cause=c, base=count_a[c], other=count_b[c]) for c in order if c in CAUSES or count_a[c] or count_b[c]
     ]
-    moved = [CauseMove(task_id=t, base=a[t], other=b[t]) for t in sorted(shared) if a[t] != b[t]]  # both scored
+    moved = [
+        CauseMove(task_id=t, base=", ".join(a[t]), other=", ".join(b[t]))
+        for t in sorted(shared)
+        if Counter(a[t]) != Counter(b[t])  # both scored
+    ]
     return {"causes": causes, "moved": moved}
 
 

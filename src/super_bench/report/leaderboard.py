@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from super_bench._names import METRICS
-from super_bench.analysis import CAUSES
+from super_bench.analysis import CAUSES, causes_shown
 from super_bench.stats import Estimate
 
 from .runs import RunData
 
-COLUMNS = ("run", "agent", "model", "set", "mode", "tasks", "scored")
+# tasks: distinct tasks; epochs: how many times each ran; scored: results (task-epochs) in the means.
+COLUMNS = ("run", "agent", "model", "set", "mode", "tasks", "epochs", "scored")
 TAIL_COLUMNS = ("cost_usd", "execution_time_s", "wall_time_s")
 
 
@@ -39,7 +40,8 @@ def leaderboard_rows(runs: Sequence[RunData], causes: bool = False) -> list[dict
             "model": run.model or "",
             "set": run.task_set,
             "mode": run.mode,
-            "tasks": run.summary.n_tasks,
+            "tasks": n_tasks(run),
+            "epochs": run.summary.epochs,
             "scored": run.summary.n_scored,
         }
         for metric in METRICS:
@@ -76,15 +78,22 @@ def leaderboard_cells(runs: Sequence[RunData], causes: bool = False) -> tuple[li
     interval, and with ``causes`` the failed tasks per primary cause. Markdown and the terminal's table show
     the same."""
     header = [*COLUMNS[:-1], *(m.replace("_", " ") for m in METRICS), "cost ($)", "time (h)"]
-    header += [c.replace("_", " ") for c in CAUSES] if causes else []
+    shown = causes_shown(*(run.summary.failure_causes for run in runs))
+    header += [c.replace("_", " ") for c in shown] if causes else []
     rows = []
     for run in ranked(runs):
-        cells = [run.name, run.agent or "", run.model or "", run.task_set, run.mode, str(run.summary.n_tasks)]
+        cells = [run.name, run.agent or "", run.model or "", run.task_set, run.mode]
+        cells += [str(n_tasks(run)), str(run.summary.epochs)]
         cells += [format_estimate(run.estimates[m]) for m in METRICS]
         cells += ["-" if run.cost is None else f"{run.cost:.2f}", f"{run.wall_time / 3600:.2f}"]
-        cells += [str(run.summary.failure_causes.get(c, 0)) for c in CAUSES] if causes else []
+        cells += [str(run.summary.failure_causes.get(c, 0)) for c in shown] if causes else []
         rows.append(cells)
     return header, rows
+
+
+def n_tasks(run: RunData) -> int:
+    """The distinct tasks a run holds (its results count each task once per epoch)."""
+    return len({r.task_id for r in run.results})
 
 
 def to_markdown(runs: Sequence[RunData], causes: bool = False) -> str:

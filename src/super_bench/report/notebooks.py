@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from super_bench.actions import Action
 from super_bench.errors import TrajectoryImportError
+from super_bench.reading import SWE_COMMANDS
 from super_bench.scoring.submission import ANSWER_LITERAL, json_safe, parse_answer
 from super_bench.trajectory import RECORDED_FROM, UNTIMED, Step, StepOutcome, StopReason, Trajectory
 
@@ -55,7 +56,6 @@ _THOUGHT = "**Thought**:"
 _ACTION = re.compile(r"\*\*Action \((.*)\)\*\*:\s*$", re.DOTALL)
 _PRE_EXECUTED = ("[pre-executed by user]", "EXECUTED BY USER")
 _REACT_TYPES = {"execute", "edit", "submit", "interrupt", "continue_wait"}
-_SWE_COMMANDS = {"open", "goto", "scroll_down", "scroll_up", "create", "edit", "search_file", "search_dir", "find_file"}
 _STOPS: dict[str, StopReason] = {
     "Total context tokens exceeded.": "max_tokens",
     "Total compute time exceeded.": "max_compute",
@@ -213,7 +213,7 @@ def _action(raw: NotebookStep, style: Style) -> tuple[Action, str | None, StopRe
     command = code.split(None, 1)[0] if code.strip() else ""
     if label == "submit" or (label == "None" and command == "submit"):
         return _submit(code.strip()[len("submit") :])
-    if label in _SWE_COMMANDS:
+    if label in SWE_COMMANDS:
         return Action.execute(code), label, None, None
     if code.strip() in _STOPS:
         return Action.execute(code), code.strip(), _STOPS[code.strip()], None

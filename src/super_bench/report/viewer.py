@@ -28,6 +28,7 @@ from super_bench._names import METRICS, MetricName, TaskStatus
 from super_bench.analysis import CAUSES
 from super_bench.divergence import DivergenceKind
 from super_bench.errors import RunDirError
+from super_bench.reading import read_trajectory
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir, inside
 from super_bench.runner.verify_records import VerifyResult, read_rows, summarize_verification
@@ -47,7 +48,7 @@ FIGURE_CHARS = 8_000_000  # base64 characters of figures embedded per task (a fi
 COLUMNS = ["task", "set", "category", "status", "stop", "steps", *METRICS, "answer", "cause", "cost", "time"]
 REPRODUCED = {True: "yes", False: "no", None: "not checked"}
 # The badge of each failure cause (docs/failure-analysis.md): the task's own shortfall is a warning, the rest bad.
-_CAUSE_BADGES = {"wrong_result": "warn"}
+_CAUSE_BADGES = {"wrong_result": "warn", "scoring_rule": "warn"}
 _DIVERGENCE_BADGES = {"agent": "bad", "answer_not_reproduced": "bad"}
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
@@ -229,8 +230,8 @@ def task_payload(run: RunData, result: TaskResult, verified: VerifyResult | None
             by_step.setdefault(step_index, []).append((number, compile_landmark(pattern)))
     shown = _answer_spans(data["provenance"])
     data["steps"] = [
-        _step(step, trajectory.started_at, by_step.get(step.index, []), shown.get(step.index, []))
-        for step in trajectory.steps
+        _step(step, trajectory.started_at, by_step.get(step.index, []), shown.get(step.index, []), deed.summary)
+        for step, deed in zip(trajectory.steps, read_trajectory(trajectory))
     ]
     room = FIGURE_CHARS
     for step, entry in zip(trajectory.steps, data["steps"]):
@@ -258,7 +259,11 @@ def _answer_spans(provenance: Any) -> dict[int, list[Span]]:
 
 
 def _step(
-    step: Step, start: datetime, patterns: list[tuple[int, regex.Pattern[str]]], answers: Sequence[Span] = ()
+    step: Step,
+    start: datetime,
+    patterns: list[tuple[int, regex.Pattern[str]]],
+    answers: Sequence[Span] = (),
+    did: str = "",
 ) -> dict[str, Any]:
     landmarks = landmark_spans(step.raw_output, patterns) if patterns else []
     # An answer's value is marked whole: a landmark that covers it (``'exact': 0.0``) is marked around it, not
@@ -275,6 +280,7 @@ def _step(
         "i": step.index,
         "type": step.action.type,
         "label": step.metadata.get("notebook_action"),
+        "did": did,  # what the step did, read in its agent's grammar (``reading``)
         "outcome": step.outcome,
         "exit": step.exit_code,
         "pre": step.pre_executed,

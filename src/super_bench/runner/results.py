@@ -12,7 +12,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from super_bench._names import METRICS, TaskStatus
 from super_bench._pydantic import Model
-from super_bench.analysis import FailureCause, analyze_failure
+from super_bench.analysis import FailureCause, analyze_failure, scoring_rule_cause
 from super_bench.divergence import Divergence
 from super_bench.runner.records import VersionedRecord
 from super_bench.runner.waste import Waste, total, waste_of
@@ -93,7 +93,12 @@ class TaskResult(VersionedRecord):
         """This row with the primary cause of its failure read from ``trajectory`` (``analysis``). A row out of
         the means gets none: an infrastructure failure is not the agent's, and an unscored row has no score
         whose shortfall could be explained."""
-        failure = analyze_failure(trajectory, self.metrics, self.answer_provenance) if self.in_means else None
+        if not self.in_means:
+            return self.model_copy(update={"failure": None})
+        runs = self.details.get("entrypoint_runs", [])
+        failure = scoring_rule_cause(self.mode, self.metrics, runs) or analyze_failure(
+            trajectory, self.metrics, self.answer_provenance
+        )
         return self.model_copy(update={"failure": failure})
 
     @classmethod

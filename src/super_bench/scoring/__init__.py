@@ -9,6 +9,7 @@ from pydantic import Field
 
 from super_bench._names import METRICS, SCORE_MODES, ScoreMode
 from super_bench._pydantic import Model
+from super_bench.reading import grammar_of
 from super_bench.scoring.answer import compare_answer, score_answer
 from super_bench.scoring.entrypoint import entrypoint_runs
 from super_bench.scoring.landmarks import find_landmarks, landmark_steps, raw_text
@@ -62,7 +63,7 @@ class ScoreDetails(Model):
 
 def answer_provenance(trajectory: Trajectory) -> AnswerProvenance | None:
     """Where each value the episode submitted first appears in its agent's output (None: nothing submitted)."""
-    return trace_answer(submission_of(trajectory), trajectory.steps)
+    return trace_answer(submission_of(trajectory), trajectory.steps, grammar=grammar_of(trajectory))
 
 
 def note_provenance(trajectory: Trajectory) -> AnswerProvenance | None:
@@ -85,7 +86,7 @@ def score_trajectory(trajectory: Trajectory, task: Task, mode: ScoreMode = "corr
     # The raw outputs joined for search, once for the answer's provenance and the landmarks.
     shown = Chunks(trajectory.steps, outputs)
     # The answer as given, in either mode: where it came from is no question of the scoring rules.
-    details = ScoreDetails(provenance=trace_answer(submission, trajectory.steps, shown))
+    details = ScoreDetails(provenance=trace_answer(submission, trajectory.steps, shown, grammar_of(trajectory)))
     if reference:
         submission = reference_submission(submission)
     # A task without an answer (Auto) has nothing to submit: the reference counted it all the same.

@@ -7,7 +7,7 @@ A cell is such a listing when each of its statements prints source files and doe
 
 - shell commands (``!cmd``, ``%%bash``): ``cat``, ``head``, ``tail``, ``less``, ``more``, ``nl``, ``grep``
   (without ``-r``), ``sed -n`` (without ``-i``), alone or piped into one another, after a ``cd``; every
-  file they name is source or configuration (``train.py``, ``config.yaml``, ``requirements.txt``), and at
+  file they name is source, configuration or documentation (``train.py``, ``config.yaml``, ``README.md``), and at
   least one file is named;
 - IPython's ``%pycat file.py``;
 - Python that prints or shows a source file's text: ``print(open("train.py").read())``,
@@ -26,20 +26,7 @@ import re
 from functools import lru_cache
 
 from super_bench import shell
-
-# Files whose text is code or configuration, by suffix or by name. Not data or results (``.json``,
-# ``.csv``, ``.log``, ``.txt`` other than requirements) and not documentation (a README may quote the
-# paper's results: docs/verification.md says what that shows).
-SOURCE_SUFFIXES = frozenset(
-    {
-        *(".py", ".pyx", ".pxd", ".pyi", ".sh", ".bash", ".zsh"),
-        *(".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh"),
-        *(".java", ".scala", ".kt", ".js", ".mjs", ".ts", ".go", ".rs", ".rb", ".pl", ".lua", ".r", ".jl", ".m"),
-        *(".yaml", ".yml", ".toml", ".cfg", ".ini", ".conf", ".gin", ".jsonnet", ".properties"),
-    }
-)
-SOURCE_NAMES = frozenset({"makefile", "dockerfile", "setup.cfg", "pyproject.toml", "cmakelists.txt"})
-_REQUIREMENTS = "requirements"
+from super_bench.reading import file_kind
 
 # The listing programs, with their options that take a separate value (``head -n 20``).
 _LISTERS: dict[str, frozenset[str]] = {
@@ -63,11 +50,9 @@ _LISTER_WORD = re.compile(r"\b(?:cat|head|tail|less|more|nl|e?grep|fgrep|sed|pyc
 
 
 def is_source_file(path: str) -> bool:
-    """Whether a path names a file of source code or configuration (by its name alone: nothing is opened)."""
-    name = posixpath.basename(path).lower()
-    if name in SOURCE_NAMES or (name.startswith(_REQUIREMENTS) and name.endswith(".txt")):
-        return True
-    return posixpath.splitext(name)[1] in SOURCE_SUFFIXES
+    """Whether a path names a file of source code, configuration or documentation (``reading.file_kind``: by
+    its name alone, nothing is opened)."""
+    return file_kind(path) == "source"
 
 
 @lru_cache(maxsize=4096)

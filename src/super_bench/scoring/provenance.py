@@ -30,6 +30,7 @@ The search itself (how a text shows a value, and how a trajectory's texts are se
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
@@ -38,10 +39,11 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from super_bench._pydantic import Model
+from super_bench.reading import Grammar, read_steps
 from super_bench.scoring.listing import prints_source
 from super_bench.scoring.shown import Finder, Number, finder_for
 from super_bench.scoring.submission import utf8_text
-from super_bench.scoring.texts import Chunks, outputs
+from super_bench.scoring.texts import Chunks, Text, outputs
 from super_bench.trajectory import Step
 
 ProvenanceStatus = Literal["observed", "partly_observed", "given", "unobserved"]
@@ -50,7 +52,6 @@ PROVENANCE_STATUSES: tuple[str, ...] = ("observed", "partly_observed", "given", 
 # values and counted unobserved beyond them, so that no answer can make scoring slow.
 MAX_TRACED_VALUES = 64
 PROVENANCE_KEY = "answer_provenance"  # where a trajectory's metadata keeps its answer's provenance
-_SHOWN_BY = ("execute", "continue_wait", "interrupt")
 _TYPED_IN = ("execute", "edit")
 _INDEX = attrgetter("index")
 
@@ -88,7 +89,10 @@ class AnswerProvenance(Model):
     model_config = ConfigDict(extra="forbid")
 
     fields: list[FieldProvenance] = Field(default_factory=list)
-    untraced: int = Field(0, description=f"Values beyond the first {MAX_TRACED_VALUES}, not looked for: unobserved")
+    untraced: int = Field(0, description=f"Values beyond the first {MAX_TRACED_VALUES}, not traced one by one")
+    untraced_shown: int = Field(
+        0, description="How many of those the output that showed the last traced value showed after it, in order"
+    )
 
     @property
     def status(self) -> ProvenanceStatus | None:
@@ -98,6 +102,9 @@ class AnswerProvenance(Model):
         if total == 0:
             return None
         seen = sum(f.observed for f in self.fields)
+        seen += self.untraced_shown
+        if seen == total:
+            return "observed"
         if seen == total:
             return "observed"
         if seen + sum(f.given for f in self.fields) == total:
@@ -105,21 +112,29 @@ class AnswerProvenance(Model):
         return "unobserved" if seen == 0 else "partly_observed"
 
 
-def trace_answer(submission: Any, steps: Sequence[Step], shown: Chunks | None = None) -> AnswerProvenance | None:
+def trace_answer(
+    submission: Any, steps: Sequence[Step], shown: Chunks | None = None, grammar: Grammar = "cells"
+) -> AnswerProvenance | None:
     """Where each value of ``submission`` first appears in the output of ``steps`` (``shown``: their raw
-    outputs, joined already); None when nothing was submitted. Null values and blank strings are not traced
-    (they hold nothing to find)."""
+    outputs, joined already; ``grammar``: the agent's, see ``reading``); None when nothing was submitted. Null
+    values and blank strings are not traced (they hold nothing to find)."""
     if submission is None:
         return None
+    evidence = {id(d.step) for d in read_steps(list(steps), grammar) if d.evidence}
+
+    def _shows(step: Step) -> bool:
+        """An agent's cell whose output counts: it ran something or showed a data file, not source."""
+        return id(step) in evidence and not step.pre_executed and _not_listing(step)
+
     values: list[tuple[str, Any, Finder]] = []
-    untraced = 0
+    rest: list[Any] = []
     for path, value in _leaves("", submission):
         if len(values) == MAX_TRACED_VALUES:
-            untraced += 1
+            rest.append(value)
             continue
         values.append((path, value, finder_for(type(value).__name__, value)))
     shown = shown if shown is not None else Chunks(steps, outputs)
-    sightings = [_first(finder, shown, _shows) for _, _, finder in values]
+    sightings = [_first(finder, shown, _shows, named=_named(path, value)) for path, value, finder in values]
     typed = _typed(values, sightings, steps)
     given: Chunks | None = None
     fields: list[FieldProvenance] = []
@@ -130,21 +145,32 @@ def trace_answer(submission: Any, steps: Sequence[Step], shown: Chunks | None = 
             continue
         # Given cells, looked at only for the values the agent's output never showed.
         if given is None:
-            cells = [
-                s
-                for s in steps
-                if s.pre_executed and s.action.type == "execute" and s.outcome != "invalid" and _not_listing(s)
-            ]
+            cells = [s for s in steps if s.pre_executed and id(s) in evidence and _not_listing(s)]
             given = Chunks(cells, outputs)
         hit = _first(finder, given, _anything)
         where = {"pre_executed_step": hit[0].index, "offset": hit[1], "text": hit[2]} if hit is not None else {}
         fields.append(FieldProvenance(field=path, value=value, typed_step=typed_step, **where))
-    return AnswerProvenance(fields=fields, untraced=untraced)
+    shown_rest = _shown_in_order(rest, fields, steps) if rest else 0
+    return AnswerProvenance(fields=fields, untraced=len(rest), untraced_shown=shown_rest)
 
 
-def _shows(step: Step) -> bool:
-    """An agent's cell whose output counts."""
-    return step.action.type in _SHOWN_BY and not step.pre_executed and step.outcome != "invalid" and _not_listing(step)
+def _shown_in_order(rest: list[Any], fields: list[FieldProvenance], steps: Sequence[Step]) -> int:
+    """How many of a long answer's values beyond the traced ones the output that showed the last traced value
+    shows after it, one after another (a list of predictions printed whole): each is looked for from where the
+    one before it ended, and the look stops at the first one missing, so that reading is bounded by the
+    output's length."""
+    last = fields[-1]
+    step = next((s for s in steps if s.index == last.step), None)
+    if step is None or last.offset is None or last.text is None or not all(f.observed for f in fields):
+        return 0
+    text = Text([step.raw_output])
+    at = last.offset + len(last.text)
+    for n, value in enumerate(rest):
+        hit = finder_for(type(value).__name__, value).find(text, start=at)
+        if hit is None:
+            return n
+        at = hit[0] + len(hit[1])
+    return len(rest)
 
 
 def _not_listing(step: Step) -> bool:
@@ -189,17 +215,43 @@ def _anything(step: Step) -> bool:
 
 
 def _first(
-    finder: Finder, chunks: Chunks, counts: Callable[[Step], bool], typed: bool = False
+    finder: Finder,
+    chunks: Chunks,
+    counts: Callable[[Step], bool],
+    typed: bool = False,
+    named: re.Pattern[str] | None = None,
 ) -> tuple[Step, int, str] | None:
-    """The first step that ``counts`` and whose text shows the value, and where and as what it shows it."""
+    """The first step that ``counts`` and whose text shows the value, and where and as what it shows it;
+    with ``named``, only on a line that holds that name (the metric's)."""
     for steps, text in chunks:
         start = 0
         while (hit := finder.find(text, typed, start)) is not None:
             k, offset = text.locate(hit[0])
             if counts(steps[k]) and offset + len(hit[1]) <= len(text.texts[k]):
-                return steps[k], offset, hit[1]
+                if named is None or _on_named_line(text.text, hit[0], named):
+                    return steps[k], offset, hit[1]
+                start = hit[0] + 1
+                continue
             start = text.after(k)
     return None
+
+
+def _named(path: str, value: Any) -> re.Pattern[str] | None:
+    """For an integer answer of 0 or 1 (a count, a flag, a placeholder: such digits are everywhere), the name
+    its line must hold to show it as that metric's value: the last part of its place (``total_tokens``)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value not in (0, 1):
+        return None
+    name = re.sub(r"\[\d+\]", "", path).rsplit(".", 1)[-1]
+    words = [w for w in re.split(r"[\W_]+", name) if w]
+    if not words:
+        return None
+    return re.compile(r"[\s_-]?".join(re.escape(w) for w in words), re.IGNORECASE)
+
+
+def _on_named_line(text: str, at: int, named: re.Pattern[str]) -> bool:
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return named.search(text, start, end if end >= 0 else len(text)) is not None
 
 
 def _leaves(path: str, value: Any) -> Iterator[tuple[str, Any]]:

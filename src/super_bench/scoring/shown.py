@@ -15,6 +15,7 @@ from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
+from super_bench.scoring.meters import LineMemo, not_evidence
 from super_bench.scoring.texts import Text
 
 TOLERANCE = Decimal("0.01")  # output match's: floats match when they differ by less than this
@@ -32,7 +33,7 @@ def percents(text: Text) -> list[tuple[int, str, Decimal]]:
     if text.percents is None:
         seen: dict[tuple[int, str], tuple[int, str, Decimal]] = {}
         whole = text.text
-        memo: LineMemo = []
+        memo = LineMemo()
         at = whole.find("%")
         while at >= 0:
             window = max(0, at - 64)
@@ -71,73 +72,6 @@ def _number_at(text: str, i: int) -> tuple[int, str, Decimal] | None:
         start, negative = i - 1, text[i - 1] == "-"
     value = Decimal(match.group())
     return start, text[start:end], -value if negative else value
-
-
-# Contexts that are no evidence of a result (docs/verification.md, "What is no evidence"): progress bars
-# (tqdm's ``80%|``, its ``8/10 [00:01<00:00, 7.40it/s]``; pip's ``━━━ 1.2/3.4 MB 5.0 MB/s``), a
-# hyper-parameter's value (``--learning_rate 3e-5``, ``lr=2e-5``, ``weight_decay: 0.01``) and paths.
-_PROGRESS_LINE = re.compile(r"[0-9]%\s?\||━|█|[0-9.]\s?(?:it/s|s/it|[kMG]?B/s)\b|\beta [0-9]")
-_HYPER = re.compile(
-    r"(?:\b|_)(?:lr|learning[_ -]?rate|weight[_ -]?decay|warm[_ -]?up\w*|dropout|adam\w*|eps(?:ilon)?|momentum|"
-    r"seed|batch[_ -]?size|max[_ -]?(?:len\w*|seq\w*|steps|grad\w*)|grad\w*clip\w*|num[_ -]?epochs|epochs|"
-    r"label[_ -]?smoothing|temperature|top[_ -]?[pk])['\"]?\s*[:=|]?\s*['\"]?\Z",
-    re.IGNORECASE,
-)
-# pip's lines about packages (``Requirement already satisfied: tokenizers<0.20,>=0.19``): versions, not results.
-_PIP_LINE = re.compile(
-    r"\s*(?:Requirement already satisfied|Collecting|Downloading|Using cached|Installing|Successfully|Building wheel|"
-    r"Created wheel|Stored in directory|Found existing installation|Uninstalling|Attempting uninstall|Obtaining|"
-    r"Preparing metadata|Getting requirements)\b"
-)
-_TOKEN_END = re.compile(r"[\s'\"`,;()\[\]{}<>=]")
-
-
-# The last line ``not_evidence`` read: its start, its end, whether it is a progress bar's, whether it is pip's.
-LineMemo = list[tuple[int, int, bool, bool]]
-
-
-def _line(text: str, start: int, end: int, memo: LineMemo | None) -> tuple[int, int, bool, bool]:
-    """The line around ``text[start:end]`` and what kind it is, read once a line where ``memo`` keeps the last
-    (a progress bar redrawn with carriage returns is one line of up to 100 MB, with millions of numbers on it)."""
-    if memo and memo[0][0] <= start and end <= memo[0][1]:
-        return memo[0]
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    line_end = line_end if line_end >= 0 else len(text)
-    # Searched in place, not in a copy of the line: the character before it and after it is a newline or
-    # nothing, which ``\b`` reads alike.
-    facts = (
-        line_start,
-        line_end,
-        _PROGRESS_LINE.search(text, line_start, line_end) is not None,
-        _PIP_LINE.match(text, line_start, line_end) is not None,
-    )
-    if memo is not None:
-        memo[:] = [facts]
-    return facts
-
-
-def not_evidence(text: str, start: int, end: int, memo: LineMemo | None = None) -> bool:
-    """Whether the number printed at ``text[start:end]`` stands where no result is shown: on a progress bar's
-    line (except a ``key=value`` after it, tqdm's postfix), after a hyper-parameter's name, or in a path.
-    ``memo``: a list kept between calls on the same text, which then reads each line once."""
-    line_start, line_end, progress, pip = _line(text, start, end, memo)
-    if progress and text[start - 1 : start] != "=":
-        return True
-    if pip:
-        return True
-    if _HYPER.search(text, max(line_start, start - 48), start):
-        return True
-    # The whitespace-delimited token around it holds a path separator next to a letter: a path.
-    left = start
-    while left > line_start and not _TOKEN_END.match(text[left - 1]):
-        left -= 1
-    right = end
-    limit = line_end
-    while right < limit and not _TOKEN_END.match(text[right]):
-        right += 1
-    token = text[left:right]
-    return ("/" in token or "\\" in token) and re.search(r"[A-Za-z_][/\\]|[/\\][A-Za-z_.]", token) is not None
 
 
 class Finder(ABC):
@@ -229,7 +163,7 @@ class Number(Finder):
         whole = text.text
         found: tuple[int, str] | None = None
         limit = len(whole)
-        memo: LineMemo = []
+        memo = LineMemo()
         for probe, reach in self.searches:
             match = probe.search(whole, start, limit + reach)
             while match is not None and match.start() < limit:

@@ -305,6 +305,7 @@ function stepNode(step, d) {
   const head = el("div", { class: "step-head" },
     el("span", { class: "n", text: `Step ${step.i + 1}` }),
     el("span", { class: "badge", text: kind }),
+    step.did && step.did !== kind && el("span", { class: `badge did${step.did === "edit not applied" ? " bad" : ""}`, title: "what the step did, read in its agent's grammar", text: step.did }),
     step.pre && el("span", { class: "badge pre", text: "pre-executed" }),
     step.outcome !== NAMES.ok && el("span", { class: "badge bad", text: step.outcome }),
     step.exit !== null && step.exit !== undefined && step.exit !== 0 && el("span", { class: "badge bad", text: `exit ${step.exit}` }),
@@ -374,7 +375,7 @@ function provenanceNode(d) {
     list.append(el("li", { class: "unobserved" }, head, el("span", { class: "v-zero", text: why.join("; ") })));
   }
   box.append(list);
-  if (d.provenance.untraced) box.append(el("p", { class: "muted", text: `${d.provenance.untraced} more value(s) not looked for (counted unobserved).` }));
+  if (d.provenance.untraced) box.append(el("p", { class: "muted", text: `${d.provenance.untraced} more value(s) looked for in order after the last one shown: ${d.provenance.untraced_shown || 0} found.` }));
   return box;
 }
 

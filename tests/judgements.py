@@ -1,0 +1,122 @@
+"""The rules' verdicts on the labelled published trajectories, and the aggregate figures the docs report.
+
+Only aggregates leave this module for the test half (agreement, per class precision and recall, per agent,
+Cohen's kappa, the confusion table): rules are tuned on the dev half alone (tests/labelled.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+from tests.helpers import REFERENCE_TRAJECTORIES
+from tests.labelled import Split, failure_labels, provenance_labels
+
+from super_bench.analysis import analyze_failure
+from super_bench.report.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
+from super_bench.report.notebooks import notebook_trajectory
+from super_bench.scoring import answer_provenance
+from super_bench.trajectory import Trajectory
+
+Pair = tuple[str, str, str]  # (agent, label, the rules' verdict)
+
+
+@cache
+def load(run: str, task_id: str) -> Trajectory:
+    return notebook_trajectory(REFERENCE_TRAJECTORIES / run / task_id / NOTEBOOK, task_id)
+
+
+def _agent(run: str) -> str:
+    return run.split("_", 1)[0]
+
+
+@cache
+def failure_pairs(split: Split) -> tuple[Pair, ...]:
+    found = []
+    for label in failure_labels(split):
+        metrics, _ = recorded_metrics(REFERENCE_TRAJECTORIES / label["run"] / label["task_id"] / METRICS_FILE)
+        cause = analyze_failure(load(label["run"], label["task_id"]), metrics)
+        found.append((_agent(label["run"]), label["cause"], cause.cause if cause is not None else "none"))
+    return tuple(found)
+
+
+@cache
+def provenance_pairs(split: Split) -> tuple[Pair, ...]:
+    found = []
+    for label in provenance_labels(split):
+        trace = answer_provenance(load(label["run"], label["task_id"]))
+        status = trace.status if trace is not None else None
+        found.append((_agent(label["run"]), label["label"], status or "none"))
+    return tuple(found)
+
+
+def kappa(pairs: Sequence[Pair]) -> float:
+    """Cohen's kappa of the labels and the verdicts."""
+    n = len(pairs)
+    observed = sum(label == got for _, label, got in pairs) / n
+    labels = Counter(label for _, label, _ in pairs)
+    verdicts = Counter(got for _, _, got in pairs)
+    expected = sum(labels[c] * verdicts[c] for c in labels) / (n * n)
+    return 1.0 if expected == 1 else (observed - expected) / (1 - expected)
+
+
+def report(pairs: Sequence[Pair], classes: Sequence[str]) -> str:
+    """The markdown the docs show: agreement, per agent, kappa, per class precision and recall, the
+    confusion table (a row per labelled class, a column per verdict)."""
+    n = len(pairs)
+    agree = sum(label == got for _, label, got in pairs)
+    lines = [f"Agreement: {agree} of {n} ({100 * agree / n:.0f}%); Cohen's kappa {kappa(pairs):.2f}."]
+    for agent in sorted({a for a, _, _ in pairs}):
+        mine = [p for p in pairs if p[0] == agent]
+        ok = sum(label == got for _, label, got in mine)
+        lines.append(f"{agent}: {ok} of {len(mine)} ({100 * ok / len(mine):.0f}%).")
+    used = [c for c in classes if any(c in (label, got) for _, label, got in pairs)]
+    used += sorted({got for _, _, got in pairs} - set(used))
+    lines += ["", "| class | labelled | verdicts | precision | recall |", "|---|---|---|---|---|"]
+    for c in used:
+        labelled = sum(label == c for _, label, _ in pairs)
+        given = sum(got == c for _, _, got in pairs)
+        hit = sum(label == got == c for _, label, got in pairs)
+        precision = f"{hit / given:.2f}" if given else "-"
+        recall = f"{hit / labelled:.2f}" if labelled else "-"
+        lines.append(f"| {c} | {labelled} | {given} | {precision} | {recall} |")
+    counts = Counter((label, got) for _, label, got in pairs)
+    lines += ["", "| label \\ rules | " + " | ".join(used) + " |", "|" + "---|" * (len(used) + 1)]
+    for label in used:
+        if any(lab == label for _, lab, _ in pairs):
+            row = [str(counts[(label, got)]) if counts[(label, got)] else "." for got in used]
+            lines.append(f"| {label} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def shown_block(doc: Path, name: str) -> str:
+    """The text between ``<!-- name -->`` and ``<!-- /name -->`` in a doc."""
+    text = doc.read_text(encoding="utf-8")
+    return text.split(f"<!-- {name} -->")[1].split(f"<!-- /{name} -->")[0].strip()
+
+
+def write_block(doc: Path, name: str, body: str) -> None:
+    """Put ``body`` between the doc's markers (how the docs' tables are made: ``python -m tests.judgements``)."""
+    text = doc.read_text(encoding="utf-8")
+    head, rest = text.split(f"<!-- {name} -->")
+    _, tail = rest.split(f"<!-- /{name} -->")
+    doc.write_text(f"{head}<!-- {name} -->\n{body}\n<!-- /{name} -->{tail}", encoding="utf-8")
+
+
+def main() -> None:
+    """Write the figures into the docs: ``python -m tests.judgements`` (the tests then hold them equal)."""
+    from super_bench.analysis import CAUSES
+    from super_bench.scoring import PROVENANCE_STATUSES
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    for split, name in (("dev", "dev"), ("test", "held-out")):
+        write_block(docs / "failure-analysis.md", f"failure-{name}", report(failure_pairs(split), CAUSES))
+        write_block(
+            docs / "verification.md", f"provenance-{name}", report(provenance_pairs(split), PROVENANCE_STATUSES)
+        )
+
+
+if __name__ == "__main__":
+    main()
