@@ -80,7 +80,8 @@ class OpenAIChat(ChatModel):
 
     def _ask(self, params: dict[str, Any], request: ModelRequest) -> Reply:
         try:
-            completion: Any = self.client.chat.completions.create(**params)
+            response = self.client.chat.completions.with_raw_response.create(**params)
+            completion: Any = _parse(response)
         except openai.OpenAIError as e:
             raise translate(
                 e,
@@ -106,3 +107,19 @@ class OpenAIChat(ChatModel):
             prompt_tokens = sum(estimate_tokens(m["content"]) for m in request.messages)
             completion_tokens = estimate_tokens(text)
         return Reply(text, prompt_tokens, completion_tokens, getattr(choice, "finish_reason", None))
+
+
+def _parse(response: Any) -> Any:
+    """The completion of a raw response. A body holding bytes that are not UTF-8, which the SDK refuses whole
+    (``UnicodeDecodeError``), is read with each such byte as U+FFFD: a model's reply is text whatever bytes the
+    server sent."""
+    try:
+        return response.parse()
+    except UnicodeDecodeError:
+        from openai.types.chat import ChatCompletion
+
+        text = response.content.decode("utf-8", "replace")
+        try:
+            return ChatCompletion.model_validate_json(text)
+        except ValueError as e:
+            raise _Malformed(f"the body is not a chat completion: {e}") from e

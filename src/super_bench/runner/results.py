@@ -73,6 +73,11 @@ class TaskResult(VersionedRecord):
         0.0, description="Seconds the task was held back until its machine had the free disk and memory it needs"
     )
     node: str | None = Field(None, description="The host that ran the task; on Ray, the Ray node's id after a slash")
+    identity_sha256: str | None = Field(
+        None,
+        description="The SHA-256 of the run's identity (run.json's) the row was run with, so that a resume can check "
+        "it when run.json is lost (--adopt); null in rows written before v5",
+    )
     failure: FailureCause | None = Field(
         None,
         description="Why the task did not fully succeed: its primary cause, with the step and line that show it "
