@@ -7,6 +7,7 @@ another server and ``OPENAI_API_KEY`` holds the key; a self-hosted server needs 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -118,8 +119,7 @@ def _parse(response: Any) -> Any:
     except UnicodeDecodeError:
         from openai.types.chat import ChatCompletion
 
-        text = response.content.decode("utf-8", "replace")
-        try:
-            return ChatCompletion.model_validate_json(text)
-        except ValueError as e:
+        try:  # Python's JSON reader: pydantic's refuses a lone surrogate's escape, which the reply may hold too
+            return ChatCompletion.model_validate(json.loads(response.content.decode("utf-8", "replace")))
+        except (ValueError, RecursionError) as e:
             raise _Malformed(f"the body is not a chat completion: {e}") from e

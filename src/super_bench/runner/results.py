@@ -8,10 +8,11 @@ from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from super_bench._names import METRICS, TaskStatus
 from super_bench._pydantic import Model
+from super_bench.actions import valid_text
 from super_bench.analysis import FailureCause, analyze_failure
 from super_bench.divergence import Divergence
 from super_bench.runner.records import VersionedRecord
@@ -84,6 +85,17 @@ class TaskResult(VersionedRecord):
         "(docs/failure-analysis.md); null on a fully successful row, an infrastructure failure, an unscored row, "
         "and rows written before v4",
     )
+
+    @field_validator("error", mode="after")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        # An error quotes what failed (an agent's traceback may quote a model's reply): kept as text, whatever it holds.
+        return None if value is None else valid_text(value)
+
+    @field_validator("retry_errors", mode="after")
+    @classmethod
+    def _texts(cls, value: list[str]) -> list[str]:
+        return [valid_text(v) for v in value]
 
     @property
     def key(self) -> tuple[str, int]:
