@@ -116,8 +116,11 @@ class _StepLog:
             self._file = None
 
 
-def _play(env: Environment, task: Task, agent_spec: str, options: AgentOptions) -> tuple[Failure | None, str | None]:
-    """The agent's episode on ``task``; a failure comes back classified, with its message."""
+def _play(
+    env: Environment, task: Task, agent_spec: str, options: AgentOptions, cancellation: Cancellation | None = None
+) -> tuple[Failure | None, str | None]:
+    """The agent's episode on ``task``; a failure comes back classified, with its message. A failure the run's
+    own stop caused (its kernel killed by the ``cancellation``) is no failure: the episode ends ``Cancelled``."""
     try:
         agent = create_agent(agent_spec, options)
         env.reset(task, agent=agent.name, model=options.model)
@@ -127,6 +130,8 @@ def _play(env: Environment, task: Task, agent_spec: str, options: AgentOptions) 
     except (ConfigError, RunDirWriteError):
         raise  # a bad key, model name or setting, or a full run directory, would fail every task alike: stop the run
     except Exception as e:
+        if cancellation is not None:
+            cancellation.check()  # the stop killed the kernel: not the infrastructure's failure, nor reported as one
         failure = classify_failure(e, agent_acted=env.agent_acted)
         if failure.status == "agent_error":
             log.warning("task %s: the agent failed: %s: %s", task.task_id, type(e).__name__, e)
@@ -267,7 +272,7 @@ def _episode(
     error: str | None = None
     trajectory: Trajectory | None = None
     try:
-        failure, error = _play(env, task, agent_spec, agent_options)
+        failure, error = _play(env, task, agent_spec, agent_options, cancellation)
     finally:
         trajectory = env.close()
         step_log.close()
