@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from itertools import islice
 from pathlib import Path
@@ -38,14 +39,15 @@ def dispatch(
     retries: int,
     reporter: Reporter | None = None,
     identity: str | None = None,
-) -> list[TaskResult]:
-    """Run ``items`` on ``executor``; returns the results written, each stamped with the run's ``identity``
-    digest. On an exception (Ctrl-C, a configuration error, a run directory that cannot be written) the tasks
-    in flight are cancelled, those that still finish are kept, and the exception goes on."""
+    kept: Callable[[TaskResult], None] | None = None,
+) -> None:
+    """Run ``items`` on ``executor``, writing each result, stamped with the run's ``identity`` digest, and handing
+    it to ``kept`` (the rows are not held here: a run's memory does not grow with them). On an exception (Ctrl-C,
+    a configuration error, a run directory that cannot be written) the tasks in flight are cancelled, those that
+    still finish are kept, and the exception goes on."""
     queue = deque(items)
     running: dict[Future[Any], WorkItem] = {}
     submitted: dict[Future[Any], float] = {}
-    written: list[TaskResult] = []
 
     def settle(future: Future[Any]) -> None:
         item = running.pop(future)
@@ -72,7 +74,8 @@ def dispatch(
             result.waste = result.waste or Waste()
             result.waste.retried_attempts = item.retried_seconds
         run_dir.append_result(result)
-        written.append(result)
+        if kept is not None:
+            kept(result)
         if reporter is not None:
             reporter.task_finished(result)
 
@@ -93,7 +96,6 @@ def dispatch(
                 except (ConfigError, RunDirWriteError):
                     pass  # already stopping; a row that cannot be written now is not kept, and its task runs again
         raise
-    return written
 
 
 def _fill(

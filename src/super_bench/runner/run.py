@@ -24,7 +24,7 @@ from super_bench.runner.manifest import (
     identity_sha256,
     record_upstreams,
 )
-from super_bench.runner.results import TaskResult, summarize
+from super_bench.runner.results import Tally, TaskResult
 from super_bench.runner.rundir import RunDir, RunOutcome
 from super_bench.sandbox import SandboxConfig, check_backend, describe_backend
 from super_bench.sandbox.lifetime.scratch import clear_scratch, scratch_dir
@@ -152,12 +152,22 @@ def _resume(
         for task in tasks
         if (task.task_id, epoch) not in finished
     ]
-    results = list(finished.values())
     by_id = {task.task_id: task for task in tasks}
     durations = Durations(config.agent if config.model is None else f"{config.agent} {config.model}")
-    durations.learn(by_id, results)
+    order = {task.task_id: i for i, task in enumerate(tasks)}
+    # The summary is counted as rows arrive, and the rows are not held: the harness's memory stays flat however
+    # many tasks the run finishes.
+    tally = Tally(config.mode, order)
+
+    def keep(result: TaskResult) -> None:
+        tally.add(result)
+        durations.learn(by_id, [result])
+
+    for result in finished.values():
+        keep(result)
     if reporter is not None:
-        reporter.begin(len(tasks) * config.epochs, results)
+        reporter.begin(len(tasks) * config.epochs, list(finished.values()))
+    del kept, finished
     try:
         if pending:
             spec = EpisodeSpec(config.agent, options, env, config.mode, run_dir.path)
@@ -165,19 +175,19 @@ def _resume(
                 if config.order == "longest-first" and executor.capacity > 1:
                     pending = durations.longest_first(pending)
                 stamp = identity_sha256(current)
-                results += dispatch(executor, pending, run_dir, config.infra_retries, reporter, stamp)
+                dispatch(executor, pending, run_dir, config.infra_retries, reporter, stamp, keep)
     finally:
         _remove_if_empty(scratch)
-    durations.learn(by_id, results)
     durations.save()
     background.shutdown()
     packages.result()
     record_upstreams(manifest, config, run_dir)
-    order = {task.task_id: i for i, task in enumerate(tasks)}
-    results.sort(key=lambda r: (order[r.task_id], r.epoch))
-    summary = summarize(results, config.mode)
+    summary = tally.summary()
     summary.task_environment = manifest.task_environment_line
     run_dir.write_summary(summary)
+    # The outcome's rows, read back once the run is over.
+    wanted = {(task.task_id, epoch) for task in tasks for epoch in range(1, config.epochs + 1)}
+    results = sorted((r for r in run_dir.read_results() if r.key in wanted), key=lambda r: (order[r.task_id], r.epoch))
     return RunOutcome(run_dir, results, summary)
 
 
