@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,3 +108,27 @@ def test_the_folders_of_processes_that_are_gone_are_swept_and_no_others(
     assert mine.is_dir() and unnamed.is_dir() and other.is_dir() and not dead.exists()
     made = private_temp("ray")
     assert made.name.startswith(f"super-bench-ray-{os.getpid()}-") and not other.exists()
+
+
+def test_a_ray_run_leaves_no_temporary_folder(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200"}
+    env.pop("RAY_ADDRESS", None)  # a local Ray instance of the run's own, whose workers share this TMPDIR
+    # Ray's own session (and its sockets, whose paths must be short) apart from it.
+    env["RAY_TMPDIR"] = ray_tmp = tempfile.mkdtemp(prefix="sbray-", dir="/tmp")
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "super_bench", "run", "--executor", "ray", "--sandbox", "local", "--workers", "2"]
+    command += ["--task-ids", "tinyreg", "tinyreg-lr", "nbsent", "--out", str(out)]
+    try:
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert result.returncode == 0, result.stderr
+    assert len((out / "results.jsonl").read_text().splitlines()) == 3
+    deadline = time.monotonic() + 30  # Ray's workers end a moment after the driver
+    while processes_naming(str(tmp)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not processes_naming(str(tmp))
+    assert sorted(p.name for p in tmp.glob("super-bench-*")) == []

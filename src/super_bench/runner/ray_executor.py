@@ -63,7 +63,7 @@ class RayExecutor(Executor):
         if self._owns_session:
             try:
                 ray.init(address=options.address, include_dashboard=False, log_to_driver=False)
-            except (ConnectionError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:
+            except (OSError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:  # OSError: sockets
                 where = options.address or "a new local instance"
                 hint = ""
                 if options.address is not None and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":

@@ -356,3 +356,8 @@ def _metric_stats(values: list[float]) -> MetricStats:
         variance = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
         stderr = math.sqrt(variance / len(values))
     return MetricStats(mean=estimate.mean, stderr=stderr, ci_low=estimate.low, ci_high=estimate.high, n=estimate.n)
+
+
+def metric_stats(results: list[TaskResult], metric: str) -> MetricStats:
+    """``metric``'s statistics over the tasks of ``results``, each task's epochs averaged first."""
+    return _metric_stats(list(task_means(results, metric).values()))
