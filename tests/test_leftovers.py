@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from super_bench.sandbox.lifetime.scratch import CGROUP_NOTE, private_temp, runtime_tag, scratch_dir, sweep
+from super_bench.sandbox.lifetime.scratch import (
+    CGROUP_NOTE,
+    clear_scratch,
+    private_temp,
+    runtime_tag,
+    scratch_dir,
+    sweep,
+)
 from super_bench.sandbox.limits.memory import cgroup_parent
 
 pytestmark = pytest.mark.slow
@@ -132,3 +139,22 @@ def test_a_ray_run_leaves_no_temporary_folder(tmp_path: Path) -> None:
         time.sleep(0.5)
     assert not processes_naming(str(tmp))
     assert sorted(p.name for p in tmp.glob("super-bench-*")) == []
+
+
+def test_a_planted_cgroup_note_removes_nothing(tmp_path: Path) -> None:
+    scratch = tmp_path / "super-bench-run-0123456789ab"
+    scratch.mkdir()
+    victim = tmp_path / "super-bench-x-deadbeef"  # shaped like a task cgroup, but not under /sys/fs/cgroup
+    victim.mkdir()
+    (victim / "keep").write_text("kept")
+    notes = {
+        f"{CGROUP_NOTE}super-bench-x-deadbeef": str(victim),
+        f"{CGROUP_NOTE}other": "/sys/fs/cgroup/memory/other",
+        f"{CGROUP_NOTE}super-bench-y-cafebabe": "/sys/fs/cgroup/memory/../super-bench-y-cafebabe",
+        f"{CGROUP_NOTE}super-bench-z-01234567": "/sys/fs/cgroup/memory/super-bench-w-01234567",
+    }
+    for name, target in notes.items():
+        (scratch / name).write_text(target)
+    removed = clear_scratch(scratch)
+    assert (victim / "keep").read_text() == "kept"
+    assert not any(path.startswith("/sys/fs/cgroup") for path in removed)

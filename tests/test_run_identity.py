@@ -128,3 +128,16 @@ def test_a_finished_row_whose_trajectory_is_gone_runs_again(finished: Path) -> N
     assert "the trajectory of tinyreg-lr (epoch 1), tasks/tinyreg-lr/trajectory.json, is missing" in resumed.stderr
     assert [r["task_id"] for r in rows(finished)] == ["tinyreg", "tinyreg-lr"]
     assert (finished / "tasks" / "tinyreg-lr" / "trajectory.json").is_file()
+
+
+def test_a_row_naming_a_trajectory_outside_the_run_runs_again(finished: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text("{}")
+    kept = rows(finished)
+    kept[0]["trajectory"] = str(outside)
+    (finished / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    resumed = cli(*TASKS, "--out", str(finished))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"the trajectory of tinyreg (epoch 1), {outside}, is missing: the task runs again" in resumed.stderr
+    assert rows(finished)[-1]["trajectory"] == "tasks/tinyreg/trajectory.json"
+    assert outside.read_text() == "{}"
