@@ -4,11 +4,12 @@ memory cgroups and processes the dead harnesses left (none, once the last resume
 
 Runs the demo Expert set, ``--epochs`` times over (36 rows by default), with 2 workers and ``--memory-limit 1g``
 (so that tasks get memory cgroups where this machine can make them), in a temporary folder of its own (``TMPDIR``).
-Each of ``--kills`` attempts is SIGKILLed after a random 1-6 seconds; the last one together with its watchdog,
+Each of ``--kills`` attempts is SIGKILLed after a random ``--after`` seconds (between two bounds, 5 and 25 by
+default: a run's start takes a few seconds, its tasks a few each); the last one together with its watchdog,
 which would otherwise clean up after it. A final resume runs to the end. A clean run of the same settings gives
 the rows to compare with.
 
-    python benchmarks/bench_chaos.py [--kills 10] [--epochs 4] [--seed 0] [--sandbox local]
+    python benchmarks/bench_chaos.py [--kills 10] [--epochs 4] [--after 5 25] [--seed 0] [--sandbox local]
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from common import Row, super_bench, table
 from super_bench.sandbox.limits.memory import cgroup_parent
 
 
-def rows(kills: int, epochs: int, seed: int, sandbox: str) -> list[Row]:
+def rows(kills: int, epochs: int, seed: int, sandbox: str, after: tuple[float, float] = (5, 25)) -> list[Row]:
     chance = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="bench-chaos-") as folder:
         base = Path(folder)
@@ -47,7 +48,7 @@ def rows(kills: int, epochs: int, seed: int, sandbox: str) -> list[Row]:
             harness = subprocess.Popen(
                 [*common, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
-            time.sleep(chance.uniform(1, 6))
+            time.sleep(chance.uniform(*after))
             if attempt == kills - 1:  # the last: harness and watchdog together
                 for pid in _watchdogs(harness.pid):
                     os.kill(pid, signal.SIGKILL)
@@ -118,10 +119,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--after", type=float, nargs=2, default=(5, 25), metavar=("MIN", "MAX"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sandbox", default="local")
     args = parser.parse_args()
-    print(table(rows(args.kills, args.epochs, args.seed, args.sandbox)))
+    print(table(rows(args.kills, args.epochs, args.seed, args.sandbox, tuple(args.after))))
 
 
 if __name__ == "__main__":
