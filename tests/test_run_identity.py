@@ -104,6 +104,9 @@ def test_rows_too_old_to_check_are_adopted_only_once_confirmed(finished: Path) -
     assert confirmed.returncode == 0, confirmed.stderr
     assert "(0 checked against these settings, 2 too old to say)" in confirmed.stderr
     assert [r["started_at"] for r in rows(finished)] == [r["started_at"] for r in old]
+    # With run.json whole again, --adopt has nothing to adopt and asks nothing.
+    again = cli(*TASKS, "--out", str(finished), "--adopt")
+    assert again.returncode == 0 and "cannot be checked" not in again.stderr, again.stderr
 
 
 def test_a_duplicate_row_is_reported_and_the_first_kept(finished: Path, caplog: pytest.LogCaptureFixture) -> None:

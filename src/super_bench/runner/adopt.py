@@ -73,7 +73,15 @@ def previous_manifest(run_dir: RunDir, current: dict[str, Any], adopt: bool) -> 
 
 
 def unchecked_rows(run_dir: RunDir) -> int:
-    """The rows an adoption of ``run_dir`` cannot check (written before rows carried their identity's digest)."""
+    """The rows an adoption of ``run_dir`` would keep unchecked (written before rows carried their identity's
+    digest); none where its ``run.json`` is readable, which a resume checks the settings against instead."""
+    try:
+        if run_dir.read_manifest() is not None:
+            return 0
+    except NewerRecordError:
+        return 0  # refused by the run itself, with its message
+    except RunDirError:
+        pass
     try:
         return sum(r.identity_sha256 is None for r in run_dir.read_results())
     except RunDirError:
