@@ -161,3 +161,24 @@ def test_the_mcp_benchmark_times_tool_calls_beside_the_same_steps_in_process(ben
     (row,) = benchmarks.bench_mcp.rows("local", calls=5)
     assert row.benchmark == "mcp" and row.ratio is not None and row.met is not None
     assert "adds" in row.target and "median of 5" in row.case
+
+
+@pytest.mark.slow
+def test_the_chaos_benchmark_kills_resumes_and_counts_what_is_left(benchmarks: ModuleType) -> None:
+    import bench_chaos
+
+    rows = {r.case: r for r in bench_chaos.rows(kills=1, epochs=1, seed=0, sandbox="local", after=(4, 6))}
+    assert rows["1 SIGKILLs + resumes: exit status of the last resume"].ours == "0"
+    assert rows["rows (clean run)"].ours == "9 (9)" and rows["rows equal to the clean run's"].ours == "9"
+    for case in ("super-bench-* temporary folders left", "task memory cgroups left", "processes left"):
+        assert rows[case].ours == "0", case
+
+
+@pytest.mark.slow
+def test_the_soak_benchmark_samples_the_harness_and_stops_it(benchmarks: ModuleType) -> None:
+    import bench_soak
+
+    rows = {r.case: r for r in bench_soak.rows(workers=2, minutes=0.3, warm_up=0.1, every=2, sandbox="local")}
+    assert int(rows["2 workers, 0.3 min: rows finished"].ours) >= 0  # how many: the machine's pace, not judged
+    rise = rows["harness RSS rise once warm (largest)"]
+    assert rise.ours.endswith(" MB") and rise.met is not None

@@ -69,7 +69,9 @@ def test_an_old_run_resumes_comparing_the_settings_both_versions_name(tmp_path: 
     now = lines(path / "results.jsonl")  # nothing ran again; the row is rewritten in the current version
     # Figures of later versions, which an old row does not know: version 3's, whether a replay diverged, and
     # version 4's failure cause (not analysed: null, until `super-bench analyze`).
-    unknown = {"waste": None, "waited": 0.0, "node": None, "replay_divergence": None, "failure": None}
+    unknown = {"waste": None, "waited": 0.0, "node": None, "replay_divergence": None, "failure": None} | {
+        "identity_sha256": None  # version 5: the digest of the identity, which an old row does not carry
+    }
     assert [row.pop("schema_version") for row in now] == [RUN_SCHEMA_VERSION]
     assert [row.pop("answer_provenance") for row in now] == [None]  # scored before answers were traced
     assert now == [{**row, **unknown} for row in rows]

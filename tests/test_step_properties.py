@@ -134,6 +134,16 @@ def test_far_too_deep_content_is_refused_in_every_action(shared_env: Environment
     _kept(env)
 
 
+def test_an_edit_of_an_int_too_long_to_write_out_is_refused_not_raised(shared_env: Environment) -> None:
+    env = shared_env
+    if env._kernel is None or env.done:
+        env.reset(make_task())
+    step = env.step({"type": "edit", "content": 10**5000})  # str() of it raises ValueError (4,300 digits at most)
+    assert step.outcome == "invalid" and "cannot be read as text" in step.observation
+    assert env.trajectory.stop_reason is None
+    _kept(env)
+
+
 LATE = st.sampled_from(
     [
         {"type": "edit", "content": "f.txt\n<<<BEFORE_EDIT>>>\nhello\n<<<AFTER_EDIT>>>\nbye\n"},

@@ -72,6 +72,18 @@ def valid_text(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def valid_texts(value: Any) -> Any:
+    """``value`` with every string in it (dict keys too, through lists, tuples and dicts) made ``valid_text``:
+    what a model or an agent hands over is kept, a lone surrogate as U+FFFD, rather than refused."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_texts(k): valid_texts(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(valid_texts(v) for v in value)
+    return value
+
+
 def content_problem(
     value: Any, *, max_depth: int = MAX_CONTENT_DEPTH, max_chars: int | None = None, strict: bool = True
 ) -> str | None:

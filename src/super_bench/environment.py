@@ -25,7 +25,7 @@ from pydantic import ConfigDict, Field
 
 from super_bench import messages
 from super_bench._pydantic import Model
-from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, parse_answer, valid_text
+from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, parse_answer, valid_text, valid_texts
 from super_bench.budget import BudgetLeft
 from super_bench.edit import EditFailed, apply_edit, parse_edit
 from super_bench.errors import EnvironmentClosedError, KernelError, SandboxError, SuperBenchError
@@ -325,6 +325,9 @@ class Environment:
             action = action.model_copy(update={"content": valid_text(action.content)})
         if thought is not None and not isinstance(thought, str):
             raise SuperBenchError(f"a step's thought must be text, not {type(thought).__name__}")
+        # A model's reply is text whatever it holds: a lone surrogate in the thought or the metadata (the raw
+        # reply) is kept as U+FFFD, as in the code, and the episode goes on.
+        thought, metadata = (None if thought is None else valid_text(thought)), valid_texts(metadata)
         problem = metadata_problem(metadata) if metadata else None
         if problem is not None:
             raise SuperBenchError(f"the step's metadata {problem}; it could not be kept in the trajectory")
@@ -380,6 +383,7 @@ class Environment:
             raise EnvironmentClosedError(
                 "the episode is over" + (f" ({self.trajectory.stop_reason})" if self.done else "; call reset(task)")
             )
+        thought, metadata = (None if thought is None else valid_text(thought)), valid_texts(metadata)
         step = self._record(Action.coerce(action), thought, utcnow(), _Outcome(observation, None, "invalid"))
         if metadata:
             step.metadata.update(metadata)
@@ -545,7 +549,13 @@ class Environment:
         if self._broken is not None:
             return _Outcome(notes.rstrip("\n"), None, "kernel_died")
         try:
-            request = parse_edit(str(action.content or ""))
+            source = str(action.content or "")
+        except ValueError as e:  # an int too long to write out (sys.set_int_max_str_digits): no edit's text
+            problem = f"cannot be read as text ({e})"
+            refused = messages.content_refused("edit", problem)
+            return _Outcome(notes + refused, None, "invalid", action=_unkept(action, problem))
+        try:
+            request = parse_edit(source)
             cwd = self.cwd
             path = posixpath.join(cwd, request.path)
             message = ""

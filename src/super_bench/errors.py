@@ -82,6 +82,16 @@ class RunDirError(SuperBenchError):
     """A run directory is missing, unreadable or belongs to another run."""
 
 
+class RunDirWriteError(RunDirError):
+    """The run directory could not be written (its disk is full, or failed): the run stops as a Ctrl-C stops it,
+    its finished rows kept."""
+
+
+class IdentityLostError(RunDirError):
+    """A run directory holds results but no readable ``run.json``: which settings they were run with is not known
+    for sure, and resuming is refused until the user adopts them (``--adopt``) or replaces the run (``--redo``)."""
+
+
 class TrajectoryImportError(SuperBenchError):
     """A published trajectory (a notebook) cannot be read or understood."""
 

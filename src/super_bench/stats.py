@@ -136,3 +136,39 @@ def _sampled_p(steps: list[int], observed: int, resamples: int, seed: int) -> fl
     else:  # denominators too many to share one in int64: Python's integers, row by row
         hits = sum(abs(sum(int(s) * step for s, step in zip(row, steps))) >= observed for row in signs.tolist())
     return (hits + 1) / (resamples + 1)  # counting the observed flip itself: never 0
+
+
+class ExactSum:
+    """A sum of numbers added one at a time, exact until it is read (``value``, correctly rounded), so that it is
+    the same whatever order the numbers came in: a run's figures add up the same however its tasks finished.
+    Floats are kept as Shewchuk's partials, as ``math.fsum`` keeps them (a few floats, whatever the count); whole
+    numbers as one, so that a sum of counts is the count it is."""
+
+    __slots__ = ("_partials", "_whole")
+
+    def __init__(self) -> None:
+        self._partials: list[float] = []
+        self._whole = 0
+
+    def add(self, number: float) -> None:
+        if isinstance(number, int):
+            self._whole += number
+            return
+        x, kept = number, 0
+        for partial in self._partials:
+            y = partial
+            if abs(x) < abs(y):
+                x, y = y, x
+            high = x + y
+            low = y - (high - x)
+            if low:
+                self._partials[kept] = low
+                kept += 1
+            x = high
+        self._partials[kept:] = [x]
+
+    @property
+    def value(self) -> float:
+        if not self._partials:
+            return self._whole
+        return math.fsum([*self._partials, self._whole])

@@ -14,8 +14,10 @@ from super_bench.errors import SuperBenchError
 
 # Exit statuses: 0 success; 1 an unexpected error; 2 bad input or a super-bench error, in one line;
 # 3 a run or re-scoring in which no task could be scored (every task an infrastructure failure, say), or a
-# verification in which no answer could be checked; 130 interrupted.
+# verification in which no answer could be checked; 74 a run directory that could not be written (a full or failing
+# disk; sysexits' EX_IOERR); 130 interrupted.
 NOTHING_SCORED = 3
+RUN_DIR_UNWRITABLE = 74
 
 # Subcommands are imported only when used, so `super-bench --help` stays instant.
 _COMMANDS = {

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from super_bench.cli import NOTHING_SCORED
+from super_bench.cli import NOTHING_SCORED, RUN_DIR_UNWRITABLE
 from super_bench.cli._options import (
     RUN,
     Default,
@@ -24,6 +24,7 @@ from super_bench.cli._options import (
 )
 
 if TYPE_CHECKING:
+    from super_bench.runner.config import RunConfig
     from super_bench.sandbox import SandboxConfig
 
 RAY = "super_bench.runner.config:RayOptions."
@@ -133,6 +134,13 @@ RAY = "super_bench.runner.config:RayOptions."
     "or the order given.",
 )
 @click.option("--redo", is_flag=True, help="Replace the run in --out instead of resuming it.")
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Resume a run whose run.json is lost or unreadable: keep the results these settings match, and "
+    "rebuild run.json from them.",
+)
+@click.option("--yes", is_flag=True, help="With --adopt: adopt rows too old to be checked without asking.")
 def run_command(
     source: str,
     task_set: str | None,
@@ -166,16 +174,20 @@ def run_command(
     epochs: int,
     order: str,
     redo: bool,
+    adopt: bool,
+    yes: bool,
 ) -> None:
     """Run an agent on tasks and score it.
 
     With no options: the bundled demo Expert tasks, the gold agent, the safest sandbox available.
-    Exits with status 3 when no task could be scored (every one an infrastructure failure).
+    Exits with status 3 when no task could be scored (every one an infrastructure failure), 74 when the run
+    directory could not be written (its disk full or failing: what finished is kept, rerun to resume).
     """
     from super_bench.cli._display import console, err_console, print_query_answer, print_summary
     from super_bench.cli._interrupt import kept_line, resume_command, stop_twice
     from super_bench.cli._process import started
     from super_bench.environment import EnvConfig
+    from super_bench.errors import IdentityLostError, RunDirWriteError
     from super_bench.models import ModelOptions
     from super_bench.runner.config import RayOptions, RunConfig
     from super_bench.runner.progress import RunProgress
@@ -205,6 +217,7 @@ def run_command(
         epochs=epochs,
         order=order,
         redo=redo,
+        adopt=adopt,
         env=EnvConfig(
             cell_timeout=cell_timeout,
             max_steps=max_steps,
@@ -229,8 +242,19 @@ def run_command(
         total = len(tasks) * epochs
         return f"{kept_line(run_dir, total)}\nresume with: {resume_command(ctx, None if out else run_dir)}"
 
-    with stop_twice(advice), RunProgress() as progress:
-        outcome = run(config, tasks=tasks, reporter=progress)
+    if adopt and not yes:
+        _confirm_adoption(config)
+    try:
+        with stop_twice(advice), RunProgress() as progress:
+            outcome = run(config, tasks=tasks, reporter=progress)
+    except RunDirWriteError as e:
+        # Stopped as a Ctrl-C stops: what finished is on disk; say so, and how to go on once there is room.
+        click.echo(f"error: {e}\n{advice().replace('interrupted: ', '', 1)}", err=True)
+        sys.exit(RUN_DIR_UNWRITABLE)
+    except IdentityLostError as e:
+        if adopt:
+            raise
+        raise IdentityLostError(f"{e}; to keep them: {resume_command(ctx, None if out else run_dir)} --adopt") from None
     print_summary(outcome.results, outcome.summary, title=f"{agent} on {len(tasks)} task(s)")
     if query is not None:
         print_query_answer(outcome.results)
@@ -239,3 +263,28 @@ def run_command(
         # A CI job must not pass on a run that measured nothing (a dead model endpoint, say).
         err_console.print("[red]no task could be scored: every task failed on the infrastructure[/red]")
         sys.exit(NOTHING_SCORED)
+
+
+def _confirm_adoption(config: RunConfig) -> None:
+    """Before adopting rows that cannot be checked (written before rows carried their identity), show the settings
+    they will be recorded under and ask; without a terminal to ask at, ``--yes`` is needed."""
+    import json
+
+    from super_bench.runner.adopt import unchecked_rows
+    from super_bench.runner.manifest import identity
+    from super_bench.runner.rundir import RunDir
+
+    assert config.out is not None
+    unchecked = unchecked_rows(RunDir(config.out))
+    if not unchecked:
+        return
+    shown = json.dumps(identity(config), indent=2, sort_keys=True)
+    click.echo(
+        f"{unchecked} result(s) in {config.out} were written before rows recorded their settings, so they cannot be "
+        f"checked. They will be kept as run with these settings:\n{shown}",
+        err=True,
+    )
+    if not sys.stdin.isatty():
+        raise click.UsageError("--adopt of rows that cannot be checked needs a confirmation: check them, and add --yes")
+    if not click.confirm("Adopt them?", err=True):
+        raise click.Abort

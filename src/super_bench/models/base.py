@@ -20,6 +20,7 @@ from typing_extensions import TypedDict
 
 from super_bench._pydantic import Model
 from super_bench._registry import Registry
+from super_bench.actions import valid_text
 from super_bench.errors import ConfigError
 from super_bench.models.cache import Reply, ResponseCache
 from super_bench.models.pricing import PriceTable
@@ -124,7 +125,10 @@ class ChatModel(ABC):
         if reply is not None:
             reply = reply._replace(text=_substitute(reply.text, {v: k for k, v in volatile.items()}))
         else:
+            # Model output is text whatever it holds: a lone surrogate (a server may send "\\ud800") becomes U+FFFD
+            # here, so that no store after it (the cache, the trajectory, the results) has to refuse it.
             reply = cut_at_stop(self._generate(request), request.stop)
+            reply = reply._replace(text=valid_text(reply.text))
             if self.cache:
                 self.cache.put(key, self.spec, reply._replace(text=_substitute(reply.text, volatile)))
         usage = Usage(

@@ -7,6 +7,7 @@ another server and ``OPENAI_API_KEY`` holds the key; a self-hosted server needs 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -80,7 +81,8 @@ class OpenAIChat(ChatModel):
 
     def _ask(self, params: dict[str, Any], request: ModelRequest) -> Reply:
         try:
-            completion: Any = self.client.chat.completions.create(**params)
+            response = self.client.chat.completions.with_raw_response.create(**params)
+            completion: Any = _parse(response)
         except openai.OpenAIError as e:
             raise translate(
                 e,
@@ -106,3 +108,18 @@ class OpenAIChat(ChatModel):
             prompt_tokens = sum(estimate_tokens(m["content"]) for m in request.messages)
             completion_tokens = estimate_tokens(text)
         return Reply(text, prompt_tokens, completion_tokens, getattr(choice, "finish_reason", None))
+
+
+def _parse(response: Any) -> Any:
+    """The completion of a raw response. A body holding bytes that are not UTF-8, which the SDK refuses whole
+    (``UnicodeDecodeError``), is read with each such byte as U+FFFD: a model's reply is text whatever bytes the
+    server sent."""
+    try:
+        return response.parse()
+    except UnicodeDecodeError:
+        from openai.types.chat import ChatCompletion
+
+        try:  # Python's JSON reader: pydantic's refuses a lone surrogate's escape, which the reply may hold too
+            return ChatCompletion.model_validate(json.loads(response.content.decode("utf-8", "replace")))
+        except (ValueError, RecursionError) as e:
+            raise _Malformed(f"the body is not a chat completion: {e}") from e

@@ -72,6 +72,11 @@ class RunConfig(Model):
     )
     epochs: int = Field(1, ge=1, description="Runs of each task, with seeds seed, seed+1, ...")
     redo: bool = Field(False, description="Replace the run in the run directory instead of resuming it")
+    adopt: bool = Field(
+        False,
+        description="Resume a run directory whose run.json is lost or unreadable, keeping the rows these settings "
+        "match (and rows too old to say, unchecked), and rebuild run.json from these settings",
+    )
 
     def resolved_set(self) -> str | None:
         return default_set(self.source, self.task_set)

@@ -9,15 +9,19 @@ times; an agent's failure is a result like any other.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from itertools import islice
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from super_bench.errors import ConfigError
+from super_bench.errors import ConfigError, RunDirWriteError
 from super_bench.runner.episode import Cancelled
 from super_bench.runner.executors import Executor, WorkItem
+from super_bench.runner.guard import disk_error, write_error
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
 from super_bench.runner.waste import Waste
@@ -29,15 +33,21 @@ log = logging.getLogger(__name__)
 
 
 def dispatch(
-    executor: Executor, items: list[WorkItem], run_dir: RunDir, retries: int, reporter: Reporter | None = None
-) -> list[TaskResult]:
-    """Run ``items`` on ``executor``; returns the results written. On an exception (Ctrl-C, a
-    configuration error) the tasks in flight are cancelled, those that still finish are kept,
-    and the exception goes on."""
+    executor: Executor,
+    items: list[WorkItem],
+    run_dir: RunDir,
+    retries: int,
+    reporter: Reporter | None = None,
+    identity: str | None = None,
+    kept: Callable[[TaskResult], None] | None = None,
+) -> None:
+    """Run ``items`` on ``executor``, writing each result, stamped with the run's ``identity`` digest, and handing
+    it to ``kept`` (the rows are not held here: a run's memory does not grow with them). On an exception (Ctrl-C,
+    a configuration error, a run directory that cannot be written) the tasks in flight are cancelled, those that
+    still finish are kept, and the exception goes on."""
     queue = deque(items)
     running: dict[Future[Any], WorkItem] = {}
     submitted: dict[Future[Any], float] = {}
-    written: list[TaskResult] = []
 
     def settle(future: Future[Any]) -> None:
         item = running.pop(future)
@@ -46,9 +56,11 @@ def dispatch(
             result = executor.result(future, item)
         except Cancelled:
             return
-        except ConfigError:
+        except (ConfigError, RunDirWriteError):
             raise
-        except Exception as e:  # the harness failed this task (a Ray worker died, the disk filled up)
+        except Exception as e:  # the harness failed this task (a Ray worker died, the machine's disk filled up)
+            if (full := disk_error(e)) is not None and _inside(full, run_dir):
+                raise write_error(run_dir.path, full) from e  # its trajectory could not be saved: stop the run
             log.warning("task %s: the executor failed: %s", item.task.task_id, e, exc_info=True)
             result = _failure(item, e)
         if result.status == "infra_error" and item.attempt <= retries:
@@ -57,11 +69,13 @@ def dispatch(
                 reporter.task_retried(result)
             return
         result.attempts, result.retry_errors = item.attempt, list(item.retry_errors)
+        result.identity_sha256 = identity
         if item.retried_seconds:
             result.waste = result.waste or Waste()
             result.waste.retried_attempts = item.retried_seconds
         run_dir.append_result(result)
-        written.append(result)
+        if kept is not None:
+            kept(result)
         if reporter is not None:
             reporter.task_finished(result)
 
@@ -79,10 +93,9 @@ def dispatch(
             for future in done:
                 try:
                     settle(future)
-                except ConfigError:
-                    pass  # already stopping
+                except (ConfigError, RunDirWriteError):
+                    pass  # already stopping; a row that cannot be written now is not kept, and its task runs again
         raise
-    return written
 
 
 def _fill(
@@ -114,3 +127,11 @@ def _failure(item: WorkItem, error: Exception) -> TaskResult:
         stop_reason="infra_error",
         error=f"{type(error).__name__}: {error}",
     )
+
+
+def _inside(error: OSError, run_dir: RunDir) -> bool:
+    """Whether a disk error is the run directory's: its file is in it, or it names none (a write's error: the
+    harness writes a task's files only into the run directory)."""
+    if error.filename is None:
+        return True
+    return Path(os.fsdecode(error.filename)).resolve().is_relative_to(run_dir.path.resolve())

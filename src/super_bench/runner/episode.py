@@ -23,10 +23,11 @@ from super_bench._names import TaskStatus
 from super_bench.actions import Action
 from super_bench.agents import Agent, AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
-from super_bench.errors import ConfigError, UnscorableError
+from super_bench.errors import ConfigError, RunDirWriteError, UnscorableError
 from super_bench.failures import Failure, classify_failure
 from super_bench.notebook import save_notebook
 from super_bench.runner.admission import ADMISSION, Need, Slot
+from super_bench.runner.guard import disk_error, write_error
 from super_bench.runner.results import TaskResult
 from super_bench.scoring import Metrics, ScoreDetails, ScoreMode, note_provenance, score_trajectory
 from super_bench.tasks.model import Task
@@ -98,10 +99,16 @@ class _StepLog:
         self._file: BinaryIO | None = None
 
     def __call__(self, step: Step) -> None:
-        if self._file is None:
-            self._file = open(self.path, "ab")  # noqa: SIM115 (closed in close())
-        write_step_line(self._file, step)
-        self._file.flush()
+        try:
+            if self._file is None:
+                self._file = open(self.path, "ab")  # noqa: SIM115 (closed in close())
+            write_step_line(self._file, step)
+            self._file.flush()
+        except OSError as e:
+            if (full := disk_error(e)) is None:
+                raise
+            # The run directory is full: the run stops (the agent is not to blame for it).
+            raise write_error(self.path.parent, full) from e
 
     def close(self) -> None:
         if self._file is not None:
@@ -110,18 +117,27 @@ class _StepLog:
 
 
 def _play(
-    env: Environment, task: Task, agent_spec: str, options: AgentOptions, given: Agent | None = None
+    env: Environment,
+    task: Task,
+    agent_spec: str,
+    options: AgentOptions,
+    given: Agent | None = None,
+    cancellation: Cancellation | None = None,
 ) -> tuple[Failure | None, str | None]:
-    """The agent's episode on ``task``; a failure comes back classified, with its message."""
+    """The agent's episode on ``task`` (by ``given``, else made from ``agent_spec``); a failure comes back
+    classified, with its message. A failure the run's own stop caused (its kernel killed by the ``cancellation``)
+    is no failure: the episode ends ``Cancelled``."""
     try:
         agent = given if given is not None else create_agent(agent_spec, options)
         env.reset(task, agent=agent.name, model=options.model)
         agent.run(env)
         if not env.done:
             env.stop("agent_stopped")
-    except ConfigError:
-        raise  # a bad key, model name or setting would fail every task alike: stop the run
+    except (ConfigError, RunDirWriteError):
+        raise  # a bad key, model name or setting, or a full run directory, would fail every task alike: stop the run
     except Exception as e:
+        if cancellation is not None:
+            cancellation.check()  # the stop killed the kernel: not the infrastructure's failure, nor reported as one
         failure = classify_failure(e, agent_acted=env.agent_acted)
         if failure.status == "agent_error":
             log.warning("task %s: the agent failed: %s: %s", task.task_id, type(e).__name__, e)
@@ -266,7 +282,7 @@ def _episode(
     error: str | None = None
     trajectory: Trajectory | None = None
     try:
-        failure, error = _play(env, task, agent_spec, agent_options, agent)
+        failure, error = _play(env, task, agent_spec, agent_options, agent, cancellation)
     finally:
         trajectory = env.close()
         step_log.close()

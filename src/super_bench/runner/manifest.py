@@ -47,6 +47,7 @@ NOT_IDENTITY = frozenset(
         "epochs",
         "out",
         "redo",
+        "adopt",
         "executor",
         "workers",
         "prestart",
@@ -94,6 +95,12 @@ def identity(config: RunConfig) -> dict[str, Any]:
     )
     normal: dict[str, Any] = json.loads(json.dumps(value, default=str))
     return normal
+
+
+def identity_sha256(value: dict[str, Any]) -> str:
+    """The digest of an identity that each result row carries (``identity_sha256``): the check a resume can
+    still make when ``run.json`` is lost."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _absolute(value: Any) -> Any:

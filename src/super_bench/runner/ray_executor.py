@@ -12,9 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
 from concurrent.futures import Future
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -26,6 +24,8 @@ from super_bench.errors import ConfigError
 from super_bench.runner.episode import Cancelled, run_episode
 from super_bench.runner.executors import EpisodeSpec, Executor, WorkItem
 from super_bench.runner.results import TaskResult
+from super_bench.sandbox.lifetime.scratch import private_temp
+from super_bench.sandbox.mirrors.serving import release_git_config_dir
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.model import Task
 
@@ -39,13 +39,16 @@ def episode_on_worker(
     task: Task, agent: str, options: AgentOptions, env: EnvConfig, mode: ScoreMode, epoch: int
 ) -> tuple[TaskResult, dict[str, bytes]]:
     """Runs on a Ray worker: the episode in a scratch directory, then its files as bytes."""
-    scratch = Path(tempfile.mkdtemp(prefix="super-bench-ray-"))
+    # Named after the worker process: a worker killed mid-task leaves it to the next episode on the node to remove.
+    scratch = private_temp("ray")
     try:
         task_dir = scratch / "task"
         result = run_episode(task, agent, options, env, task_dir, run_dir=scratch, mode=mode, epoch=epoch)
         files = {p.name: p.read_bytes() for p in task_dir.iterdir() if p.is_file()}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        # Ray ends its workers with no atexit run: nothing of the task's is left in the worker's temporary folder.
+        release_git_config_dir()
     # Nodes of one machine share its host name: the Ray node's id tells them apart.
     result.node = f"{result.node}/{ray.get_runtime_context().get_node_id()}"
     return result, files
@@ -60,7 +63,7 @@ class RayExecutor(Executor):
         if self._owns_session:
             try:
                 ray.init(address=options.address, include_dashboard=False, log_to_driver=False)
-            except (ConnectionError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:
+            except (OSError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:  # OSError: sockets
                 where = options.address or "a new local instance"
                 hint = ""
                 if options.address is not None and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":

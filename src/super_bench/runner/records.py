@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 # 4: result rows record why a task did not fully succeed (``failure``: its primary cause, step and quote), and
 # summary.json counts the causes (``failure_causes``, ``failure_causes_by_category``); earlier rows read as
 # not analysed (null; ``super-bench analyze`` computes them).
-RUN_SCHEMA_VERSION = 4
+# 5: result rows carry the digest of the run's identity (``identity_sha256``), so that a resume can check the rows
+# when run.json is lost; earlier rows read as not saying (null), and are adopted unchecked, once confirmed.
+RUN_SCHEMA_VERSION = 5
 
 
 class NewerRecordError(RunDirError):

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from super_bench.errors import RunDirError, UnscorableError
+from super_bench.runner.manifest import identity_sha256
 from super_bench.runner.records import RUN_SCHEMA_VERSION, Rescoring, RunManifest
 from super_bench.runner.results import RECORDED_MODE, Summary, TaskResult, summarize
 from super_bench.runner.rundir import RunDir, RunOutcome
@@ -253,6 +254,11 @@ def _write_scores(run_dir: RunDir, results: list[TaskResult], mode: ScoreMode, c
     noted = None
     if readable and (manifest is not None or copied_from is not None):
         noted = _rescoring_noted(manifest or RunManifest(schema_version=RUN_SCHEMA_VERSION), mode, copied_from)
+        if noted.identity is not None:  # the rows' digest follows the identity's new mode
+            digest = identity_sha256(noted.identity)
+            results = [
+                r if r.identity_sha256 is None else r.model_copy(update={"identity_sha256": digest}) for r in results
+            ]
     run_dir.write_scores(results, summary, noted)
     return summary
 

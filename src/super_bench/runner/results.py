@@ -8,17 +8,18 @@ from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from super_bench._names import METRICS, TaskStatus
 from super_bench._pydantic import Model
+from super_bench.actions import valid_text
 from super_bench.analysis import FailureCause, analyze_failure, scoring_rule_cause
 from super_bench.divergence import Divergence
 from super_bench.runner.records import VersionedRecord
-from super_bench.runner.waste import Waste, total, waste_of
+from super_bench.runner.waste import Waste, waste_of
 from super_bench.scoring import Metrics, ProvenanceStatus, submission_of
 from super_bench.scoring.submission import json_safe
-from super_bench.stats import bootstrap_mean
+from super_bench.stats import ExactSum, bootstrap_mean
 from super_bench.tasks.model import masked_categories
 from super_bench.trajectory import StopReason, Trajectory, Usage
 
@@ -73,12 +74,28 @@ class TaskResult(VersionedRecord):
         0.0, description="Seconds the task was held back until its machine had the free disk and memory it needs"
     )
     node: str | None = Field(None, description="The host that ran the task; on Ray, the Ray node's id after a slash")
+    identity_sha256: str | None = Field(
+        None,
+        description="The SHA-256 of the run's identity (run.json's) the row was run with, so that a resume can check "
+        "it when run.json is lost (--adopt); null in rows written before v5",
+    )
     failure: FailureCause | None = Field(
         None,
         description="Why the task did not fully succeed: its primary cause, with the step and line that show it "
         "(docs/failure-analysis.md); null on a fully successful row, an infrastructure failure, an unscored row, "
         "and rows written before v4",
     )
+
+    @field_validator("error", mode="after")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        # An error quotes what failed (an agent's traceback may quote a model's reply): kept as text, whatever it holds.
+        return None if value is None else valid_text(value)
+
+    @field_validator("retry_errors", mode="after")
+    @classmethod
+    def _texts(cls, value: list[str]) -> list[str]:
+        return [valid_text(v) for v in value]
 
     @property
     def key(self) -> tuple[str, int]:
@@ -194,7 +211,11 @@ MIXED_MODE = "mixed"
 def run_mode(results: list[TaskResult], default: str = "corrected") -> tuple[str, dict[str, int]]:
     """The scoring mode of a run's rows (``default`` for rows that do not say), ``mixed`` where they
     differ, and the rows per mode."""
-    modes = dict(Counter(r.mode or default for r in results))
+    return _mode_of(Counter(r.mode or default for r in results), default)
+
+
+def _mode_of(counts: Counter[str], default: str) -> tuple[str, dict[str, int]]:
+    modes = dict(counts)
     if not modes:
         return default, modes
     return (next(iter(modes)) if len(modes) == 1 else MIXED_MODE), modes
@@ -203,36 +224,102 @@ def run_mode(results: list[TaskResult], default: str = "corrected") -> tuple[str
 def summarize(results: list[TaskResult], mode: str = "corrected") -> Summary:
     """Means of each metric over the results that define it, leaving out infrastructure failures and
     rows that could not be scored. ``mode`` is the mode of rows that do not record theirs."""
-    scored = [r for r in results if r.in_means]
-    run_scoring, modes = run_mode(results, mode)
-    means: dict[str, float | None] = {}
-    for name in METRICS:
-        values = [v for r in scored if (v := getattr(r.metrics, name)) is not None]
-        means[name] = sum(values) / len(values) if values else None
-    counts = Counter(r.status for r in results)
-    traced = [r.answer_provenance for r in scored if r.answer_provenance is not None]
-    return Summary(
-        n_tasks=len(results),
-        n_scored=len(scored),
-        metrics=means,
-        status_counts=dict(counts),
-        stop_reasons=dict(Counter(r.stop_reason or "unknown" for r in results)),
-        usage=Usage.summed(r.usage for r in results),
-        execution_time=sum(r.execution_time for r in results),
-        mode=run_scoring,
-        modes=modes,
-        unscored=sum(r.unscored is not None for r in results),
-        epochs=max((r.epoch for r in results), default=1),
-        infra_errors=counts["infra_error"],
-        retries=sum(r.attempts - 1 for r in results),
-        stats={name: metric_stats(scored, name) for name in METRICS},
-        waste=total(r.waste for r in results),
-        waited=sum(r.waited for r in results),
-        answer_observed=traced.count("observed") / len(traced) if traced else None,
-        answer_given=traced.count("given") / len(traced) if traced else None,
-        failure_causes=dict(Counter(r.failure.cause for r in scored if r.failure is not None)),
-        failure_causes_by_category=causes_by_category(scored),
-    )
+    tally = Tally(mode)
+    for result in results:
+        tally.add(result)
+    return tally.summary()
+
+
+class Tally:
+    """A run's summary (``Summary``) from its rows seen one at a time, keeping counts and exact sums, and per task
+    the sums of its epochs' metrics, not the rows: a run's memory does not grow by a row's size with each task it
+    finishes. Every sum is exact until read (``ExactSum``), so the summary is the same whatever order the rows
+    came in; ``order`` (a task's place in the run) orders the tasks the intervals are computed over, else they
+    keep the order they came in."""
+
+    def __init__(self, mode: str = "corrected", order: dict[str, int] | None = None) -> None:
+        self.mode, self.order = mode, order
+        self.n = self.n_scored = self.unscored = self.retries = 0
+        self.epochs = 1
+        self.statuses: Counter[str] = Counter()
+        self.stops: Counter[str] = Counter()
+        self.modes: Counter[str] = Counter()
+        self.metrics = {name: (ExactSum(), [0]) for name in METRICS}
+        # Per metric, per task: the sum and count of its epochs' values, in the order tasks came.
+        self.per_task: dict[str, dict[str, tuple[ExactSum, list[int]]]] = {name: {} for name in METRICS}
+        self.usage = {name: ExactSum() for name in Usage.model_fields}
+        self.execution_time, self.waited = ExactSum(), ExactSum()
+        self.waste: dict[str, ExactSum] | None = None
+        self.traced: Counter[str] = Counter()
+        self.causes: Counter[str] = Counter()
+        self.by_category: dict[str, Counter[str]] = defaultdict(Counter)
+
+    def add(self, r: TaskResult) -> None:
+        self.n += 1
+        self.statuses[r.status] += 1
+        self.stops[r.stop_reason or "unknown"] += 1
+        self.modes[r.mode or self.mode] += 1
+        self.unscored += r.unscored is not None
+        self.retries += r.attempts - 1
+        self.epochs = max(self.epochs, r.epoch)
+        for name, total_ in self.usage.items():
+            total_.add(getattr(r.usage, name))
+        self.execution_time.add(r.execution_time)
+        self.waited.add(r.waited)
+        if r.waste is not None:
+            self.waste = self.waste or {name: ExactSum() for name in Waste.model_fields}
+            for name, total_ in self.waste.items():
+                total_.add(getattr(r.waste, name))
+        if not r.in_means:
+            return
+        self.n_scored += 1
+        for name in METRICS:
+            value = getattr(r.metrics, name)
+            if value is not None:
+                sum_, count = self.metrics[name]
+                sum_.add(value)
+                count[0] += 1
+                task_sum, task_count = self.per_task[name].setdefault(r.task_id, (ExactSum(), [0]))
+                task_sum.add(value)
+                task_count[0] += 1
+        if r.answer_provenance is not None:
+            self.traced[r.answer_provenance] += 1
+        if r.failure is not None:
+            self.causes[r.failure.cause] += 1
+            _count_cause(self.by_category, r)
+
+    def summary(self) -> Summary:
+        run_scoring, modes = _mode_of(self.modes, self.mode)
+        traced = sum(self.traced.values())
+        return Summary(
+            n_tasks=self.n,
+            n_scored=self.n_scored,
+            metrics={name: s.value / n[0] if n[0] else None for name, (s, n) in self.metrics.items()},
+            status_counts=dict(self.statuses),
+            stop_reasons=dict(self.stops),
+            usage=Usage(**{name: s.value for name, s in self.usage.items()}),
+            execution_time=self.execution_time.value,
+            mode=run_scoring,
+            modes=modes,
+            unscored=self.unscored,
+            epochs=self.epochs,
+            infra_errors=self.statuses["infra_error"],
+            retries=self.retries,
+            stats={name: self._stats(name) for name in METRICS},
+            waste=None if self.waste is None else Waste(**{name: s.value for name, s in self.waste.items()}),
+            waited=self.waited.value,
+            answer_observed=self.traced["observed"] / traced if traced else None,
+            answer_given=self.traced["given"] / traced if traced else None,
+            failure_causes=dict(self.causes),
+            failure_causes_by_category={
+                category: dict(self.by_category[category]) for category in sorted(self.by_category)
+            },
+        )
+
+    def _stats(self, metric: str) -> MetricStats:
+        tasks, order = self.per_task[metric], self.order
+        ids = list(tasks) if order is None else sorted(tasks, key=lambda task_id: order.get(task_id, len(order)))
+        return _metric_stats([tasks[t][0].value / tasks[t][1][0] for t in ids])
 
 
 def row_categories(row: TaskResult) -> list[str]:
@@ -245,10 +332,14 @@ def causes_by_category(results: list[TaskResult]) -> dict[str, dict[str, int]]:
     categories counts in each."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for r in results:
-        if r.failure is not None:
-            for category in row_categories(r):
-                counts[category][r.failure.cause] += 1
+        _count_cause(counts, r)
     return {category: dict(counts[category]) for category in sorted(counts)}
+
+
+def _count_cause(counts: dict[str, Counter[str]], r: TaskResult) -> None:
+    if r.failure is not None:
+        for category in row_categories(r):
+            counts[category][r.failure.cause] += 1
 
 
 def task_means(results: list[TaskResult], metric: str) -> dict[str, float]:
@@ -261,8 +352,8 @@ def task_means(results: list[TaskResult], metric: str) -> dict[str, float]:
     return {task_id: sum(values) / len(values) for task_id, values in per_task.items()}
 
 
-def metric_stats(results: list[TaskResult], metric: str) -> MetricStats:
-    values = list(task_means(results, metric).values())
+def _metric_stats(values: list[float]) -> MetricStats:
+    """The mean of per-task values, its standard error and bootstrap interval."""
     estimate = bootstrap_mean(values)
     stderr = None
     if len(values) > 1:
@@ -270,3 +361,8 @@ def metric_stats(results: list[TaskResult], metric: str) -> MetricStats:
         variance = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
         stderr = math.sqrt(variance / len(values))
     return MetricStats(mean=estimate.mean, stderr=stderr, ci_low=estimate.low, ci_high=estimate.high, n=estimate.n)
+
+
+def metric_stats(results: list[TaskResult], metric: str) -> MetricStats:
+    """``metric``'s statistics over the tasks of ``results``, each task's epochs averaged first."""
+    return _metric_stats(list(task_means(results, metric).values()))

@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from super_bench.agents import create_agent
 from super_bench.errors import ConfigError, RunDirError
+from super_bench.runner import guard
+from super_bench.runner.adopt import previous_manifest
 from super_bench.runner.config import Reporter, RunConfig
 from super_bench.runner.dispatch import dispatch
 from super_bench.runner.durations import Durations
@@ -18,15 +20,18 @@ from super_bench.runner.executors import EXECUTORS, EpisodeSpec, ExecutorFactory
 from super_bench.runner.manifest import (
     add_task_environment,
     build_manifest,
-    check_same_run,
     identity,
+    identity_sha256,
     record_upstreams,
 )
-from super_bench.runner.results import TaskResult, summarize
+from super_bench.runner.results import Tally, TaskResult
 from super_bench.runner.rundir import RunDir, RunOutcome
 from super_bench.sandbox import SandboxConfig, check_backend, describe_backend
 from super_bench.sandbox.lifetime.scratch import clear_scratch, scratch_dir
 from super_bench.tasks.model import Task
+
+if TYPE_CHECKING:
+    from super_bench.environment import EnvConfig
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +99,6 @@ def _check_solutions(config: RunConfig, agent: object, tasks: list[Task]) -> Non
 def _run(
     config: RunConfig, tasks: list[Task], run_dir: RunDir, make_executor: ExecutorFactory, reporter: Reporter | None
 ) -> RunOutcome:
-    options = config.agent_options()
     # The run's sandboxes live in a scratch directory of its own, which nobody else uses while it holds the lock.
     sandbox = config.env.sandbox
     scratch = scratch_dir(run_dir.path, sandbox.root)
@@ -103,52 +107,87 @@ def _run(
     with run_dir.lock():
         for leftover in [] if sandbox.keep else clear_scratch(scratch):
             log.info("removed %s, left behind by an earlier attempt at this run", leftover)
-        if config.redo:
-            run_dir.clear()
-            run_dir.create()
-            previous = None
-        else:
-            previous = run_dir.read_manifest()
-            check_same_run(run_dir.path, previous, identity(config))
-        finished = _keep_finished(run_dir, tasks, config.epochs)
-        record_tasks(run_dir, tasks)
-        manifest = build_manifest(config, run_dir, previous)
-        run_dir.write_manifest(manifest)
-        # Describing the task environment may build the default one (once): it runs while the first
-        # tasks start, and the manifest gets it when it is done.
-        background = ThreadPoolExecutor(1, thread_name_prefix="manifest")
-        packages = background.submit(add_task_environment, manifest, config, run_dir)
-        pending = [
-            WorkItem(task, epoch, config.seed_for(epoch))
-            for epoch in range(1, config.epochs + 1)
-            for task in tasks
-            if (task.task_id, epoch) not in finished
-        ]
-        results = list(finished.values())
-        by_id = {task.task_id: task for task in tasks}
-        durations = Durations(config.agent if config.model is None else f"{config.agent} {config.model}")
-        durations.learn(by_id, results)
-        if reporter is not None:
-            reporter.begin(len(tasks) * config.epochs, results)
         try:
-            if pending:
-                spec = EpisodeSpec(config.agent, options, env, config.mode, run_dir.path)
-                with make_executor(spec, config) as executor:
-                    if config.order == "longest-first" and executor.capacity > 1:
-                        pending = durations.longest_first(pending)
-                    results += dispatch(executor, pending, run_dir, config.infra_retries, reporter)
+            return _resume(config, tasks, run_dir, make_executor, reporter, env, scratch)
+        except OSError as e:  # a write of the run directory failed: its disk is full or failing
+            if (full := guard.disk_error(e)) is None:
+                raise
+            raise guard.write_error(run_dir.path, full) from e
         finally:
-            _remove_if_empty(scratch)
-        durations.learn(by_id, results)
-        durations.save()
-        background.shutdown()
-        packages.result()
-        record_upstreams(manifest, config, run_dir)
-        order = {task.task_id: i for i, task in enumerate(tasks)}
-        results.sort(key=lambda r: (order[r.task_id], r.epoch))
-        summary = summarize(results, config.mode)
-        summary.task_environment = manifest.task_environment_line
-        run_dir.write_summary(summary)
+            guard.give_up_reserve(run_dir.path)
+
+
+def _resume(
+    config: RunConfig,
+    tasks: list[Task],
+    run_dir: RunDir,
+    make_executor: ExecutorFactory,
+    reporter: Reporter | None,
+    env: EnvConfig,
+    scratch: Path,
+) -> RunOutcome:
+    options = config.agent_options()
+    current = identity(config)
+    if config.redo:
+        run_dir.clear()
+        run_dir.create()
+        previous = None
+    else:
+        previous = previous_manifest(run_dir, current, config.adopt)
+    kept, finished = _finished(run_dir, tasks, config.epochs)
+    guard.check_room(run_dir.path, len(tasks) * config.epochs - len(finished))
+    if run_dir.results_path.exists():
+        run_dir.write_results(kept)  # without the rows that run again, and a line a crash may have cut
+    guard.keep_reserve(run_dir.path)
+    record_tasks(run_dir, tasks)
+    manifest = build_manifest(config, run_dir, previous)
+    run_dir.write_manifest(manifest)
+    # Describing the task environment may build the default one (once): it runs while the first
+    # tasks start, and the manifest gets it when it is done.
+    background = ThreadPoolExecutor(1, thread_name_prefix="manifest")
+    packages = background.submit(add_task_environment, manifest, config, run_dir)
+    pending = [
+        WorkItem(task, epoch, config.seed_for(epoch))
+        for epoch in range(1, config.epochs + 1)
+        for task in tasks
+        if (task.task_id, epoch) not in finished
+    ]
+    by_id = {task.task_id: task for task in tasks}
+    durations = Durations(config.agent if config.model is None else f"{config.agent} {config.model}")
+    order = {task.task_id: i for i, task in enumerate(tasks)}
+    # The summary is counted as rows arrive, and the rows are not held: the harness's memory stays flat however
+    # many tasks the run finishes.
+    tally = Tally(config.mode, order)
+
+    def keep(result: TaskResult) -> None:
+        tally.add(result)
+        durations.learn(by_id, [result])
+
+    for result in finished.values():
+        keep(result)
+    if reporter is not None:
+        reporter.begin(len(tasks) * config.epochs, list(finished.values()))
+    del kept, finished
+    try:
+        if pending:
+            spec = EpisodeSpec(config.agent, options, env, config.mode, run_dir.path)
+            with make_executor(spec, config) as executor:
+                if config.order == "longest-first" and executor.capacity > 1:
+                    pending = durations.longest_first(pending)
+                stamp = identity_sha256(current)
+                dispatch(executor, pending, run_dir, config.infra_retries, reporter, stamp, keep)
+    finally:
+        _remove_if_empty(scratch)
+    durations.save()
+    background.shutdown()
+    packages.result()
+    record_upstreams(manifest, config, run_dir)
+    summary = tally.summary()
+    summary.task_environment = manifest.task_environment_line
+    run_dir.write_summary(summary)
+    # The outcome's rows, read back once the run is over.
+    wanted = {(task.task_id, epoch) for task in tasks for epoch in range(1, config.epochs + 1)}
+    results = sorted((r for r in run_dir.read_results() if r.key in wanted), key=lambda r: (order[r.task_id], r.epoch))
     return RunOutcome(run_dir, results, summary)
 
 
@@ -178,14 +217,37 @@ def _announce_task_environment(sandbox: SandboxConfig) -> None:
         log.warning("%s", warning)
 
 
-def _keep_finished(run_dir: RunDir, tasks: list[Task], epochs: int) -> dict[tuple[str, int], TaskResult]:
-    """The finished results of this run's tasks and epochs. ``results.jsonl`` is rewritten without the
-    rows that will run again (infrastructure failures) and without a line a crash may have cut."""
+def _finished(
+    run_dir: RunDir, tasks: list[Task], epochs: int
+) -> tuple[list[TaskResult], dict[tuple[str, int], TaskResult]]:
+    """The rows ``results.jsonl`` is to keep, and of them the finished results of this run's tasks and epochs.
+    Left out, so that their tasks run again: infrastructure failures, a line a crash may have cut, and a row
+    whose trajectory is gone (with a warning)."""
     wanted = {(task.task_id, epoch) for task in tasks for epoch in range(1, epochs + 1)}
-    kept = [r for r in run_dir.read_results() if not (r.status == "infra_error" and r.key in wanted)]
-    if run_dir.results_path.exists():
-        run_dir.write_results(kept)
-    return {r.key: r for r in kept if r.key in wanted}
+    kept = [
+        r
+        for r in run_dir.read_results()
+        if not (r.key in wanted and (r.status == "infra_error" or not _trajectory_kept(run_dir, r)))
+    ]
+    return kept, {r.key: r for r in kept if r.key in wanted}
+
+
+def _trajectory_kept(run_dir: RunDir, row: TaskResult) -> bool:
+    if row.trajectory is None:
+        return True  # a row that never had one (written by hand, or imported)
+    try:
+        if run_dir.inside(row.trajectory).is_file():
+            return True
+    except RunDirError:
+        pass
+    log.warning(
+        "%s: the trajectory of %s (epoch %d), %s, is missing: the task runs again",
+        run_dir.path,
+        row.task_id,
+        row.epoch,
+        row.trajectory,
+    )
+    return False
 
 
 def record_tasks(run_dir: RunDir, tasks: list[Task]) -> None:

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from super_bench.errors import RunDirError
+from super_bench.runner import guard
 from super_bench.runner.records import NewerRecordError, RunManifest, read_lines
 from super_bench.runner.results import Summary, TaskResult
 from super_bench.tasks.model import Task
@@ -54,6 +55,7 @@ RUN_FILES = (
     "verify.jsonl",
     "verify-summary.json",
     "verify",
+    guard.RESERVE_NAME,
 )
 
 
@@ -203,20 +205,56 @@ class RunDir:
 
     # -- results -------------------------------------------------------------------------------
     def append_result(self, result: TaskResult) -> None:
-        """Append one result durably: a crash loses at most the tasks still running."""
-        line = result.model_dump_json() + "\n"
-        with open(self.results_path, "a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        """Append one result durably: a crash loses at most the tasks still running. The row is written whole
+        or not at all: a write that fails is cut back to where it began. When the disk is full, the reserve
+        (``guard``) is given up so that the row fits, and ``RunDirWriteError`` then stops the run, the row kept;
+        without room even so, the row is not kept (its task runs again on resume) and the run stops."""
+        line = (result.model_dump_json() + "\n").encode("utf-8")
+        try:
+            self._append(line)
+        except OSError as e:
+            if guard.disk_error(e) is None:
+                raise
+            if not guard.give_up_reserve(self.path):
+                raise guard.write_error(self.path, e) from e
+            try:
+                self._append(line)
+            except OSError as again:
+                raise guard.write_error(self.path, again) from again
+            raise guard.write_error(self.path, e) from e
+
+    def _append(self, line: bytes) -> None:
+        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            start = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except BaseException:
+                os.ftruncate(fd, start)  # frees what a torn row took, so no reader ever sees half of it
+                raise
+        finally:
+            os.close(fd)
 
     def read_results(self) -> list[TaskResult]:
-        """Finished results, the last one per task and epoch winning; a torn last line is ignored. Rows
-        of earlier versions are read as the current version; a row of a later version is refused."""
+        """Finished results, one per task and epoch; a torn last line is ignored. Rows of earlier versions are
+        read as the current version; a row of a later version is refused. A run writes one row per task and
+        epoch, so a second row of one is no result of the run (a line copied in, a file joined by hand): the
+        first is kept, with a warning, and a resume rewrites the file without the others."""
         if not self.results_path.is_file():
             return []
         # A line a crash cut short is skipped: its task counts as unfinished and runs again.
-        by_key = {result.key: result for result in read_lines(self.results_path, TaskResult)}
+        by_key: dict[tuple[str, int], TaskResult] = {}
+        for result in read_lines(self.results_path, TaskResult):
+            if result.key in by_key:
+                task_id, epoch = result.key
+                log.warning(
+                    "%s: a second row of %s (epoch %d) is ignored; the first is kept", self.results_path, task_id, epoch
+                )
+                continue
+            by_key[result.key] = result
         return list(by_key.values())
 
     def write_results(self, results: list[TaskResult]) -> None:

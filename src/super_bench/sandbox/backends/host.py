@@ -48,7 +48,7 @@ from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.programs import agent_env_prefix, helper_environ
 from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, remove_tree
-from super_bench.sandbox.lifetime.scratch import runtime_tag
+from super_bench.sandbox.lifetime.scratch import forget_cgroup, note_cgroup, runtime_tag
 from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, disk_mechanism
 from super_bench.sandbox.limits.disk import describe as describe_disk
 from super_bench.sandbox.limits.memory import MemoryCgroup, memory_mechanism
@@ -271,6 +271,7 @@ class HostSandbox(Sandbox):
         if self.config.memory_limit is not None and memory_mechanism(self.config.memory_enforcement) != "address-space":
             self._cgroup = MemoryCgroup(self.label, self.config.memory_limit)
             supervisor.register("cgroup", str(self._cgroup.path))
+            note_cgroup(self.config.root, self._cgroup.path)  # for a resume, should the watchdog die too
 
     def agent_environ(self) -> dict[str, str]:
         """The environment agent code sees: scrubbed host variables plus the task's own settings."""
@@ -418,6 +419,7 @@ class HostSandbox(Sandbox):
         if self._cgroup is not None:
             self._cgroup.remove()
             supervisor.unregister("cgroup", str(self._cgroup.path))
+            forget_cgroup(self.config.root, self._cgroup.path)
             self._cgroup = None
         if self._packages is not None:
             self._packages.close()

@@ -2,8 +2,13 @@
 
 A run's task directories go to ``<root>/super-bench-run-<key>/`` (root: the sandbox root, else the
 system's temporary directory) and its kernels' runtime directories to ``sbk-<tag>-*`` beside the
-other short paths. The watchdog removes them when the harness dies; if the watchdog died too (a
-whole process group killed, a machine's reboot), the next run of the same run directory does.
+other short paths; each task's memory cgroup is noted there too (``.cgroup-<name>``). The watchdog
+removes them when the harness dies; if the watchdog died too (a whole process group killed, the OOM
+killer, a machine's reboot), the next run of the same run directory does.
+
+A process's own temporary folders (``private_temp``: its git configuration, a Ray worker's scratch) are
+named after it, ``super-bench-<kind>-<pid>-*``, so that the folders of a process that is gone, however
+it went, are found and removed by the next that makes one.
 """
 
 from __future__ import annotations
@@ -11,10 +16,12 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
 
-from super_bench.sandbox.lifetime.reaper import kill_group, remove_tree, unmount
+from super_bench.sandbox.lifetime.reaper import kill_cgroup, kill_group, remove_tree, unmount
 
 # Unix socket paths are limited to about 100 bytes; kernels' runtime directories live under this directory.
 _SHORT_TEMP = "/tmp"
@@ -51,6 +58,11 @@ def clear_scratch(scratch: Path) -> list[str]:
         except OSError:
             continue
     if scratch.is_dir():
+        for note in scratch.glob(f"{CGROUP_NOTE}*"):
+            cgroup = _noted_cgroup(note)
+            if cgroup is not None:
+                kill_cgroup(cgroup)
+                removed.append(cgroup)
         for child in scratch.iterdir():
             unmount(str(child))  # a task's own file system (--disk-limit), still mounted
             if child.is_dir() and not child.is_symlink():
@@ -62,3 +74,68 @@ def clear_scratch(scratch: Path) -> list[str]:
         remove_tree(runtime)
         removed.append(runtime)
     return removed
+
+
+CGROUP_NOTE = ".cgroup-"
+# The cgroups tasks get (limits.memory.MemoryCgroup): only such a cgroup is ever removed for a note.
+_TASK_CGROUP = re.compile(r"super-bench-[A-Za-z0-9_.-]{1,40}-[0-9a-f]{8}")
+_CGROUP_FS = "/sys/fs/cgroup/"
+
+
+def note_cgroup(scratch: Path | None, cgroup: Path) -> None:
+    """Note a task's memory cgroup in the run's ``scratch`` folder, so that ``clear_scratch`` removes it if the
+    harness and its watchdog both die first. Nothing is noted without a sandbox root (no run's folder)."""
+    if scratch is None:
+        return
+    try:
+        (scratch / f"{CGROUP_NOTE}{cgroup.name}").write_text(str(cgroup), encoding="utf-8")
+    except OSError:
+        pass  # the watchdog still removes it; only the death of both would leave it
+
+
+def forget_cgroup(scratch: Path | None, cgroup: Path) -> None:
+    if scratch is not None:
+        (scratch / f"{CGROUP_NOTE}{cgroup.name}").unlink(missing_ok=True)
+
+
+def _noted_cgroup(note: Path) -> str | None:
+    """The cgroup a note names, where it is a task's cgroup under the cgroup file system and the note's own name."""
+    try:
+        path = note.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    name = os.path.basename(path)
+    if note.name != CGROUP_NOTE + name or not _TASK_CGROUP.fullmatch(name):
+        return None
+    if not path.startswith(_CGROUP_FS) or os.path.normpath(path) != path:
+        return None
+    return path
+
+
+def private_temp(kind: str) -> Path:
+    """A new temporary folder of this process, ``super-bench-<kind>-<pid>-*``, once the folders of this kind of
+    processes that are gone (killed, however) are removed (``sweep``)."""
+    sweep(kind)
+    return Path(tempfile.mkdtemp(prefix=f"super-bench-{kind}-{os.getpid()}-"))
+
+
+def sweep(kind: str) -> list[str]:
+    """Remove the ``private_temp`` folders of ``kind`` whose process is gone; returns them."""
+    removed = []
+    prefix = f"super-bench-{kind}-"
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), f"{prefix}*")):
+        pid = os.path.basename(path)[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)) and os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True

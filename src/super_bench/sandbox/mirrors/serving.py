@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from super_bench import demo
 from super_bench.errors import SandboxError
+from super_bench.sandbox.lifetime.scratch import private_temp
 from super_bench.sandbox.mirrors.git_repos import base_url, expand_mirrors
 from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 
@@ -134,12 +135,23 @@ def git_config_dir() -> Path:
     global _private
     with _private_lock:
         if _private is None or not _private.is_dir():
-            _private = Path(tempfile.mkdtemp(prefix="super-bench-git-"))
+            # Named after this process, so that if it is killed (when atexit does not run) the next removes it.
+            _private = private_temp("git")
             # Shown whole to sandboxes whose agent code runs as a user of its own: readable by all, written
             # by none but this process (it holds mirror rules, nothing secret).
             _private.chmod(0o755)
             atexit.register(shutil.rmtree, _private, ignore_errors=True)
         return _private
+
+
+def release_git_config_dir() -> None:
+    """Remove this process's generated git configurations now (a Ray worker, between its tasks); the next
+    sandbox makes them again."""
+    global _private
+    with _private_lock:
+        if _private is not None:
+            shutil.rmtree(_private, ignore_errors=True)
+            _private = None
 
 
 def upload_cutoff(config: SandboxConfig) -> datetime | None:

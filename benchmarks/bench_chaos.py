@@ -1,0 +1,130 @@
+"""Chaos: a run killed at random moments (SIGKILL, as an OOM killer or a lost node would) and resumed, then what
+is left: the rows (none lost, none twice, every one equal to a clean run's), and the temporary folders, task
+memory cgroups and processes the dead harnesses left (none, once the last resume is over).
+
+Runs the demo Expert set, ``--epochs`` times over (36 rows by default), with 2 workers and ``--memory-limit 1g``
+(so that tasks get memory cgroups where this machine can make them), in a temporary folder of its own (``TMPDIR``).
+Each of ``--kills`` attempts is SIGKILLed after a random ``--after`` seconds (between two bounds, 5 and 25 by
+default: a run's start takes a few seconds, its tasks a few each); the last one together with its watchdog,
+which would otherwise clean up after it. A final resume runs to the end. A clean run of the same settings gives
+the rows to compare with.
+
+    python benchmarks/bench_chaos.py [--kills 10] [--epochs 4] [--after 5 25] [--seed 0] [--sandbox local]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from common import Row, super_bench, table
+
+from super_bench.sandbox.limits.memory import cgroup_parent
+
+
+def rows(kills: int, epochs: int, seed: int, sandbox: str, after: tuple[float, float] = (5, 25)) -> list[Row]:
+    chance = random.Random(seed)
+    with tempfile.TemporaryDirectory(prefix="bench-chaos-") as folder:
+        base = Path(folder)
+        tmp = base / "tmp"
+        tmp.mkdir()
+        env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "120"}
+        common = [*super_bench(), "run", "--sandbox", sandbox, "--workers", "2", "--epochs", str(epochs)]
+        common += ["--memory-limit", "1g"]
+        clean = base / "clean"
+        subprocess.run([*common, "--out", str(clean)], env=env, capture_output=True, check=True)
+        out = base / "chaos"
+        cgroups_before = _task_cgroups()
+        for attempt in range(kills):
+            harness = subprocess.Popen(
+                [*common, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            time.sleep(chance.uniform(*after))
+            if attempt == kills - 1:  # the last: harness and watchdog together
+                for pid in _watchdogs(harness.pid):
+                    os.kill(pid, signal.SIGKILL)
+            harness.kill()
+            harness.wait()
+            print(f"kill {attempt + 1}: {_count(out)} rows", file=sys.stderr)
+        final = subprocess.run([*common, "--out", str(out)], env=env, capture_output=True, text=True)
+        time.sleep(2)  # the watchdogs of the killed attempts end theirs
+        kept, clean_rows = _rows(out), _rows(clean)
+        leftover_cgroups = _task_cgroups() - cgroups_before
+        return [
+            Row("chaos", f"{kills} SIGKILLs + resumes: exit status of the last resume", str(final.returncode)),
+            Row("chaos", "rows (clean run)", f"{len(kept)} ({len(clean_rows)})", met=len(kept) == len(clean_rows)),
+            Row("chaos", "rows equal to the clean run's", str(sum(kept.get(k) == v for k, v in clean_rows.items()))),
+            Row("chaos", "super-bench-* temporary folders left", str(len(list(tmp.glob("super-bench-*"))))),
+            Row("chaos", "task memory cgroups left", str(len(leftover_cgroups))),
+            Row("chaos", "processes left", str(len(_naming(str(tmp))))),
+        ]
+
+
+def _count(out: Path) -> int:
+    try:
+        return len((out / "results.jsonl").read_text().splitlines())
+    except OSError:
+        return 0
+
+
+def _rows(out: Path) -> dict[tuple[str, int], Any]:
+    """Each row's task and epoch, with what it scored."""
+    found = {}
+    for line in (out / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        found[(row["task_id"], row["epoch"])] = (row["status"], row["metrics"], row["submission"], row["n_steps"])
+    return found
+
+
+def _watchdogs(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if parent == pid and b"watchdog" in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def _naming(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _task_cgroups() -> set[str]:
+    parent = cgroup_parent()
+    return set() if parent is None else {str(p) for p in parent[1].glob("super-bench-*")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--after", type=float, nargs=2, default=(5, 25), metavar=("MIN", "MAX"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sandbox", default="local")
+    args = parser.parse_args()
+    print(table(rows(args.kills, args.epochs, args.seed, args.sandbox, tuple(args.after))))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Nothing is left by any way a run can die: when the harness and its watchdog are killed together (a batch
+scheduler, the OOM killer), the resume removes what they left: kernels, memory cgroups, task directories, the
+kernels' runtime folders and the killed process's temporary folders (docs/runner.md#resume)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from super_bench.sandbox.lifetime.scratch import (
+    CGROUP_NOTE,
+    clear_scratch,
+    private_temp,
+    runtime_tag,
+    scratch_dir,
+    sweep,
+)
+from super_bench.sandbox.limits.memory import cgroup_parent
+
+pytestmark = pytest.mark.slow
+
+
+def processes_naming(text: str) -> list[int]:
+    """Processes whose command line or environment names ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def children(pid: int) -> list[tuple[int, bytes]]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append((int(entry.name), (entry / "cmdline").read_bytes()))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def test_a_resume_after_harness_and_watchdog_are_killed_together_leaves_nothing(tmp_path: Path) -> None:
+    if cgroup_parent() is None:
+        pytest.skip("no memory cgroup can be made here")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200"}
+    actions = tmp_path / "actions.json"
+    actions.write_text(json.dumps([{"type": "execute", "content": "import time; time.sleep(120)"}]))
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "super_bench", "run", "--agent", f"replay:{actions}", "--sandbox", "local"]
+    command += ["--task-ids", "tinyreg", "tinyreg-lr", "--workers", "2", "--memory-limit", "1g", "--out", str(out)]
+    harness = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scratch = tmp / scratch_dir(out, None).name  # in its TMPDIR
+    try:
+        deadline = time.monotonic() + 180
+        while len(list(scratch.glob(f"{CGROUP_NOTE}*"))) < 2 or len(processes_naming(str(scratch))) < 2:
+            assert time.monotonic() < deadline and harness.poll() is None, "the tasks' kernels never started"
+            time.sleep(0.1)
+        time.sleep(2)  # in the sleeping cells
+        (watchdog,) = [pid for pid, cmdline in children(harness.pid) if b"watchdog" in cmdline]
+        os.kill(watchdog, signal.SIGKILL)
+        os.kill(harness.pid, signal.SIGKILL)
+        harness.wait(timeout=30)
+    finally:
+        harness.kill()
+    time.sleep(1)
+    # Left behind: the kernels, their cgroups, the killed harness's git configuration.
+    cgroups = [note.read_text() for note in scratch.glob(f"{CGROUP_NOTE}*")]
+    assert len(cgroups) == 2 and all(os.path.isdir(c) for c in cgroups)
+    assert processes_naming(str(scratch))
+    assert glob.glob(str(tmp / f"super-bench-git-{harness.pid}-*"))
+
+    actions.write_text(json.dumps([{"type": "execute", "content": "import time; time.sleep(0)"}]))
+    resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["task_id"] for r in rows) == ["tinyreg", "tinyreg-lr"]
+    assert not processes_naming(str(scratch)) and not processes_naming(str(tmp))
+    assert not any(os.path.exists(c) for c in cgroups)
+    assert str(tmp_path) not in Path("/proc/mounts").read_text()
+    assert sorted(p.name for p in tmp.iterdir()) == [], "temporary folders left"
+    assert not glob.glob(f"/tmp/sbk-{runtime_tag(scratch)}-*")
+
+
+def test_the_folders_of_processes_that_are_gone_are_swept_and_no_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"super-bench-git-{gone.stdout.strip()}-abc"
+    mine = tmp_path / f"super-bench-git-{os.getpid()}-abc"
+    unnamed = tmp_path / "super-bench-git-x1y2"  # named before folders carried their process
+    other = tmp_path / f"super-bench-ray-{gone.stdout.strip()}-abc"  # another kind
+    for path in (dead, mine, unnamed, other):
+        path.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert sweep("git") == [str(dead)]
+    assert mine.is_dir() and unnamed.is_dir() and other.is_dir() and not dead.exists()
+    made = private_temp("ray")
+    assert made.name.startswith(f"super-bench-ray-{os.getpid()}-") and not other.exists()
+
+
+def test_a_ray_run_leaves_no_temporary_folder(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200"}
+    env.pop("RAY_ADDRESS", None)  # a local Ray instance of the run's own, whose workers share this TMPDIR
+    # Ray's own session (and its sockets, whose paths must be short) apart from it.
+    env["RAY_TMPDIR"] = ray_tmp = tempfile.mkdtemp(prefix="sbray-", dir="/tmp")
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "super_bench", "run", "--executor", "ray", "--sandbox", "local", "--workers", "2"]
+    command += ["--task-ids", "tinyreg", "tinyreg-lr", "nbsent", "--out", str(out)]
+    try:
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert result.returncode == 0, result.stderr
+    assert len((out / "results.jsonl").read_text().splitlines()) == 3
+    deadline = time.monotonic() + 30  # Ray's workers end a moment after the driver
+    while processes_naming(str(tmp)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not processes_naming(str(tmp))
+    assert sorted(p.name for p in tmp.glob("super-bench-*")) == []
+
+
+def test_a_planted_cgroup_note_removes_nothing(tmp_path: Path) -> None:
+    scratch = tmp_path / "super-bench-run-0123456789ab"
+    scratch.mkdir()
+    victim = tmp_path / "super-bench-x-deadbeef"  # shaped like a task cgroup, but not under /sys/fs/cgroup
+    victim.mkdir()
+    (victim / "keep").write_text("kept")
+    notes = {
+        f"{CGROUP_NOTE}super-bench-x-deadbeef": str(victim),
+        f"{CGROUP_NOTE}other": "/sys/fs/cgroup/memory/other",
+        f"{CGROUP_NOTE}super-bench-y-cafebabe": "/sys/fs/cgroup/memory/../super-bench-y-cafebabe",
+        f"{CGROUP_NOTE}super-bench-z-01234567": "/sys/fs/cgroup/memory/super-bench-w-01234567",
+    }
+    for name, target in notes.items():
+        (scratch / name).write_text(target)
+    removed = clear_scratch(scratch)
+    assert (victim / "keep").read_text() == "kept"
+    assert not any(path.startswith("/sys/fs/cgroup") for path in removed)
