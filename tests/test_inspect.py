@@ -18,6 +18,7 @@ from inspect_ai.model import ChatMessageTool, ModelOutput, ModelUsage, get_model
 from super_bench.errors import ConfigError
 from super_bench.inspect_ext.tasks import demo_expert, super_task
 from super_bench.inspect_ext.tools import notebook_tools, submit
+from super_bench.sandbox.mirrors.serving import git_config_dir
 
 CLONE = "!git clone https://github.com/super-bench-demo/tinyreg"
 TRAIN = "!python train.py --config configs/base.json --epochs 5 --limit 50"
@@ -39,6 +40,8 @@ def say(text: str) -> ModelOutput:
 @pytest.fixture
 def workdirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Sandboxes go here (through the temporary directory), so the test can see them go."""
+    # The process's git configuration folder lasts as long as the process, not a sandbox: made before.
+    git_config_dir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     return tmp_path
 
