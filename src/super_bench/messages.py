@@ -152,6 +152,14 @@ def edit_no_such_file(path: str, cwd: str) -> str:
     return f"No edit made: the file {path} does not exist (looked in {cwd})."
 
 
+def edit_too_large(path: str, limit: int) -> str:
+    return (
+        f"No edit made: {path} holds more than {limit:,} bytes, and the edit action reads files of at most "
+        f"{limit:,} bytes. "
+        "Change a file this large with code in an execute action (sed, or Python that reads it line by line)."
+    )
+
+
 def edit_failed(path: str, error: object) -> str:
     return f"No edit made: cannot edit {path}: {error}"
 

@@ -29,9 +29,11 @@ from typing import Any, ClassVar
 
 from super_bench.errors import SandboxError, SuperBenchError
 from super_bench.sandbox.base import (
+    MAX_EDIT_BYTES,
     BuildReport,
     BuildRequest,
     CommandResult,
+    FileTooLargeError,
     KernelLaunch,
     PopenKernelProcess,
     Sandbox,
@@ -384,13 +386,28 @@ class HostSandbox(Sandbox):
         return Path(self.workdir, path)  # an absolute ``path`` replaces the work directory
 
     def read_file(self, path: str) -> bytes:
+        return self._read_at_most(path, None)
+
+    def edit_file(self, path: str, change: Callable[[bytes], bytes], limit: int = MAX_EDIT_BYTES) -> None:
+        self.write_file(path, change(self._read_at_most(path, limit)))
+
+    def _read_at_most(self, path: str, limit: int | None) -> bytes:
         # Opened without waiting for a writer and read only if it is a plain file: agent code chooses what
-        # the path is, and a FIFO would otherwise hold the harness forever.
+        # the path is, and a FIFO would otherwise hold the harness forever. With a limit, no more than one
+        # byte past it is ever read (the file may grow while it is read).
         fd = os.open(self._host_path(path), os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise OSError(f"{path} is not a regular file")
-            return f.read()
+            if limit is None:
+                return f.read()
+            size = os.fstat(fd).st_size
+            if size > limit:
+                raise FileTooLargeError(path, size, limit)
+            data = f.read(limit + 1)
+            if len(data) > limit:
+                raise FileTooLargeError(path, len(data), limit)
+            return data
 
     def write_file(self, path: str, data: bytes) -> None:
         target = self._host_path(path)
