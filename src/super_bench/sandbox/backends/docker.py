@@ -302,7 +302,7 @@ class DockerSandbox(Sandbox):
             args += ["-v", f"{host}:{inside}:ro"]
         if self._packages is not None:
             # The proxy's socket, by its directory (the harness's; agent code connects to the socket, nothing more).
-            args += ["-v", f"{self._packages.proxy.unix_socket().parent}:{PACKAGES_INSIDE}:ro"]
+            args += ["-v", f"{self._packages.unix_socket().parent}:{PACKAGES_INSIDE}:ro"]
             self._packages.environ(env)
             env.update(config.env)
         if config.ca_bundle is not None:
@@ -329,7 +329,7 @@ class DockerSandbox(Sandbox):
         if self._packages is None:
             return [*args, self._image, "sleep", lifetime]
         # The package cache's forwarder (data/socket_forward.py) beside the main process, from the first moment.
-        socket = f"{PACKAGES_INSIDE}/{self._packages.proxy.unix_socket().name}"
+        socket = f"{PACKAGES_INSIDE}/{self._packages.unix_socket().name}"
         main = 'python3 -S -c "$0" "$1" "$2" & exec sleep "$3"'
         return [*args, self._image, "sh", "-c", main, _FORWARD, socket, str(PACKAGES_PORT), lifetime]
 

@@ -84,7 +84,6 @@ class PackageSession:
         agent code reaches the proxy, where not at its loopback port."""
         directory = package_cache_dir(config)
         self.proxy = proxy_for(directory)
-        self.address = address or self.proxy.address
         self._fd: int | None = None
         links = None
         # Links are safe only where agent code cannot write the cache's files (another user's, read-only),
@@ -100,6 +99,11 @@ class PackageSession:
             links = LinkTarget(self._fd, owner, inside)
         self.links = links is not None
         self.token = self.proxy.register(upstreams(config), links, upload_cutoff(config))
+        self.address = address or self.proxy.address(self.token)
+
+    def unix_socket(self) -> Path:
+        """The task's own unix socket at the proxy (for a sandbox that reaches no loopback port of the host)."""
+        return self.proxy.unix_socket(self.token)
 
     def environ(self, env: dict[str, str]) -> None:
         """Point agent code's pip at the cache, as its one index, in ``env`` (the task's variables)."""
