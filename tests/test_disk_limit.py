@@ -75,8 +75,32 @@ def test_writes_past_a_disk_limit_fail_and_the_host_holds_no_more(
     assert not mounts_under(tmp_sandbox_root) and not list(tmp_sandbox_root.rglob("*.img"))
 
 
-# In docker the limit holds for the task directory and the container's own layer (what pip or apt install) together.
-@pytest.mark.parametrize(("backend", "target"), [("bwrap", "big"), ("docker", "big"), ("docker", "/var/big")])
+def test_the_kernels_sockets_folder_is_under_the_disk_limit(env_factory: Any) -> None:
+    """/run/super-bench, where the kernel binds its sockets, is agent code's to write: it lies in the task's own
+    file system, so writing there fails at the limit like anywhere else, and no folder of the host's grows."""
+    own_filesystem()
+    env = env_factory(cell_timeout=120, sandbox={**backend_settings("bwrap"), "disk_limit": LIMIT})
+    env.reset(make_task())
+    fill = f"!dd if=/dev/zero of=/run/super-bench/big bs=1M count={FILL} 2>&1 | grep -o 'No space left on device'"
+    step = env.step({"type": "execute", "content": fill})
+    assert "No space left on device" in step.raw_output, step.raw_output
+    assert env.sandbox.sockets_dir.is_relative_to(env.sandbox.root)
+    held = sum(p.stat().st_size for p in env.sandbox.runtime_dir.rglob("*") if p.is_file() and not p.is_symlink())
+    assert held < 1 << 20
+
+
+# In docker the limit holds for the task directory and the container's own layer (what pip or apt install) together;
+# in both, the folder of the kernels' sockets (/run/super-bench) is the task directory's.
+@pytest.mark.parametrize(
+    ("backend", "target"),
+    [
+        ("bwrap", "big"),
+        ("bwrap", "/run/super-bench/big"),
+        ("docker", "big"),
+        ("docker", "/var/big"),
+        ("docker", "/run/super-bench/big"),
+    ],
+)
 def test_a_task_past_its_watched_disk_limit_is_stopped_as_its_own_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, target: str
 ) -> None:

@@ -228,7 +228,7 @@ class BwrapSandbox(HostSandbox):
             elif os.path.isdir(path):
                 mounts[path] = ("--ro-bind", path)
         mounts.update({inside: ("--bind", str(self.root / part)) for part, inside in _LAYOUT.items()})
-        mounts[SOCKETS_INSIDE] = ("--bind", str(self.runtime_dir / "sockets"))
+        mounts[SOCKETS_INSIDE] = ("--bind", str(self.sockets_dir))
         for host, inside in self._shared().items():
             mounts[inside] = ("--ro-bind", host)
         for path in self._read_only_paths():

@@ -206,6 +206,11 @@ class DockerSandbox(Sandbox):
             raise SandboxError("the sandbox is not started")
         return self._runtime.root
 
+    def _runtime_sockets(self) -> Path:
+        if self._runtime is None:
+            raise SandboxError("the sandbox is not started")
+        return self._runtime.sockets
+
     def start(self) -> None:
         if self._root is not None:
             return
@@ -216,7 +221,8 @@ class DockerSandbox(Sandbox):
         self._root = make_task_dir(self.config, self.label)
         if not self.config.keep:
             supervisor.register("dir", str(self._root))
-        self._runtime = KernelRuntime.create(runtime_tag(self.config.root))
+        # The kernels' sockets in the task directory: what agent code writes there is under the disk watch.
+        self._runtime = KernelRuntime.create(runtime_tag(self.config.root), sockets_in=self._root)
         supervisor.register("dir", str(self._runtime.root))
         try:
             if cache_applies(self.config, without_network=True):
@@ -278,7 +284,7 @@ class DockerSandbox(Sandbox):
     def _run_command(self) -> list[str]:
         config, root = self.config, self.root
         mounts = {f"{root}/content": "/content", f"{root}/home": "/root", f"{root}/tmp": "/tmp"}
-        mounts[str(self.runtime_dir / "sockets")] = SOCKETS_INSIDE
+        mounts[str(self._runtime_sockets())] = SOCKETS_INSIDE
         shared = self._shared()
         env = {
             "HOME": "/root",

@@ -183,6 +183,13 @@ class HostSandbox(Sandbox):
         return self._runtime.root
 
     @property
+    def sockets_dir(self) -> Path:
+        """Where the kernels bind their sockets (agent code's to write: see ``KernelRuntime``)."""
+        if self._runtime is None:
+            raise SandboxError("the sandbox is not started")
+        return self._runtime.sockets
+
+    @property
     def python_dir(self) -> Path:
         """The task's own Python environment (its virtual environment)."""
         return self.root / "python"
@@ -252,7 +259,12 @@ class HostSandbox(Sandbox):
 
     def _prepare(self) -> None:
         """The runtime directory, the task's Python environment, its variables and its memory cgroup."""
-        self._runtime = KernelRuntime.create(runtime_tag(self.config.root), socket_owner=self._agent_uid())
+        # Where the kernel binds its sockets, agent code can write: in the task's directory (under its disk limit)
+        # where agent code sees that folder at a path of the sandbox's own, short enough for a socket's name.
+        sockets_in = self.root if self.sockets_inside is not None else None
+        self._runtime = KernelRuntime.create(
+            runtime_tag(self.config.root), socket_owner=self._agent_uid(), sockets_in=sockets_in
+        )
         supervisor.register("dir", str(self._runtime.root))
         self._base = task_base(self.config.task_python)
         # The kernel's packages come last: what the task lacks of Jupyter's (IPython, matplotlib-inline for the
