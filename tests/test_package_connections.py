@@ -5,6 +5,7 @@ timeout, and a task's connections and sockets are closed when it ends; other tas
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 import time
@@ -13,9 +14,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from super_bench.errors import PackageRequestRefused
 from super_bench.sandbox.packages import connections
 from super_bench.sandbox.packages.proxy import PackageProxy
+from super_bench.sandbox.packages.sources import SHOWN_NAME, project_name
 from super_bench.sandbox.packages.store import PackageStore
 
 
@@ -99,3 +104,33 @@ def test_a_tasks_address_and_socket_go_when_it_ends(tmp_path: Path) -> None:
     host, port = address.removeprefix("http://").split(":")
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection((host, int(port)), 2)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(min_size=0, max_size=70_000))
+def test_a_refused_names_message_is_bounded_whatever_the_name(raw: str) -> None:
+    # A repr spells one character in at most 10 (\U0010ffff).
+    assert len(_refusal(raw)) <= 10 * SHOWN_NAME + 200
+
+
+def _refusal(raw: str) -> str:
+    try:
+        project_name(raw)
+    except PackageRequestRefused as e:
+        return str(e)
+    return ""
+
+
+def test_refused_requests_log_the_names_they_sent_cut_short(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """2,000 requests for 60 KB names once made 114 MiB of the harness's log; each line is now bounded."""
+    proxy, index = _proxy(tmp_path)
+    token = proxy.register((index,), None)
+    name = "a%2F" + "x" * 60_000
+    with caplog.at_level(logging.WARNING, logger="super_bench.sandbox.packages.proxy"):
+        for _ in range(20):
+            with contextlib.suppress(urllib.error.HTTPError):
+                urllib.request.urlopen(f"{proxy.address(token)}/{token}/simple/{name}/", timeout=10)
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 20 and all(len(line) <= 600 for line in logged), max(map(len, logged))
+    assert "cut: 60,004 characters" in logged[0]
+    proxy.unregister(token)

@@ -57,13 +57,14 @@ from super_bench.sandbox.packages.sources import (
     read_bounded,
     request_for,
 )
-from super_bench.sandbox.packages.store import PackageStore
+from super_bench.sandbox.packages.store import Budget, PackageStore
 
 log = logging.getLogger(__name__)
 
 PYPI = "https://pypi.org/simple"
 PAGE_SECONDS = 60.0
 KEEP_WAITING_SECONDS = 2.0  # between interim answers to a pip that waits for a file being fetched
+LOGGED = 500  # characters of a refusal logged: what a task sent is in it, and a task can send many
 _CREDENTIALS = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
 
 
@@ -92,6 +93,7 @@ class _Task:
     links: LinkTarget | None
     uploaded_before: datetime | None = None
     files: dict[str, _Listed] = field(default_factory=dict)  # sha256 (or refused/N) -> the file
+    budget: Budget = field(default_factory=lambda: Budget(None))
 
     @functools.cached_property
     def upstreams(self) -> tuple[str, ...]:
@@ -129,13 +131,15 @@ class PackageProxy:
         upstreams: tuple[str, ...] | Callable[[], tuple[str, ...]],
         links: LinkTarget | None,
         uploaded_before: datetime | None = None,
+        download_bytes: int | None = None,
     ) -> str:
         """A task's token; ``upstreams``: its indexes, or what finds them when the task first asks;
-        ``uploaded_before``: the moment (``--packages-as-of``) its files must have been uploaded before."""
+        ``uploaded_before``: the moment (``--packages-as-of``) its files must have been uploaded before;
+        ``download_bytes``: how much it may make the store fetch (None: only the store's own bound)."""
         token = secrets.token_hex(16)
         port = self._hub.open_task(token)
         with self._lock:
-            self._tasks[token] = _Task(upstreams, links, uploaded_before)
+            self._tasks[token] = _Task(upstreams, links, uploaded_before, budget=Budget(download_bytes))
             self._ports[token] = port
         return token
 
@@ -219,6 +223,13 @@ class PackageProxy:
                 served.append(dataclasses.replace(f, url=f"/{token}/files/{f.sha256}/{f.filename}"))
         return render_page(project, served)
 
+    def budget(self, token: str) -> Budget:
+        """What the task ``token`` may still make the store fetch (``PackageRequestRefused`` for no task)."""
+        task = self.task(token)
+        if task is None:
+            raise PackageRequestRefused(404, "not a task of this proxy")
+        return task.budget
+
     def listed(self, token: str, key: str) -> _Listed:
         """A file the task's pages listed, or ``PackageRequestRefused``."""
         task = self.task(token)
@@ -265,7 +276,7 @@ def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
                 else:
                     self._send(404, b"not found")
             except PackageRequestRefused as e:
-                log.warning("package cache: %s", e)
+                log.warning("package cache: %s", str(e)[:LOGGED])
                 self._send(e.status, f"{e}\n".encode())
             except (ConnectionError, TimeoutError):
                 pass  # pip went away
@@ -273,7 +284,7 @@ def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
         def _file(self, token: str, key: str) -> None:
             listed = proxy.listed(token, key)
             source = functools.partial(open_source, listed.request, listed.index, stall)
-            download = proxy.store.fetch(key, source, listed.size, token)
+            download = proxy.store.fetch(key, source, listed.size, token, proxy.budget(token))
             while download is not None and not download.wait(KEEP_WAITING_SECONDS):
                 self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # pip reads on, and waits for the answer
                 self.wfile.flush()
@@ -289,7 +300,7 @@ def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
                 for chunk in chunks:
                     self.wfile.write(chunk)
             except SandboxError as e:  # the stored file changed on disk: the answer ends short, pip refuses it
-                log.warning("package cache: %s", e)
+                log.warning("package cache: %s", str(e)[:LOGGED])
                 self.close_connection = True
 
         def do_POST(self) -> None:

@@ -98,7 +98,10 @@ class PackageSession:
             self._fd = os.open(python_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             links = LinkTarget(self._fd, owner, inside)
         self.links = links is not None
-        self.token = self.proxy.register(upstreams(config), links, upload_cutoff(config))
+        # What the task makes the harness download is charged to its disk: twice its limit, room for pip to
+        # fetch a candidate it then sets aside.
+        budget = 2 * config.disk_limit if config.disk_limit is not None else None
+        self.token = self.proxy.register(upstreams(config), links, upload_cutoff(config), budget)
         self.address = address or self.proxy.address(self.token)
 
     def unix_socket(self) -> Path:
