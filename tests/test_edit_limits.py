@@ -32,7 +32,7 @@ def _edit(env: Environment, path: str) -> Any:
     return env.step(Action(type="edit", content=f"{path}\n<<<BEFORE_EDIT>>>\nold = 1\n<<<AFTER_EDIT>>>\nnew = 2"))
 
 
-@pytest.mark.parametrize("backend", ["bwrap", "local"])
+@pytest.mark.parametrize("backend", ["bwrap", "local", "docker"])
 def test_a_gigabyte_edit_costs_the_harness_little_and_is_refused_clearly(env_factory: Any, backend: str) -> None:
     env: Environment = env_factory(sandbox=backend_settings(backend), cell_timeout=60)
     env.reset(make_task())
@@ -61,6 +61,35 @@ def test_a_gigabyte_edit_costs_the_harness_little_and_is_refused_clearly(env_fac
     done = _edit(env, "small.py")
     assert done.outcome == "ok", done.observation
     assert env.step(Action(type="execute", content="print(open('small.py').read()[-8:])")).observation == "new = 2\n\n"
+
+
+PLANT = """
+import os, stat
+# Programs the harness once ran for an edit, planted first on PATH and over the image's own: each notes that it
+# ran, then streams without end.
+script = "#!/bin/sh\\necho ran >> /tmp/planted-ran\\nexec yes\\n"
+for folder in ("/venv/bin", "/usr/local/bin"):
+    for name in ("cat", "sh", "head", "tar", "wc", "mktemp", "dd"):
+        with open(f"{folder}/{name}", "w") as f:
+            f.write(script)
+        os.chmod(f"{folder}/{name}", 0o755)
+os.replace("/venv/bin/cat", "/usr/bin/cat")
+open("/content/code.py", "w").write("old = 1\\n")
+print("planted")
+"""
+
+
+def test_a_docker_edit_runs_no_program_agent_code_planted(env_factory: Any) -> None:
+    env: Environment = env_factory(sandbox=backend_settings("docker"), cell_timeout=60)
+    env.reset(make_task())
+    assert env.step(Action(type="execute", content=PLANT)).observation.strip() == "planted"
+    _peak_rss_reset()
+    before = _rss("VmRSS")
+    step = _edit(env, "/content/code.py")
+    assert step.outcome == "ok", step.observation
+    assert _rss("VmHWM") - before < 64 << 20
+    check = "import os\nprint(open('/content/code.py').read(), os.path.exists('/tmp/planted-ran'))"
+    assert env.step(Action(type="execute", content=check)).observation == "new = 2\n False\n"
 
 
 @pytest.mark.parametrize(("size", "written"), [(10, True), (11, False)])

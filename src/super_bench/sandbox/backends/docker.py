@@ -18,8 +18,10 @@ task's packages in the container's own layer, and a link cannot cross from one t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import posixpath
 import shlex
 import subprocess
 import uuid
@@ -27,9 +29,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from super_bench._files import read_regular
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_disk import DISK_MECHANISM, check_disk_limit, writable_layer
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
+from super_bench.sandbox.backends.container_exec import kill_in_container, run_bounded
+from super_bench.sandbox.backends.container_files import copy_in, copy_out
 from super_bench.sandbox.backends.container_image import (
     CA_BUNDLE_INSIDE,
     DEFAULT_IMAGE,
@@ -40,6 +45,7 @@ from super_bench.sandbox.backends.container_image import (
     image_info,
 )
 from super_bench.sandbox.base import (
+    MAX_EDIT_BYTES,
     BuildReport,
     BuildRequest,
     CommandResult,
@@ -114,6 +120,7 @@ class DockerSandbox(Sandbox):
         self._host_owns_files = True
         self._kernels: list[KernelProcess] = []
         self._cgroup: CgroupMemory | None = None
+        self._main_pid: int | None = None  # the container's main process, by its host id (None: not known)
         self._oom_seen = 0
         self._packages: PackageSession | None = None
         self._disk_watched: Callable[[], int] | None = None
@@ -232,7 +239,9 @@ class DockerSandbox(Sandbox):
             self.stop()  # a start that failed half-way leaves nothing
             raise
         self._start_wall_clock()
-        self._cgroup = self._find_cgroup()
+        main = self._inspect("{{.State.Pid}}")
+        self._main_pid = int(main) if main.isdigit() and int(main) > 0 else None
+        self._cgroup = cgroup_of(self._main_pid) if self._main_pid is not None else None
         # Whether a file the container's root makes is the harness's own (rootless engines) or
         # the host's root's: then the kernel's sockets must be open to the harness, and the
         # files handed back before they are removed.
@@ -276,6 +285,10 @@ class DockerSandbox(Sandbox):
         until ``stop``)."""
         for kernel in list(self._kernels):
             kernel.kill()
+        # From the host where the container's processes can be seen there: a program agent code planted in the
+        # container (its `sh`, its `kill`) never stands in for the harness's kill.
+        if self._main_pid is not None and kill_in_container(self._main_pid):
+            return
         try:
             self._exec(["sh", "-c", "kill -KILL -1"], timeout=60)
         except (OSError, subprocess.SubprocessError):
@@ -339,11 +352,6 @@ class DockerSandbox(Sandbox):
         main = 'python3 -S -c "$0" "$1" "$2" & exec sleep "$3"'
         return [*args, self._image, "sh", "-c", main, _FORWARD, socket, str(PACKAGES_PORT), lifetime]
 
-    def _find_cgroup(self) -> CgroupMemory | None:
-        """The container's memory cgroup, where the harness can read it (an engine on this machine)."""
-        proc = self._inspect("{{.State.Pid}}")
-        return cgroup_of(int(proc)) if proc.isdigit() and int(proc) > 0 else None
-
     def _inspect(self, template: str) -> str:
         command = [*self.engine.command, "inspect", "--format", template, self.container]
         return subprocess.run(command, capture_output=True, text=True, timeout=60).stdout.strip()
@@ -392,7 +400,8 @@ class DockerSandbox(Sandbox):
     ) -> subprocess.CompletedProcess[bytes]:
         stdin = ["-i"] if data is not None else []
         args = [*self.engine.command, "exec", *stdin, "-w", "/content", self.container, *command]
-        return subprocess.run(args, input=data, capture_output=True, timeout=timeout)
+        # Its program is looked up in the container, where agent code can replace it: what it prints is bounded.
+        return run_bounded(args, data=data, timeout=timeout)
 
     # -- kernel --------------------------------------------------------------------------------
     def launch_kernel(self, extra_args: list[str], timeout: float) -> KernelLaunch:
@@ -415,8 +424,19 @@ class DockerSandbox(Sandbox):
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        # The pid file is the agent's to change: the kill it names runs inside the container, never here.
-        stop = [*exec_, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
+        host_pidfile = runtime.sockets / f"{files.name}.pid"
+        fallback = [*exec_, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
+
+        def stop() -> None:
+            # The pid file is the agent's to change: the group it names is killed only among the container's own
+            # processes, from the host; where those cannot be seen from here, by a kill inside the container.
+            group = _group_in(host_pidfile)
+            if self._main_pid is not None and group is not None and group > 1:
+                kill_in_container(self._main_pid, group)
+            else:
+                with contextlib.suppress(OSError, subprocess.SubprocessError):
+                    run_bounded(fallback, timeout=60)
+
         process = _ContainerKernel(popen, stop, lambda: runtime.forget(files))
         self._kernels.append(process)
         return await_kernel(runtime, files, process, timeout)
@@ -437,8 +457,19 @@ class DockerSandbox(Sandbox):
         out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
         return CommandResult(returncode=proc.returncode, stdout=out, stderr=err, timed_out=proc.returncode == 137)
 
+    # Files are read, and edits written, by the engine's own copy from the host side (``container_files``):
+    # nothing agent code can plant in the container runs for them.
     def read_file(self, path: str) -> bytes:
-        return file_io(self._exec(["cat", "--", path]), path)
+        return copy_out(self.engine.command, self.container, self._absolute(path), None)[1]
+
+    def edit_file(self, path: str, change: Callable[[bytes], bytes], limit: int = MAX_EDIT_BYTES) -> None:
+        absolute = self._absolute(path)
+        header, data = copy_out(self.engine.command, self.container, absolute, limit)
+        copy_in(self.engine.command, self.container, absolute, change(data), header)
+
+    @staticmethod
+    def _absolute(path: str) -> str:
+        return posixpath.normpath(posixpath.join("/content", path))  # the work directory, as agent code sees it
 
     def write_file(self, path: str, data: bytes) -> None:
         script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
@@ -477,18 +508,24 @@ class _ContainerKernel(PopenKernelProcess):
     so its process group in the container is killed first."""
 
     def __init__(
-        self, popen: subprocess.Popen[bytes], stop_command: list[str], on_kill: Callable[[], None] | None = None
+        self, popen: subprocess.Popen[bytes], stop: Callable[[], None], on_kill: Callable[[], None] | None = None
     ) -> None:
         super().__init__(popen, wrapped=True, on_kill=on_kill)
-        self.stop_command = stop_command
+        self._stop = stop
 
     def kill(self) -> None:
         if self.popen.poll() is None:
-            try:
-                subprocess.run(self.stop_command, capture_output=True, timeout=60)
-            except (OSError, subprocess.SubprocessError):
-                pass
+            self._stop()
         super().kill()
+
+
+def _group_in(pidfile: Path) -> int | None:
+    """The process group a kernel's launcher wrote (agent code may have written anything there)."""
+    try:
+        text = read_regular(pidfile, limit=32).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def describe_engine(config: SandboxConfig) -> str:

@@ -1,0 +1,59 @@
+"""In docker, agent code is root in its container and may replace any program there (docs/threat-model.md, "Host
+files and privileges"). What the harness must do to a task's processes it does from the host: a kernel that will
+not stop and a cell past the wall-time limit are killed by their host ids, so programs planted in the container
+(an `sh` or a `kill` that never ends, or streams without end) neither hold up the limit nor cost the harness."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import make_task
+from tests.sandboxes import backend_settings
+from tests.test_edit_limits import PLANT
+
+from super_bench import Action, Environment
+
+
+def _peak_since_reset() -> tuple[int, Any]:
+    status = Path("/proc/self/status")
+    Path("/proc/self/clear_refs").write_text("5")
+
+    def field(name: str) -> int:
+        line = next(line for line in status.read_text().splitlines() if line.startswith(name + ":"))
+        return int(line.split()[1]) * 1024
+
+    return field("VmRSS"), lambda: field("VmHWM")
+
+
+def test_a_cell_past_the_wall_time_limit_ends_on_time_whatever_agent_code_planted(env_factory: Any) -> None:
+    env: Environment = env_factory(cell_timeout=120, sandbox={**backend_settings("docker"), "wall_time_limit": 25})
+    env.reset(make_task())
+    assert env.step(Action.execute(PLANT)).observation.strip() == "planted"
+    deadline = env.sandbox._deadline
+    assert deadline is not None
+    before, peak = _peak_since_reset()
+    step = env.step(Action.execute("import time\ntime.sleep(600)"))
+    ended = time.monotonic()
+    assert step.outcome == "kernel_died" and "wall-time limit" in step.observation, step.observation
+    assert ended - deadline < 3, f"the cell ran {ended - deadline:.1f} s past the wall-time limit"
+    assert peak() - before < 64 << 20
+    assert not (env.sandbox.root / "tmp" / "planted-ran").exists()  # no planted program ran for the harness
+
+
+def test_a_kernel_that_ignores_its_interrupt_is_killed_from_the_host(env_factory: Any) -> None:
+    env: Environment = env_factory(cell_timeout=2, interrupt_grace=2, sandbox=backend_settings("docker"))
+    env.reset(make_task())
+    assert env.step(Action.execute(PLANT)).observation.strip() == "planted"
+    stubborn = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(600)"
+    assert env.step(Action.execute(stubborn)).outcome == "timeout"
+    before, peak = _peak_since_reset()
+    started = time.monotonic()
+    stopped = env.step(Action(type="interrupt"))
+    assert time.monotonic() - started < 15, stopped.observation
+    assert stopped.outcome == "kernel_died", stopped.observation
+    assert peak() - before < 64 << 20
+    after = env.step(Action.execute("print(6 * 7)"))
+    assert after.observation.strip().endswith("42"), after.observation
+    assert not (env.sandbox.root / "tmp" / "planted-ran").exists()
