@@ -5,6 +5,8 @@ not stop and a cell past the wall-time limit are killed by their host ids, so pr
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -57,3 +59,26 @@ def test_a_kernel_that_ignores_its_interrupt_is_killed_from_the_host(env_factory
     after = env.step(Action.execute("print(6 * 7)"))
     assert after.observation.strip().endswith("42"), after.observation
     assert not (env.sandbox.root / "tmp" / "planted-ran").exists()
+
+
+def test_the_containers_lifetime_guard_is_its_first_process_and_cannot_be_stopped(env_factory: Any) -> None:
+    """The guard that ends the container after its lifetime once ran as tini's child, which container root could
+    SIGSTOP: the container then outlived the harness, its watchdog and a resumed run."""
+    env: Environment = env_factory(cell_timeout=30, sandbox={**backend_settings("docker"), "wall_time_limit": 600})
+    env.reset(make_task())
+    attack = (
+        "import os, signal, time\nfor sig in (signal.SIGSTOP, signal.SIGKILL):\n    os.kill(1, sig)\ntime.sleep(0.5)\n"
+        "state = [l for l in open('/proc/1/status') if l.startswith('State:')][0].split()[1]\n"
+        "print(state, 'lifetime guard' in open('/proc/1/cmdline').read())"
+    )
+    assert env.step(Action.execute(attack)).observation.split() == ["S", "True"]
+
+
+def test_the_guard_ends_at_its_lifetime_and_starts_what_it_is_given(tmp_path: Path) -> None:
+    guard = Path(__file__).resolve().parents[1] / "src" / "super_bench" / "sandbox" / "data" / "container_guard.py"
+    marker = tmp_path / "started"
+    beside = f"open({str(marker)!r}, 'w').write('yes')"
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-S", str(guard), "1.5", beside], check=True, timeout=30)
+    assert 1.4 < time.monotonic() - started < 10
+    assert marker.read_text() == "yes"

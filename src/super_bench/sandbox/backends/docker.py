@@ -84,6 +84,7 @@ SOCKETS_INSIDE = "/run/super-bench"
 PACKAGES_INSIDE = "/run/super-bench-packages"
 PACKAGES_PORT = 3141
 _FORWARD = (Path(__file__).resolve().parents[1] / "data" / "socket_forward.py").read_text()
+_GUARD = (Path(__file__).resolve().parents[1] / "data" / "container_guard.py").read_text()
 _NO_LINKS = "links cannot cross the container's boundary (the cache is on the host, the task's packages in its layer)"
 
 # Starts the kernel in a process group of its own (so that interrupts and kills reach what it
@@ -342,15 +343,16 @@ class DockerSandbox(Sandbox):
             args += ["--pids-limit", str(config.max_processes)]
         if config.max_file_size is not None:
             args += ["--ulimit", f"fsize={config.max_file_size}:{config.max_file_size}"]
-        # The harness keeps the wall time (``_wall_time_passed``); the main process ends the container a minute
-        # later, should the harness and its watchdog both be gone by then.
+        # The harness keeps the wall time (``_wall_time_passed``); the main process, the lifetime guard
+        # (data/container_guard.py) as the container's PID 1 (not under the image's tini, where agent code could
+        # stop it), ends the container a minute later, should the harness and its watchdog both be gone by then.
         lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit + 60:g}"
+        main = [*args, "--entrypoint", "python3", self._image, "-S", "-c", _GUARD, lifetime]
         if self._packages is None:
-            return [*args, self._image, "sleep", lifetime]
-        # The package cache's forwarder (data/socket_forward.py) beside the main process, from the first moment.
+            return main
+        # The package cache's forwarder (data/socket_forward.py) beside the guard, from the first moment.
         socket = f"{PACKAGES_INSIDE}/{self._packages.unix_socket().name}"
-        main = 'python3 -S -c "$0" "$1" "$2" & exec sleep "$3"'
-        return [*args, self._image, "sh", "-c", main, _FORWARD, socket, str(PACKAGES_PORT), lifetime]
+        return [*main, _FORWARD, socket, str(PACKAGES_PORT)]
 
     def _inspect(self, template: str) -> str:
         command = [*self.engine.command, "inspect", "--format", template, self.container]
