@@ -82,3 +82,25 @@ def test_the_guard_ends_at_its_lifetime_and_starts_what_it_is_given(tmp_path: Pa
     subprocess.run([sys.executable, "-S", str(guard), "1.5", beside], check=True, timeout=30)
     assert 1.4 < time.monotonic() - started < 10
     assert marker.read_text() == "yes"
+
+
+def test_a_resumed_run_removes_the_containers_a_killed_one_left(tmp_path: Path) -> None:
+    """Were the harness and its watchdog both killed, a task's container would live on (until its lifetime
+    guard ends it); the next run of the same run directory clears its scratch, containers included."""
+    from super_bench.sandbox import SandboxConfig, create_sandbox
+    from super_bench.sandbox.lifetime.scratch import clear_scratch, scratch_dir
+
+    scratch = scratch_dir(tmp_path / "run", tmp_path / "sb")
+    sandbox = create_sandbox(SandboxConfig(**backend_settings("docker"), root=scratch))
+    sandbox.start()
+    try:
+        name = sandbox.container  # type: ignore[attr-defined]
+        engine = sandbox.engine.command  # type: ignore[attr-defined]
+        listed = subprocess.run([*engine, "ps", "-q", "--filter", f"name={name}"], capture_output=True, text=True)
+        assert listed.stdout.strip()
+        removed = clear_scratch(scratch)  # as a resumed run does, before its first task
+        assert any(item.startswith("container ") for item in removed), removed
+        listed = subprocess.run([*engine, "ps", "-a", "-q", "--filter", f"name={name}"], capture_output=True, text=True)
+        assert not listed.stdout.strip()
+    finally:
+        sandbox.stop()

@@ -64,7 +64,7 @@ from super_bench.sandbox.base import (
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
-from super_bench.sandbox.lifetime.scratch import runtime_tag
+from super_bench.sandbox.lifetime.scratch import CONTAINER_LABEL, runtime_tag
 from super_bench.sandbox.limits.disk import WATCH
 from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
@@ -315,6 +315,8 @@ class DockerSandbox(Sandbox):
         }
         engine = self.engine
         args = [*engine.command, "run", "-d", "--rm", "--name", self.container, "--label", "super-bench=1"]
+        # The run's scratch label: a resumed run removes what a killed one left (``lifetime.scratch``).
+        args += ["--label", f"{CONTAINER_LABEL}={runtime_tag(config.root)}"]
         args += ["-w", "/content", *engine.run_args]
         for host, inside in mounts.items():
             args += ["-v", f"{host}:{inside}"]
