@@ -31,9 +31,14 @@ from typing import Any, ClassVar
 
 from super_bench._files import read_regular
 from super_bench.errors import SandboxError
-from super_bench.sandbox.backends.container_disk import DISK_MECHANISM, check_disk_limit, writable_layer
+from super_bench.sandbox.backends.container_disk import (
+    DISK_MECHANISM,
+    bind_files_dir,
+    check_disk_limit,
+    writable_layer,
+)
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
-from super_bench.sandbox.backends.container_exec import kill_in_container, run_bounded
+from super_bench.sandbox.backends.container_exec import kill_in_container, namespace_pids, run_bounded
 from super_bench.sandbox.backends.container_files import copy_in, copy_out
 from super_bench.sandbox.backends.container_image import (
     CA_BUNDLE_INSIDE,
@@ -65,7 +70,7 @@ from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import CONTAINER_LABEL, runtime_tag
-from super_bench.sandbox.limits.disk import WATCH
+from super_bench.sandbox.limits.disk import WATCH, deleted_open_bytes
 from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
 from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, cache_record
@@ -269,7 +274,15 @@ class DockerSandbox(Sandbox):
             layer = writable_layer(self.engine, self.container)
             if layer is None:
                 raise SandboxError(f"--disk-limit on docker: the layer of {self.container} is not on this host")
-            self._disk_watched = WATCH.watch(self.root, limit, None, self._disk_passed_limit, also=(layer,))
+            binds = bind_files_dir(self.engine, self.container)
+            also = (layer, *([binds] if binds is not None else []))
+            self._disk_watched = WATCH.watch(
+                self.root, limit, None, self._disk_passed_limit, also=also, held=self._held_open
+            )
+
+    def _held_open(self) -> int:
+        """What deleted files the container's processes keep open take (seen from the host, by their ids)."""
+        return deleted_open_bytes(namespace_pids(self._main_pid)) if self._main_pid is not None else 0
 
     def _disk_passed_limit(self, found: int) -> None:
         """Called by the disk watch: stop everything the task runs, and let nothing more start."""

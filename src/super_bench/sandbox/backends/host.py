@@ -49,9 +49,9 @@ from super_bench.sandbox.base import (
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.programs import agent_env_prefix, helper_environ
-from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, remove_tree
+from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, processes_with_marker, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
-from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, disk_mechanism
+from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, deleted_open_bytes, disk_mechanism
 from super_bench.sandbox.limits.disk import describe as describe_disk
 from super_bench.sandbox.limits.memory import MemoryCgroup, memory_mechanism
 from super_bench.sandbox.limits.memory import describe as describe_memory
@@ -222,7 +222,13 @@ class HostSandbox(Sandbox):
         try:
             self._prepare()
             if limit is not None and not own_filesystem:
-                self._disk_watched = WATCH.watch(self.root, limit, self._agent_uid(), self._disk_passed_limit)
+                self._disk_watched = WATCH.watch(
+                    self.root,
+                    limit,
+                    self._agent_uid(),
+                    self._disk_passed_limit,
+                    held=lambda: deleted_open_bytes(processes_with_marker(self.id)),
+                )
             if self.config.packages_as_of is not None and not cache_applies(self.config):
                 # Without the package cache, the date is pip's own filter, which old pips ignore.
                 # Asked inside the sandbox, where the task's Python finds its packages.
