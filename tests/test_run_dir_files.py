@@ -24,6 +24,7 @@ from tests.sandboxes import backend_settings
 
 from super_bench._files import MAX_RECORD_BYTES, UnsafeFileError, read_regular
 from super_bench.errors import RunDirError
+from super_bench.report.viewer import build_view
 from super_bench.runner.analyze import analyze_run
 from super_bench.runner.rescore import read_trajectory, rescore
 from super_bench.runner.rundir import RunDir
@@ -119,6 +120,22 @@ def test_a_fifo_trajectory_is_refused_at_once(tmp_path: Path, command: list[str]
     elif command[0] == "score":
         said += (out / "results.jsonl").read_text()
     assert "FIFO" in said, said
+
+
+def test_a_replay_folder_planted_as_a_link_is_removed_not_written_through(tmp_path: Path) -> None:
+    """``verify`` writes each replay in ``verify/<task>/``: a link planted there, to a folder of the reader's,
+    is removed, and the replay written in a folder of its own."""
+    backend_settings("bwrap")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    out = _plain_run(tmp_path / "run", ("a",))
+    (out / "verify").mkdir()
+    (out / "verify" / "a").symlink_to(victim, target_is_directory=True)
+    result = _cli("verify", "--sandbox", "bwrap", str(out))
+    assert "Traceback" not in result.stderr, result.stderr
+    assert list(victim.iterdir()) == []
+    assert (out / "verify" / "a").is_dir() and not (out / "verify" / "a").is_symlink()
+    assert (out / "verify" / "a" / "trajectory.json").is_file()
 
 
 def test_a_huge_sparse_trajectory_is_refused_before_it_is_read(tmp_path: Path) -> None:
@@ -234,6 +251,7 @@ _READERS: dict[str, Callable[[Path], object]] = {
     "verify rows": lambda out: read_rows(RunDir(out)),
     "analyze": analyze_run,
     "score in place": rescore,
+    "view": build_view,
 }
 
 
