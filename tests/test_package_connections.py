@@ -69,6 +69,12 @@ def test_three_hundred_idle_connections_cost_fewer_than_fifty_threads(tmp_path: 
         assert grew < 50, f"{grew} threads for one task's idle connections"
         assert proxy.open_connections(flooding) <= connections.MAX_CONNECTIONS
         assert _not_found(proxy, other) == 404  # another task is served meanwhile, at once
+        # And the flooded task itself: its own request takes the place of a connection that only sits open
+        # (anyone on the machine can open those to its loopback port).
+        started = time.monotonic()
+        assert _not_found(proxy, flooding) == 404
+        assert time.monotonic() - started < 5
+        assert threading.active_count() - before < 50
         proxy.unregister(flooding)
         # The task ended: its connections are closed, and their threads gone.
         assert _wait_for(lambda: threading.active_count() - before <= 1, 10), threading.active_count() - before

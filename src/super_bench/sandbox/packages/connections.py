@@ -3,8 +3,11 @@
 Each task gets listeners of its own: a loopback port, and, for a sandbox without the host's loopback, a unix
 socket in a directory of its own. So every connection belongs to a task from the moment it is accepted, and:
 
-- a task has at most ``MAX_CONNECTIONS`` open at once; one more is closed as it is accepted (pip opens one or
-  two), so a task holds at most that many of the harness's threads and descriptors, whatever it opens;
+- a task has at most ``MAX_CONNECTIONS`` open at once (pip opens one or two), so a task holds at most that
+  many of the harness's threads and descriptors, whatever it opens. One more takes the place of the open
+  connection idle the longest (not in the middle of a request), which is closed; where every one is busy,
+  the new one is closed. So connections that only sit open (anyone on the machine can open some to a task's
+  loopback port) never keep a task's own pip out;
 - a connection that sends nothing for ``IDLE_SECONDS`` (a request's bytes, or reading an answer) is closed;
 - when the task ends, its listeners and every connection it still has are closed, and their threads end.
 
@@ -21,6 +24,7 @@ import selectors
 import socket
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -36,17 +40,47 @@ IDLE_SECONDS = 60.0
 
 @dataclass
 class _Listener:
-    """What a connection's handler is given as its server: which task accepted it."""
+    """What a connection's handler is given as its server: which task accepted it, and where it says when a
+    request begins and ends (``TrackedHandler``)."""
 
     token: str
     sock: socket.socket
+    hub: ConnectionHub
+
+    def busy(self, conn: socket.socket, busy: bool) -> None:
+        self.hub.mark(self.token, conn, busy)
+
+
+@dataclass
+class _Connection:
+    busy: bool = False
+    idle_since: float = field(default_factory=time.monotonic)
+
+
+class TrackedHandler(BaseHTTPRequestHandler):
+    """A handler that tells its listener when each request begins (its request line read) and ends, so that
+    a connection in the middle of one is never the one closed to make room."""
+
+    def parse_request(self) -> bool:
+        self._mark(True)
+        return super().parse_request()
+
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()
+        finally:
+            self._mark(False)
+
+    def _mark(self, busy: bool) -> None:
+        if isinstance(self.server, _Listener):
+            self.server.busy(self.connection, busy)
 
 
 @dataclass
 class _TaskSockets:
     token: str
     listeners: list[_Listener] = field(default_factory=list)
-    connections: set[socket.socket] = field(default_factory=set)
+    connections: dict[socket.socket, _Connection] = field(default_factory=dict)
     unix_dir: Path | None = None
     refused: int = 0  # connections closed over the cap, logged once
 
@@ -112,6 +146,13 @@ class ConnectionHub:
                 os.rmdir(task.unix_dir)
             supervisor.unregister("dir", str(task.unix_dir))
 
+    def mark(self, token: str, conn: socket.socket, busy: bool) -> None:
+        with self._lock:
+            task = self._tasks.get(token)
+            state = task.connections.get(conn) if task is not None else None
+            if state is not None:
+                state.busy, state.idle_since = busy, time.monotonic()
+
     def open_connections(self, token: str) -> int:
         with self._lock:
             task = self._tasks.get(token)
@@ -119,7 +160,7 @@ class ConnectionHub:
 
     def _add(self, token: str, sock: socket.socket) -> None:
         sock.setblocking(False)
-        listener = _Listener(token, sock)
+        listener = _Listener(token, sock, self)
         with self._lock:
             self._tasks.setdefault(token, _TaskSockets(token)).listeners.append(listener)
         self._selector.register(sock, selectors.EVENT_READ, listener)
@@ -144,18 +185,28 @@ class ConnectionHub:
                 self._take(listener, conn, address)
 
     def _take(self, listener: _Listener, conn: socket.socket, address: object) -> None:
+        evicted: socket.socket | None = None
         with self._lock:
             task = self._tasks.get(listener.token)
-            taken = task is not None and len(task.connections) < self._cap
-            if task is not None and taken:
-                task.connections.add(conn)
-            elif task is not None:
+            taken = task is not None
+            if task is not None and len(task.connections) >= self._cap:
                 task.refused += 1
-            warn = task is not None and task.refused == 1 and not taken
+                idle = [(state.idle_since, c) for c, state in task.connections.items() if not state.busy]
+                if idle:
+                    evicted = min(idle, key=lambda item: item[0])[1]
+                    del task.connections[evicted]  # its thread ends as it finds the connection shut
+                else:
+                    taken = False
+            if task is not None and taken:
+                task.connections[conn] = _Connection()
+            warn = task is not None and task.refused == 1
+        if evicted is not None:
+            with contextlib.suppress(OSError):
+                evicted.shutdown(socket.SHUT_RDWR)
+        if warn:
+            log.warning("package cache: a task opened more than %d connections; the idle ones are closed", self._cap)
         if not taken:
             conn.close()
-            if warn:
-                log.warning("package cache: a task holds %d connections, the most it may; more are closed", self._cap)
             return
         conn.setblocking(True)
         conn.settimeout(IDLE_SECONDS)
@@ -173,5 +224,5 @@ class ConnectionHub:
             with self._lock:
                 task = self._tasks.get(listener.token)
                 if task is not None:
-                    task.connections.discard(conn)
+                    task.connections.pop(conn, None)
             conn.close()

@@ -41,12 +41,11 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from super_bench.errors import PackageRequestRefused, SandboxError
-from super_bench.sandbox.packages.connections import ConnectionHub
+from super_bench.sandbox.packages.connections import ConnectionHub, TrackedHandler
 from super_bench.sandbox.packages.index_pages import JSON_TYPE, IndexFile, parse_page, render_page
 from super_bench.sandbox.packages.sources import (
     Index,
@@ -241,10 +240,10 @@ class PackageProxy:
         return listed
 
 
-def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
+def _handler(proxy: PackageProxy) -> type[TrackedHandler]:
     stall = proxy.store.limits.stall_seconds
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(TrackedHandler):
         protocol_version = "HTTP/1.1"  # interim answers (100 Continue) are HTTP/1.1's
 
         def log_message(self, *args: Any) -> None:
