@@ -41,7 +41,7 @@ def _peak_growth(action: Any) -> tuple[Any, int]:
     return result, field("VmHWM") - before
 
 
-@pytest.mark.parametrize("backend", ["bwrap", "local"])
+@pytest.mark.parametrize("backend", ["bwrap", "local", "docker"])
 def test_a_gigabyte_zero_page_frame_is_cut_unread_and_the_step_ends_with_why(env_factory: Any, backend: str) -> None:
     env: Environment = env_factory(sandbox=backend_settings(backend), cell_timeout=120)
     env.reset(make_task())
