@@ -140,3 +140,27 @@ def test_refused_requests_log_the_names_they_sent_cut_short(tmp_path: Path, capl
     assert len(logged) == 20 and all(len(line) <= 600 for line in logged), max(map(len, logged))
     assert "cut: 60,004 characters" in logged[0]
     proxy.unregister(token)
+
+
+def test_connections_that_send_their_headers_slowly_never_keep_a_tasks_pip_out(tmp_path: Path) -> None:
+    """Another process on the machine opens the task's connections, and keeps each alive by sending a header
+    byte now and then: each is still the one to make room for the task's own request."""
+    proxy, index = _proxy(tmp_path)
+    token = proxy.register((index,), None)
+    slow = _idle(proxy.address(token), connections.MAX_CONNECTIONS)
+    try:
+        for sock in slow:
+            with contextlib.suppress(OSError):
+                sock.sendall(f"GET /{token}/simple/x/ HTTP/1.1\r\nHost: a\r\nX-Slow: ".encode())
+        time.sleep(0.5)
+        assert proxy.open_connections(token) == connections.MAX_CONNECTIONS
+        for sock in slow:
+            with contextlib.suppress(OSError):
+                sock.sendall(b"x")
+        started = time.monotonic()
+        assert _not_found(proxy, token) == 404
+        assert time.monotonic() - started < 5
+    finally:
+        for sock in slow:
+            sock.close()
+        proxy.unregister(token)

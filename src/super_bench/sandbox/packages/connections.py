@@ -58,12 +58,14 @@ class _Connection:
 
 
 class TrackedHandler(BaseHTTPRequestHandler):
-    """A handler that tells its listener when each request begins (its request line read) and ends, so that
-    a connection in the middle of one is never the one closed to make room."""
+    """A handler that tells its listener when each request begins (its request line and headers read whole)
+    and ends, so that a connection in the middle of one is never the one closed to make room. One still
+    sending its headers, however slowly, may be: a request a task's pip sends comes at once."""
 
     def parse_request(self) -> bool:
-        self._mark(True)
-        return super().parse_request()
+        parsed = super().parse_request()
+        self._mark(parsed)
+        return parsed
 
     def handle_one_request(self) -> None:
         try:
