@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,8 @@ def test_a_task_slow_to_walk_delays_no_other_tasks_look(tmp_path: Path) -> None:
         (slow / f"f{n}").write_bytes(b"x")
     for i in range(200_000):
         os.link(slow / f"f{i % 4}", slow / f"l{i}")  # a file takes at most 65,000 links
+    watchers = lambda: sum(t.name == "super-bench-disk-watch" for t in threading.enumerate())  # noqa: E731
+    before = watchers()
     watch = disk.DiskWatch(interval=0.5)
     looked = []
     watch.watch(slow, 1 << 40, None, looked.append)
@@ -154,8 +157,10 @@ def test_a_task_slow_to_walk_delays_no_other_tasks_look(tmp_path: Path) -> None:
     watch.watch(fast, 1 << 20, None, caught.append)
     assert wait_for(lambda: bool(caught), 5), "the other task's limit was not seen"
     assert time.monotonic() - started < 3
+    assert watchers() == before + 2  # a thread per watched task
     watch.unwatch(slow)
     watch.unwatch(fast)
+    assert wait_for(lambda: watchers() == before, 10), "a watch thread outlived its task"
     assert not looked
 
 
