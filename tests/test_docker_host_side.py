@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.helpers import make_task
 from tests.sandboxes import backend_settings
 from tests.test_edit_limits import PLANT
@@ -104,3 +105,21 @@ def test_a_resumed_run_removes_the_containers_a_killed_one_left(tmp_path: Path) 
         assert not listed.stdout.strip()
     finally:
         sandbox.stop()
+
+
+def test_a_command_in_the_container_costs_the_harness_at_most_what_it_keeps() -> None:
+    """``run_bounded`` keeps the first bytes of each stream and drains the rest, so an endless stream costs
+    nothing but its time (bounded too)."""
+    from super_bench.sandbox.backends.container_exec import run_bounded
+
+    endless = [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('y' * 65536)"]
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_bounded(endless, timeout=2, kept=1000)
+    done = run_bounded(
+        [sys.executable, "-c", "print('x' * 5000); import sys; print('e' * 10, file=sys.stderr)"], timeout=30, kept=1000
+    )
+    assert done.stdout == b"x" * 1000 and done.stderr == b"e" * 10 + b"\n" and done.returncode == 0
+    fed = run_bounded(
+        [sys.executable, "-c", "import sys; print(len(sys.stdin.buffer.read()))"], data=b"z" * 300_000, timeout=30
+    )
+    assert fed.stdout.strip() == b"300000"

@@ -301,7 +301,7 @@ def test_harness_files_cannot_be_turned_against_the_host(start: Any, tmp_path: P
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["bwrap", "local"])
+@pytest.mark.parametrize("backend", ["bwrap", "local", "docker"])
 def test_an_edit_of_a_fifo_gives_up_instead_of_hanging(
     env_factory: Any, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
