@@ -123,3 +123,21 @@ def test_a_command_in_the_container_costs_the_harness_at_most_what_it_keeps() ->
         [sys.executable, "-c", "import sys; print(len(sys.stdin.buffer.read()))"], data=b"z" * 300_000, timeout=30
     )
     assert fed.stdout.strip() == b"300000"
+
+
+def test_a_docker_edit_writes_through_a_link_inside_the_container_and_keeps_the_mode(env_factory: Any) -> None:
+    """The engine's copy writes where agent code's own write would: through a link, resolved in the container."""
+    env: Environment = env_factory(cell_timeout=30, sandbox=backend_settings("docker"))
+    env.reset(make_task())
+    setup = (
+        "import os\nos.makedirs('/content/sub', exist_ok=True)\nopen('/content/sub/m.py', 'w').write('old = 1\\n')\n"
+        "os.chmod('/content/sub/m.py', 0o751)\nos.symlink('/content/sub/m.py', '/content/ln.py')"
+    )
+    env.step(Action.execute(setup))
+    edit = env.step(
+        Action(type="edit", content="/content/ln.py\n<<<BEFORE_EDIT>>>\nold = 1\n<<<AFTER_EDIT>>>\nnew = 2")
+    )
+    assert edit.outcome == "ok", edit.observation
+    check = "s = os.stat('/content/sub/m.py')\nprint(oct(s.st_mode & 0o777), os.path.islink('/content/ln.py'))\n"
+    check += "print(open('/content/sub/m.py').read(), end='')"
+    assert env.step(Action.execute(check)).observation == "0o751 True\nnew = 2\n"

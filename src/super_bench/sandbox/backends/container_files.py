@@ -5,17 +5,17 @@ stream without end into the harness or hold it up.
 The engine resolves the path inside the container's own root (links included, never out of it) and sends the
 file as a tar stream: the harness reads the entry's header first, refuses anything but a regular file, and one
 larger than the limit, before reading a byte of its content; then the content, at most the size the header
-gave. Writing sends a tar stream of one entry into the file's folder, with the owner and mode it had.
+gave. Writing copies a file the harness staged (at most the edit's limit) to the path, with the owner and
+mode it had; the engine follows a link there inside the container's root, as agent code's own write would.
 """
 
 from __future__ import annotations
 
-import io
-import posixpath
+import os
 import subprocess
 import tarfile
+import tempfile
 import threading
-import time
 from typing import IO, NoReturn
 
 from super_bench.sandbox.base import FileTooLargeError
@@ -76,20 +76,21 @@ def _bounded(stream: IO[bytes] | None, limit: int = 1 << 16) -> bytes:
     return stream.read(limit) if stream is not None else b""
 
 
-def copy_in(engine: list[str], container: str, path: str, data: bytes, like: tarfile.TarInfo) -> None:
-    """Write ``data`` as the file ``path`` (absolute, in the container), with ``like``'s owner and mode."""
-    member = tarfile.TarInfo(posixpath.basename(path))
-    member.size, member.mode, member.mtime = len(data), like.mode, int(time.time())
-    member.uid, member.gid, member.uname, member.gname = like.uid, like.gid, like.uname, like.gname
-    archive = io.BytesIO()
-    with tarfile.open(fileobj=archive, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        tar.addfile(member, io.BytesIO(data))
-    proc = subprocess.run(
-        [*engine, "cp", "-", f"{container}:{posixpath.dirname(path) or '/'}"],
-        input=archive.getvalue(),
-        capture_output=True,
-        timeout=COPY_TIMEOUT,
-    )
+def copy_in(engine: list[str], engine_name: str, container: str, path: str, data: bytes, like: tarfile.TarInfo) -> None:
+    """Write ``data`` as the file ``path`` (absolute, in the container; a link there is followed, inside the
+    container's root, as a write by agent code would be), with ``like``'s owner and mode."""
+    with tempfile.TemporaryDirectory(prefix="super-bench-edit-") as folder:
+        staged = os.path.join(folder, "file")
+        with open(staged, "wb") as f:
+            f.write(data)
+        os.chmod(staged, like.mode & 0o7777)
+        if os.geteuid() == 0:
+            os.chown(staged, like.uid, like.gid)
+        # The staged file's owner goes with it: podman's cp keeps it only without --archive, docker's only with.
+        keep_owner = ["--archive=false"] if engine_name == "podman" else ["--archive"]
+        proc = subprocess.run(
+            [*engine, "cp", *keep_owner, staged, f"{container}:{path}"], capture_output=True, timeout=COPY_TIMEOUT
+        )
     if proc.returncode != 0:
         said = proc.stderr[-(1 << 12) :].decode("utf-8", "replace").strip()
         raise OSError(f"cannot write {path}: {said or f'exit status {proc.returncode}'}")

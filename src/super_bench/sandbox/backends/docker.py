@@ -485,7 +485,7 @@ class DockerSandbox(Sandbox):
     def edit_file(self, path: str, change: Callable[[bytes], bytes], limit: int = MAX_EDIT_BYTES) -> None:
         absolute = self._absolute(path)
         header, data = copy_out(self.engine.command, self.container, absolute, limit)
-        copy_in(self.engine.command, self.container, absolute, change(data), header)
+        copy_in(self.engine.command, self.engine.name, self.container, absolute, change(data), header)
 
     @staticmethod
     def _absolute(path: str) -> str:
