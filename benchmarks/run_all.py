@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 
+import bench_analyze
 import bench_cold_start
 import bench_mcp
 import bench_output
@@ -44,6 +45,7 @@ def benchmarks(quick: bool) -> dict[str, Callable[[], list[Row]]]:
         ),
         "mcp": lambda: bench_mcp.rows("local", 50 if quick else 200),
         "viewer": lambda: bench_viewer.rows(200 if quick else 800, 25 if quick else 100),
+        "analyze": lambda: bench_analyze.rows(1000 if quick else 4000, repeats),
         # At the reduced size of docs/performance.md (bench_scale.py's own defaults are the full size).
         "scale": lambda: bench_scale.rows(
             4, 5 if quick else 25, 10, 4 if quick else 16, 2.0, (1, 4) if quick else (1, 4, 16)

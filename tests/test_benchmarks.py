@@ -23,6 +23,11 @@ def benchmarks(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return run_all
 
 
+def test_the_analyze_benchmark_reads_a_long_trajectory_and_finds_its_cause(benchmarks: ModuleType) -> None:
+    (row,) = benchmarks.bench_analyze.rows(200, repeats=1)
+    assert row.benchmark == "analyze" and "200 steps" in row.case and row.met is not None
+
+
 @pytest.mark.slow
 def test_the_end_of_megabytes_of_progress_bars_is_graded(benchmarks: ModuleType) -> None:
     rows = benchmarks.bench_output.rows([0.5, 2], "local", repeats=1)

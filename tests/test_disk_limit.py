@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from super_bench.sandbox.limits import disk
 from super_bench.sandbox.limits.disk import disk_usage, filesystem_problem
 
 LIMIT = 64 << 20
+DELETED = "a file deleted while still open"
 FILL = 200  # MiB each attack tries to write
 ATTACKS = {
     "one big file": f"!dd if=/dev/zero of=big bs=1M count={FILL} 2>&1 | grep -o 'No space left on device' | head -1",
@@ -75,14 +77,45 @@ def test_writes_past_a_disk_limit_fail_and_the_host_holds_no_more(
     assert not mounts_under(tmp_sandbox_root) and not list(tmp_sandbox_root.rglob("*.img"))
 
 
-# In docker the limit holds for the task directory and the container's own layer (what pip or apt install) together.
-@pytest.mark.parametrize(("backend", "target"), [("bwrap", "big"), ("docker", "big"), ("docker", "/var/big")])
+def test_the_kernels_sockets_folder_is_under_the_disk_limit(env_factory: Any) -> None:
+    """/run/super-bench, where the kernel binds its sockets, is agent code's to write: it lies in the task's own
+    file system, so writing there fails at the limit like anywhere else, and no folder of the host's grows."""
+    own_filesystem()
+    env = env_factory(cell_timeout=120, sandbox={**backend_settings("bwrap"), "disk_limit": LIMIT})
+    env.reset(make_task())
+    fill = f"!dd if=/dev/zero of=/run/super-bench/big bs=1M count={FILL} 2>&1 | grep -o 'No space left on device'"
+    step = env.step({"type": "execute", "content": fill})
+    assert "No space left on device" in step.raw_output, step.raw_output
+    assert env.sandbox.sockets_dir.is_relative_to(env.sandbox.root)
+    held = sum(p.stat().st_size for p in env.sandbox.runtime_dir.rglob("*") if p.is_file() and not p.is_symlink())
+    assert held < 1 << 20
+
+
+# In docker the limit holds for the task directory and the container's own layer (what pip or apt install) together;
+# in both, the folder of the kernels' sockets (/run/super-bench) is the task directory's.
+@pytest.mark.parametrize(
+    ("backend", "target"),
+    [
+        ("bwrap", "big"),
+        ("bwrap", "/run/super-bench/big"),
+        ("bwrap", DELETED),
+        ("docker", "big"),
+        ("docker", "/var/big"),
+        ("docker", "/run/super-bench/big"),
+        ("docker", DELETED),
+        ("docker", "/etc/hosts"),  # bound by the engine from its own storage on the host
+    ],
+)
 def test_a_task_past_its_watched_disk_limit_is_stopped_as_its_own_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, target: str
 ) -> None:
     monkeypatch.setattr(disk.WATCH, "interval", 0.2)
     actions = tmp_path / "actions.json"
-    write = f"with open({target!r}, 'wb') as f:\n    f.write(b'0' * (100 << 20))\nimport time; time.sleep(30)"
+    if target == DELETED:  # no folder lists it any more, yet it takes its space while open
+        write = "import os, time\nf = open('held', 'wb')\nos.unlink('held')\nf.write(b'0' * (100 << 20))\nf.flush()\n"
+        write += "time.sleep(30)"
+    else:
+        write = f"with open({target!r}, 'ab') as f:\n    f.write(b'0' * (100 << 20))\nimport time; time.sleep(30)"
     actions.write_text(json.dumps([{"type": "execute", "content": write}, {"type": "execute", "content": "1"}]))
     enforcement = "watch" if backend == "bwrap" else "auto"
     sandbox = SandboxConfig(
@@ -99,6 +132,36 @@ def test_a_task_past_its_watched_disk_limit_is_stopped_as_its_own_failure(
     assert result.n_steps == 1 and outcome.summary.stop_reasons == {"max_disk": 1}
     trajectory = json.loads((tmp_path / "run" / str(result.trajectory)).read_text())
     assert "The task's disk limit (0.0625 GiB) was passed" in trajectory["steps"][-1]["observation"]
+
+
+def test_a_task_slow_to_walk_delays_no_other_tasks_look(tmp_path: Path) -> None:
+    """Hundreds of thousands of hard links make one task's tree slow to walk; each task has a look of its own,
+    so another task past its limit is still seen within the interval."""
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    for n in range(4):
+        (slow / f"f{n}").write_bytes(b"x")
+    for i in range(200_000):
+        os.link(slow / f"f{i % 4}", slow / f"l{i}")  # a file takes at most 65,000 links
+    watchers = lambda: sum(t.name == "super-bench-disk-watch" for t in threading.enumerate())  # noqa: E731
+    before = watchers()
+    watch = disk.DiskWatch(interval=0.5)
+    looked = []
+    watch.watch(slow, 1 << 40, None, looked.append)
+    time.sleep(1.0)  # its first walk is done: the watch of it now waits ten times as long as the walk took
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    (fast / "big").write_bytes(b"0" * (2 << 20))
+    caught: list[int] = []
+    started = time.monotonic()
+    watch.watch(fast, 1 << 20, None, caught.append)
+    assert wait_for(lambda: bool(caught), 5), "the other task's limit was not seen"
+    assert time.monotonic() - started < 3
+    assert watchers() == before + 2  # a thread per watched task
+    watch.unwatch(slow)
+    watch.unwatch(fast)
+    assert wait_for(lambda: watchers() == before, 10), "a watch thread outlived its task"
+    assert not looked
 
 
 def test_the_watch_counts_blocks_not_sizes_and_every_file(tmp_path: Path) -> None:

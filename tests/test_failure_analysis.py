@@ -339,7 +339,8 @@ def test_any_trajectory_gets_one_cause_and_always_the_same(
     assert first == analyze_failure(episode, metrics, provenance)
     assert first.cause in CAUSES and first.step in {None, *(s.index for s in steps)}
     # What a judge would read: the agent's text inside one data block it cannot close.
-    assert digest(episode, first).count("</trajectory-data>") == 1
+    shown = digest(episode, first)
+    assert shown.text.count(f"</{shown.tag}>") == 1
 
 
 # -- the agent's grammar, and what a reader signs -------------------------------------------------------------

@@ -110,10 +110,10 @@ def test_tasks_asking_for_one_file_at_once_share_one_download(tmp_path: Path) ->
         received: list[bytes] = []
 
         def task(token: str) -> None:
-            page = json.loads(urllib.request.urlopen(f"{proxy.address}/{token}/simple/sbshared/").read())
+            page = json.loads(urllib.request.urlopen(f"{proxy.address(token)}/{token}/simple/sbshared/").read())
             (entry,) = page["files"]
             assert entry["hashes"]["sha256"] == sha and entry["upload-time"] == UPLOADED
-            received.append(urllib.request.urlopen(proxy.address + entry["url"]).read())
+            received.append(urllib.request.urlopen(proxy.address(token) + entry["url"]).read())
 
         threads = [threading.Thread(target=task, args=(token,)) for token in tokens]
         for thread in threads:
@@ -133,9 +133,10 @@ def test_a_page_is_refused_when_one_of_its_indexes_does_not_answer(tmp_path: Pat
         with package_index({"sbpartial": {"1.0": (wheel, UPLOADED)}}) as (index, _):
             proxy = proxy_for(tmp_path / "cache")
             missing = (tmp_path / "no-such-index").as_uri()  # a local index without the project: no failure
-            assert urllib.request.urlopen(f"{proxy.address}/{proxy.register((index, missing), None)}/simple/sbpartial/")
+            answered, partial = proxy.register((index, missing), None), proxy.register((index, down), None)
+            assert urllib.request.urlopen(f"{proxy.address(answered)}/{answered}/simple/sbpartial/")
             with pytest.raises(urllib.error.HTTPError) as refused:
-                urllib.request.urlopen(f"{proxy.address}/{proxy.register((index, down), None)}/simple/sbpartial/")
+                urllib.request.urlopen(f"{proxy.address(partial)}/{partial}/simple/sbpartial/")
     assert refused.value.code == 502 and down in refused.value.read().decode()
 
 
@@ -144,9 +145,10 @@ def test_the_proxy_serves_nothing_to_an_unknown_task_and_links_nothing_it_does_n
     sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
     with package_index({"sbprivate": {"1.0": (wheel, UPLOADED)}}) as (index, requested):
         proxy = proxy_for(tmp_path / "cache")
-        token = proxy.register((index,), None)
+        token, other = proxy.register((index,), None), proxy.register((index,), None)
         attempts = [
             ("GET", f"/{'0' * 32}/simple/sbprivate/"),  # a token no task has
+            ("GET", f"/{other}/simple/sbprivate/"),  # another task's token, at this task's address
             ("GET", f"/{'0' * 32}/files/{sha}/x.whl"),
             ("GET", f"/{token}/files/{sha}/x.whl"),  # a file of no page this proxy served
             ("POST", f"/{token}/link/{sha}"),  # a task whose installs do not link
@@ -154,7 +156,7 @@ def test_the_proxy_serves_nothing_to_an_unknown_task_and_links_nothing_it_does_n
         ]
         for method, path in attempts:
             request = urllib.request.Request(
-                proxy.address + path, data=b"" if method == "POST" else None, method=method
+                proxy.address(token) + path, data=b"" if method == "POST" else None, method=method
             )
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(request)

@@ -32,6 +32,7 @@ from super_bench.errors import EnvironmentClosedError, KernelError, SandboxError
 from super_bench.kernel import CellResult, NotebookKernel, cap_text, clean_and_cap
 from super_bench.kernel.recovery import Broken, KernelRecovery, limit_note
 from super_bench.sandbox import Sandbox, SandboxConfig, create_sandbox
+from super_bench.sandbox.base import MAX_EDIT_BYTES, FileTooLargeError
 from super_bench.tasks.model import Task
 from super_bench.trajectory import (
     Figure,
@@ -570,7 +571,10 @@ class Environment:
                 return edited.encode("utf-8")
 
             try:
-                self.sandbox.edit_file(path, change)
+                # What an edit reads is held by the harness, not the task: no more than a step's kept output.
+                self.sandbox.edit_file(path, change, min(MAX_EDIT_BYTES, self.config.output_limit))
+            except FileTooLargeError as e:
+                raise EditFailed(messages.edit_too_large(request.path, e.limit)) from None
             except FileNotFoundError as e:
                 raise EditFailed(messages.edit_no_such_file(request.path, cwd)) from e
             except OSError as e:

@@ -124,6 +124,14 @@ def death_cause(exit_status: int | None, *, out_of_memory: bool, memory_limit: i
     return "stopped responding and was killed"
 
 
+def kernel_frame_too_large(limit: int) -> str:
+    """The kernel sent one message frame larger than the harness takes (``kernel.client.max_frame_bytes``)."""
+    return (
+        f"\n{NOTE} The kernel sent one message of more than {limit:,} bytes, the largest the harness takes: "
+        "the connection to it was cut and the kernel stopped. Print large data in pieces, or write it to a file.\n"
+    )
+
+
 def kernel_died(cause: str, *, restart_failed: str = "", log: str = "") -> str:
     """A kernel that died during the action, replaced (or not: ``restart_failed``, from ``no_new_kernel``)."""
     if restart_failed:
@@ -161,6 +169,14 @@ def edit_unreadable(path: str, error: object) -> str:
 
 def edit_no_such_file(path: str, cwd: str) -> str:
     return f"No edit made: the file {path} does not exist (looked in {cwd})."
+
+
+def edit_too_large(path: str, limit: int) -> str:
+    return (
+        f"No edit made: {path} holds more than {limit:,} bytes, and the edit action reads files of at most "
+        f"{limit:,} bytes. "
+        "Change a file this large with code in an execute action (sed, or Python that reads it line by line)."
+    )
 
 
 def edit_failed(path: str, error: object) -> str:

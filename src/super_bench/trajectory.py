@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field, field_validator
 from pydantic_core import to_json
 
 from super_bench import messages
+from super_bench._files import read_regular
 from super_bench._names import BUDGET_STOPS, BudgetStop
 from super_bench._pydantic import Model
 from super_bench.actions import Action, content_problem, valid_text
@@ -208,10 +209,11 @@ class Trajectory(Model):
 
     @classmethod
     def load(cls, path: Path) -> Trajectory:
-        """Read a ``trajectory.json`` (or the directory holding one)."""
+        """Read a ``trajectory.json`` (or the directory holding one): a regular file, not through a link, of at
+        most ``MAX_RECORD_BYTES`` (``_files.read_regular``: a FIFO or a huge sparse file is refused at once)."""
         if path.is_dir():
             path = path / "trajectory.json"
-        return cls.model_validate_json(path.read_bytes())
+        return cls.model_validate_json(read_regular(path))
 
 
 def metadata_problem(value: Any) -> str | None:

@@ -80,25 +80,27 @@ def runs(deeds: list[Deed]) -> list[Run]:
     local = local_names(steps)
     found: list[Run] = []
     current: frozenset[str] = frozenset()
-    for i, deed in enumerate(deeds):
+    # The files edited before each step, gathered as the steps go by (once each: analysis stays linear).
+    edited: set[str] = set()
+    any_edit = False
+    for deed in deeds:
+        before = frozenset(edited) if any_edit else frozenset()
         if deed.kind == "run" or (deed.kind == "install" and deed.runs):
             current = deed.runs
-            found.append(Run(deed.step, current, problems(deed.step, repos, local, _edited(deeds, i))))
+            found.append(Run(deed.step, current, problems(deed.step, repos, local, before)))
         elif deed.kind == "wait" and current:
-            found.append(Run(deed.step, current, problems(deed.step, repos, local, _edited(deeds, i))))
+            found.append(Run(deed.step, current, problems(deed.step, repos, local, before)))
+        edited |= edited_files([deed])
+        any_edit = any_edit or deed.kind == "edit"
     return found
-
-
-def _edited(deeds: list[Deed], i: int) -> frozenset[str]:
-    return frozenset(edited_files(deeds[:i])) if any(d.kind == "edit" for d in deeds[:i]) else frozenset()
 
 
 def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
     """Every error of the episode never resolved, in the order first seen; ``attempts`` are its ``runs``."""
     found: dict[tuple[str, str], Blocker] = {}
-    for i, run in enumerate(attempts):
+    for run, resolved in zip(attempts, _resolutions(attempts)):
         problem = run.final
-        if problem is None or problem.kind not in _CAUSES or _resolved(problem, run, attempts[i + 1 :]):
+        if problem is None or problem.kind not in _CAUSES or resolved:
             continue
         key = (problem.kind, problem.key)
         if key in found:
@@ -132,37 +134,46 @@ def _listed_before(line: str, before: int, steps: list[Step]) -> bool:
     )
 
 
-def _resolved(problem: Problem, run: Run, later: list[Run]) -> bool:
-    """Whether a later run of the same script got past ``problem``; for a missing module or command or a failed
-    download, any later run that got past its imports and inputs (ended on something else) shows it was made good."""
-    for other in later:
-        if not other.started:
-            continue
-        final = other.final
-        if other.identity & run.identity and (final is None or final.key != problem.key):
-            return True
-        if (
-            problem.key.startswith(_PASSED)
-            and final is not None
-            and final.kind not in ("environment", "resource", "other")
-        ):
-            return True
-    return False
+def _resolutions(attempts: list[Run]) -> list[bool]:
+    """For each run, whether a later run of the same script got past the problem that ended it; for a missing
+    module or command or a failed download, whether any later run got past its imports and inputs (ended on
+    something else). One pass from the end, so an episode of thousands of runs costs as many steps: for each
+    script, the distinct ways its later runs ended, two at most (two differ, so one differs from any problem)."""
+    endings: dict[str, set[str | None]] = {}  # script -> how later runs of it ended (a problem's key, or None)
+    passed_later = False
+    resolved = [False] * len(attempts)
+    for i in range(len(attempts) - 1, -1, -1):
+        run = attempts[i]
+        problem = run.final
+        if problem is not None:
+            resolved[i] = (problem.key.startswith(_PASSED) and passed_later) or any(
+                len(ends) > 1 or (len(ends) == 1 and problem.key not in ends)
+                for ends in (endings.get(name, set()) for name in run.identity)
+            )
+        if run.started:
+            final = run.final
+            for name in run.identity:
+                ends = endings.setdefault(name, set())
+                if len(ends) < 2:
+                    ends.add(None if final is None else final.key)
+            if final is not None and final.kind not in ("environment", "resource", "other"):
+                passed_later = True
+    return resolved
 
 
 def _installs(steps: list[Step], attempts: list[Run], unresolved: list[Blocker]) -> list[Blocker]:
     """The failed installs never made good, where what followed shows the environment was wrong."""
-    installs = [(s, pip_specs(s), problems(s, set())) for s in steps if pip_specs(s)]
-    succeeded = [(s, specs) for s, specs, found in installs if not any(p.key == "pip" for p in found)]
+    installs = [(s, specs, problems(s, set())) for s in steps if (specs := pip_specs(s))]
     failed: list[tuple[Step, Problem]] = []
-    for step, specs, found in installs:
+    later = _Installed()  # what the installs after the one looked at installed: one pass from the end
+    for step, specs, found in reversed(installs):
         errors = [p for p in found if p.key == "pip"]
         if not errors:
-            continue
-        later = [spec for s, done in succeeded if s.index > step.index for spec in done]
-        if any(not _satisfied(spec, later) for spec in specs):
+            later.add(specs)
+        elif not all(later.satisfies(spec) for spec in specs):
             best = next((p for p in reversed(errors) if p.line.startswith("ERROR:")), errors[-1])
             failed.append((step, best))
+    failed.reverse()
     if not failed:
         return []
     first = failed[0][0].index
@@ -181,18 +192,27 @@ def _installs(steps: list[Step], attempts: list[Run], unresolved: list[Blocker])
     return [Blocker("environment", first, last_step, last_error.line, 0.8 if not ran_after else 0.7, note)]
 
 
-def _satisfied(spec: str, later: list[str]) -> bool:
-    if spec.startswith("-r "):
-        return spec in later
-    wanted = _PIN.match(spec)
-    if wanted is None:
-        return spec in later
-    for other in later:
-        got = _PIN.match(other)
-        same = got is not None and _norm(got.group("name")) == _norm(wanted.group("name"))
-        if same and got is not None and wanted.group("pin") in (None, got.group("pin")):
-            return True
-    return False
+class _Installed:
+    """The requirements successful installs asked for: as written, and by project name with the pins they had."""
+
+    def __init__(self) -> None:
+        self._written: set[str] = set()
+        self._pins: dict[str, set[str | None]] = {}
+
+    def add(self, specs: list[str]) -> None:
+        for spec in specs:
+            self._written.add(spec)
+            got = None if spec.startswith("-r ") else _PIN.match(spec)
+            if got is not None:
+                self._pins.setdefault(_norm(got.group("name")), set()).add(got.group("pin"))
+
+    def satisfies(self, spec: str) -> bool:
+        """Whether ``spec`` was installed: the same project at the same pin (any, if ``spec`` has none)."""
+        wanted = None if spec.startswith("-r ") else _PIN.match(spec)
+        if wanted is None:
+            return spec in self._written
+        pins = self._pins.get(_norm(wanted.group("name")), set())
+        return bool(pins) if wanted.group("pin") is None else wanted.group("pin") in pins
 
 
 def _norm(name: str) -> str:

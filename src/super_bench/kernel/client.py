@@ -17,6 +17,7 @@ from typing import Any, Literal, NoReturn
 
 import zmq
 from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.connect import channel_socket_types
 
 from super_bench import messages
 from super_bench.errors import KernelError
@@ -41,6 +42,11 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 # IOPub messages the harness's ZeroMQ socket holds before it stops reading from the kernel: of stream output,
 # in the kernel's pieces of 64 KiB, at most about 2 MiB.
 IOPUB_QUEUE = 32
+# The largest ZeroMQ frame the harness takes from a kernel, on every channel. Agent code runs in the kernel and
+# can send one frame of any size (backed by the shared zero page, it costs the task nothing); taking it in
+# costs the harness its size twice over before a signature is checked. A larger frame cuts the connection
+# instead (ZMQ_MAXMSGSIZE), unread. Below this, a frame is held to what a step can keep (``max_frame_bytes``).
+MAX_FRAME_BYTES = 32 << 20
 
 
 @dataclass
@@ -130,17 +136,55 @@ class _RunningCell:
         )
 
 
+def max_frame_bytes(output_chars: int) -> int:
+    """The largest frame taken from a kernel whose step keeps ``output_chars`` characters: what JSON can spell
+    them in (six bytes for an escaped character) with room for the largest image kept, at most
+    ``MAX_FRAME_BYTES``."""
+    return min(MAX_FRAME_BYTES, 6 * output_chars + MAX_FIGURE_CHARS + (64 << 10))
+
+
 class _Client(BlockingKernelClient):
     """A kernel client that queues few IOPub messages: the rest wait in the kernel (which drops none, see
-    ``kernel_boot``), not in the harness's memory, when output comes faster than the harness reads it."""
+    ``kernel_boot``), not in the harness's memory, when output comes faster than the harness reads it; that
+    takes no frame larger than ``max_frame`` on any channel, and watches its IOPub connection for the cut a
+    larger frame makes (``cut``)."""
 
-    def connect_iopub(self, identity: bytes | None = None) -> zmq.Socket[bytes]:
-        socket: zmq.Socket[bytes] = self.context.socket(zmq.SUB)
+    def __init__(self, max_frame: int) -> None:
+        super().__init__()
+        self.max_frame = max_frame
+        self._monitor: zmq.Socket[bytes] | None = None
+
+    def _create_connected_socket(self, channel: str, identity: bytes | None = None) -> zmq.Socket[bytes]:
+        # jupyter_client's own connects before an option could be set; options are a connection's from its
+        # start. The connection files the sandboxes write carry no CURVE keys, so none are set here.
+        socket: zmq.Socket[bytes] = self.context.socket(channel_socket_types[channel])
         socket.linger = 1000
-        socket.rcvhwm = IOPUB_QUEUE  # set before it connects: a connection keeps the options it was made with
-        socket.connect(self._make_url("iopub"))
-        socket.setsockopt(zmq.SUBSCRIBE, b"")
+        socket.maxmsgsize = self.max_frame
+        if channel == "iopub":
+            socket.rcvhwm = IOPUB_QUEUE
+            self._monitor = socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        if identity:
+            socket.identity = identity
+        socket.connect(self._make_url(channel))
         return socket
+
+    def cut(self) -> bool:
+        """Whether the IOPub connection was cut since the last call: a frame over the limit, or the kernel
+        closing it (it died, or agent code closed it). Messages sent meanwhile are lost."""
+        monitor = self._monitor
+        if monitor is None or not monitor.poll(0):
+            return False
+        while monitor.poll(0):
+            monitor.recv_multipart()
+        return True
+
+    def stop_channels(self) -> None:
+        if self._monitor is not None:
+            if self.iopub_channel.socket is not None:
+                self.iopub_channel.socket.disable_monitor()
+            self._monitor.close(linger=0)
+            self._monitor = None
+        super().stop_channels()
 
 
 class NotebookKernel:
@@ -164,7 +208,7 @@ class NotebookKernel:
         self.cwd: str | None = None
         self.restarts = 0
         self._process: KernelProcess | None = None
-        self._client: BlockingKernelClient | None = None
+        self._client: _Client | None = None
         self._cell: _RunningCell | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -177,7 +221,7 @@ class NotebookKernel:
         except KernelError as e:
             self._fail_start(str(e))
         self._process = launch.process
-        client = _Client()
+        client = _Client(max_frame_bytes(self.max_output_chars))
         client.load_connection_info(launch.connection)  # type: ignore[arg-type]  # a TypedDict of the same keys
         # No heartbeat channel: the kernel's process is watched directly (a thread with an event loop of its own
         # that pinged the kernel every few seconds, for nothing).
@@ -265,7 +309,7 @@ class NotebookKernel:
     def log_tail(self) -> str:
         return self.sandbox.kernel_log_tail()
 
-    def _require_client(self) -> BlockingKernelClient:
+    def _require_client(self) -> _Client:
         if self._client is None:
             raise KernelError("the kernel is not running")
         return self._client
@@ -326,6 +370,10 @@ class NotebookKernel:
                 if not self.alive:
                     self._cell = None
                     return cell.result("died")
+                if self._cut_off(client):
+                    cell.buffer.append(messages.kernel_frame_too_large(client.max_frame))
+                    self._cell = None
+                    return cell.result("died")
                 continue
             if msg["parent_header"].get("msg_id") != cell.msg_id:
                 continue  # left over from an earlier, interrupted cell
@@ -362,6 +410,20 @@ class NotebookKernel:
         elif msg_type == "status":
             return bool(content.get("execution_state") == "idle")
         return False
+
+    def _cut_off(self, client: _Client) -> bool:
+        """Whether the kernel's output channel was cut while the kernel lives: then output was lost (the end of
+        the cell's among it), and the kernel is killed, so the step ends now rather than at its timeout."""
+        if not client.cut():
+            return False
+        # A dying kernel closes its sockets before its process is gone: give it a moment to be seen dead.
+        deadline = time.monotonic() + 1.0
+        while self.alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not self.alive:
+            return False
+        self.kill()
+        return True
 
     def _reply(self, msg_id: str) -> dict[str, Any]:
         """The cell's execute_reply: its exit code and the working directory it left behind."""

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from super_bench._files import read_regular
 from super_bench._names import TASK_SETS
 from super_bench.errors import RunDirError, SuperBenchError, TrajectoryImportError
 from super_bench.notebook import save_notebook
@@ -99,9 +100,9 @@ def recorded_metrics(path: Path) -> tuple[Metrics, dict[str, Any]]:
     if not path.is_file():
         return Metrics(), {}
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_regular(path, 1 << 20).decode("utf-8"))  # a FIFO or a huge file: refused, said
         values = {k: None if v is None else float(v) for k, v in raw.items()}
-    except (OSError, ValueError, TypeError, AttributeError) as e:
+    except (OSError, ValueError, TypeError, AttributeError) as e:  # UnicodeDecodeError is a ValueError
         raise TrajectoryImportError(f"{path}: unreadable metrics ({e})") from e
     metrics = Metrics(
         submitted=values.get("submitted") or 0.0,

@@ -39,6 +39,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from super_bench._files import read_regular
 from super_bench.actions import Action
 from super_bench.errors import TrajectoryImportError
 from super_bench.reading import SWE_COMMANDS
@@ -92,7 +93,7 @@ class Notebook:
 def read_notebook(path: Path) -> Notebook:
     """Parse a published ``history.ipynb``; a notebook in neither style raises TrajectoryImportError."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))
         cells = data["cells"]
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
         raise TrajectoryImportError(f"{path}: not a readable notebook ({e})") from e

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -162,7 +163,7 @@ def board_runs(paths: Iterable[Path]) -> tuple[list[RunData], list[str]]:
 def _unfinished(path: Path) -> str | None:
     if not (path / "results.jsonl").is_file():
         return "not a run directory (no results.jsonl)"
-    if (path / ".lock").exists():
+    if os.path.lexists(path / ".lock"):
         return "a run still going (or killed: rerun it to finish)"
     if not (path / "summary.json").is_file():
         return "an unfinished run (no summary.json: rerun its command to finish it)"

@@ -14,6 +14,7 @@ import gzip
 import html
 import json
 import logging
+import os
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -338,10 +339,10 @@ def _load_trajectory(run: RunData, result: TaskResult) -> Trajectory | str | Non
     except RunDirError as e:
         log.warning("%s", e)
         return str(e)
-    if not path.is_file():
+    if path.is_dir() or not os.path.lexists(path):
         return None
     try:
-        return Trajectory.load(path)
+        return Trajectory.load(path)  # a FIFO or a huge file is refused at once, and said so on the page
     except (OSError, ValidationError, ValueError) as e:
         log.warning("%s: unreadable trajectory: %s", path, e)
         return f"unreadable trajectory {path.name}: {e}"

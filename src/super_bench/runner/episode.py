@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from super_bench._files import open_append
 from super_bench._names import TaskStatus
 from super_bench.actions import Action
 from super_bench.agents import Agent, AgentOptions, create_agent
@@ -101,7 +102,7 @@ class _StepLog:
     def __call__(self, step: Step) -> None:
         try:
             if self._file is None:
-                self._file = open(self.path, "ab")  # noqa: SIM115 (closed in close())
+                self._file = open_append(self.path)
             write_step_line(self._file, step)
             self._file.flush()
         except OSError as e:
@@ -255,7 +256,9 @@ def run_episode(
 
 
 def _clear(task_dir: Path) -> None:
-    if task_dir.exists():
+    if task_dir.is_symlink() or (task_dir.exists() and not task_dir.is_dir()):
+        task_dir.unlink()  # a link planted in a run directory is removed, never written through
+    elif task_dir.exists():
         shutil.rmtree(task_dir)
     task_dir.mkdir(parents=True)
 

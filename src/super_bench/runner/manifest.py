@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from super_bench._files import read_regular
 from super_bench.errors import RunDirError
 from super_bench.runner.records import RUN_SCHEMA_VERSION, Executor, RunManifest, TaskSource
 from super_bench.sandbox import describe_backend, resolve_backend
@@ -188,7 +189,7 @@ def _mirrors(sandbox: SandboxConfig) -> dict[str, Any]:
 
 def _task_source(config: RunConfig, run_dir: RunDir) -> TaskSource:
     """The source, set and revision of the tasks, and a digest of the records run (``sha256sum tasks.jsonl``)."""
-    records = (run_dir.path / "tasks.jsonl").read_bytes()
+    records = read_regular(run_dir.path / "tasks.jsonl")
     info = TaskSource(
         source=config.source if config.query is None else "query",
         set=config.resolved_set(),

@@ -172,10 +172,11 @@ class RunManifest(VersionedRecord):
         return self.model_dump_json(indent=2, by_alias=True, exclude_unset=True)
 
 
-def read_lines(path: Path, model: type[Record]) -> Iterator[Record]:
-    """The records of a JSON-lines file in the current version. A line that cannot be read (typically one
-    a crash cut short) is skipped with a warning; a record of a later version is refused, with its line."""
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+def read_lines(path: Path, model: type[Record], data: bytes) -> Iterator[Record]:
+    """The records of the JSON-lines file at ``path``, whose bytes are ``data`` (read by the caller, as a
+    file of a run directory: ``rundir.read_run_file``), in the current version. A line that cannot be read
+    (typically one a crash cut short) is skipped with a warning; a record of a later version is refused."""
+    for lineno, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         if not line.strip():
             continue
         try:

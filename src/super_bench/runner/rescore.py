@@ -13,15 +13,16 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from super_bench._files import MAX_RECORD_BYTES, is_regular, read_regular
 from super_bench.errors import RunDirError, UnscorableError
 from super_bench.runner.manifest import identity_sha256
 from super_bench.runner.records import RUN_SCHEMA_VERSION, Rescoring, RunManifest
 from super_bench.runner.results import RECORDED_MODE, Summary, TaskResult, summarize
-from super_bench.runner.rundir import RunDir, RunOutcome
+from super_bench.runner.rundir import RunDir, RunOutcome, read_run_file
 from super_bench.scoring import AnswerProvenance, ScoreMode, answer_provenance, score_trajectory, submission_of
 from super_bench.scoring.submission import json_safe
 from super_bench.tasks.model import Task
-from super_bench.trajectory import Trajectory
+from super_bench.trajectory import Trajectory, atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,14 @@ def copy_run(source: RunDir, target: RunDir) -> RunDir:
         target.clear()
     target.create()
     for name in _COPIED:
-        if (source.path / name).is_file():
-            shutil.copy2(source.path / name, target.path / name)
+        data = read_run_file(source.path / name)  # a link, a FIFO or a huge file stops the copy, said why
+        if data is not None:
+            atomic_write(target.path / name, data)
     if (source.path / "tasks").is_dir():
-        shutil.copytree(source.path / "tasks", target.path / "tasks", copy_function=_link, dirs_exist_ok=True)
+        # Links are copied as links (and then not read, as in the run itself), never followed into a copy.
+        shutil.copytree(
+            source.path / "tasks", target.path / "tasks", symlinks=True, copy_function=_link, dirs_exist_ok=True
+        )
     return target
 
 
@@ -121,9 +126,9 @@ def trajectory_files(run: Path) -> list[tuple[str, str]]:
 
 def read_trajectory(path: str) -> Trajectory:
     """The trajectory at ``path`` (one of ``trajectory_files``). Not Trajectory.load: it first asks whether the
-    path is a folder. O_NOFOLLOW: a trajectory.json that is a link is refused (ELOOP), never read."""
-    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
-        return Trajectory.model_validate_json(f.read())
+    path is a folder. A trajectory.json that is a link, a FIFO or larger than any run writes is refused at once
+    (``UnsafeFileError``, an ``OSError``), never followed, waited on or read whole."""
+    return Trajectory.model_validate_json(read_regular(path))
 
 
 def _rescoring_of(target: RunDir, source: RunDir) -> bool:
@@ -138,10 +143,15 @@ def _rescoring_of(target: RunDir, source: RunDir) -> bool:
 def _link(src: str, dst: str) -> None:
     # Trajectories are only ever replaced whole (written atomically), never changed in place: a hard
     # link shares them safely and costs no space.
+    # Across file systems, only what a reader would read is copied: a regular file no larger than a run
+    # writes; a FIFO, a device or a huge sparse file is left out (copying it would wait or fill the disk).
     try:
-        os.link(src, dst)
+        os.link(src, dst, follow_symlinks=False)
     except OSError:
-        shutil.copy2(src, dst)
+        if is_regular(Path(src)) and os.lstat(src).st_size <= MAX_RECORD_BYTES:
+            shutil.copy2(src, dst, follow_symlinks=False)
+        else:
+            log.warning("%s is not a regular file of at most %d bytes: not copied", src, MAX_RECORD_BYTES)
 
 
 @contextmanager

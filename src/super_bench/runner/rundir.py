@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from super_bench._files import UnsafeFileError, open_regular, read_regular
 from super_bench.errors import RunDirError
 from super_bench.runner import guard
 from super_bench.runner.records import NewerRecordError, RunManifest, read_lines
@@ -66,10 +67,30 @@ _PLAIN_ID = re.compile(r"[a-z0-9_][a-z0-9_.,+-]{0,99}")
 
 def _same_file(f: Any, path: Path) -> bool:
     try:
-        here, there = os.fstat(f.fileno()), os.stat(path)
+        here, there = os.fstat(f.fileno()), os.lstat(path)
     except FileNotFoundError:
         return False
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def read_run_file(path: Path) -> bytes | None:
+    """The bytes of one file of a run directory, None where it is missing; ``RunDirError`` where it is a link,
+    not a regular file (a FIFO is refused at once, never waited on) or larger than any run writes."""
+    try:
+        return read_regular(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise RunDirError(f"{path} cannot be read: {e}" if not isinstance(e, UnsafeFileError) else str(e)) from None
+
+
+def write_run_file(path: Path, text: str) -> None:
+    """Replace one file of a run directory whole (``atomic_write``: a link in its place is replaced, never
+    written through); ``RunDirError`` that names it where it cannot be (a folder in its place, no room)."""
+    try:
+        atomic_write(path, text)
+    except OSError as e:
+        raise RunDirError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def task_dirname(task_id: str) -> str:
@@ -139,7 +160,7 @@ class RunDir:
         """Remove what a run wrote (for a fresh start), and nothing else."""
         for name in RUN_FILES:
             path = self.path / name
-            if path.is_dir():
+            if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
             else:
                 path.unlink(missing_ok=True)
@@ -148,10 +169,20 @@ class RunDir:
     def lock(self) -> Iterator[None]:
         """Hold the run directory for this process; another run on it fails at once. The ``.lock`` file
         is removed when the run ends; if the process dies first, the operating system releases the
-        lock and the file left behind holds nothing."""
+        lock and the file left behind holds nothing. A ``.lock`` that is a link or not a regular file is refused,
+        never followed: a run directory is anyone's data, and truncating the lock must not truncate a file
+        elsewhere."""
         path = self.path / ".lock"
         while True:
-            f = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (closed below, or kept open while held)
+            try:
+                fd = open_regular(path, os.O_RDWR | os.O_CREAT)
+            except OSError as e:
+                raise RunDirError(
+                    f"{e}; a run's lock is always a plain file: remove {path} if no run is writing {self.path}"
+                    if isinstance(e, UnsafeFileError)
+                    else f"cannot lock {self.path}: {e}"
+                ) from None
+            f = open(fd, "r+", encoding="utf-8")  # noqa: SIM115 (closed below, or kept open while held)
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -180,14 +211,19 @@ class RunDir:
 
     # -- tasks ---------------------------------------------------------------------------------
     def write_tasks(self, tasks: list[Task]) -> None:
-        atomic_write(self.path / "tasks.jsonl", "".join(t.model_dump_json() + "\n" for t in tasks))
+        write_run_file(self.path / "tasks.jsonl", "".join(t.model_dump_json() + "\n" for t in tasks))
 
     def read_tasks(self) -> list[Task]:
         path = self.path / "tasks.jsonl"
-        if not path.is_file():
+        data = read_run_file(path)
+        if data is None:
             raise RunDirError(f"{self.path} has no tasks.jsonl; pass the task source with --tasks")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RunDirError(f"{path} cannot be read: {e}") from None
         tasks = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             # Python's JSON reader, not pydantic's: a gold answer may hold what only it reads back (NaN,
@@ -212,6 +248,8 @@ class RunDir:
         line = (result.model_dump_json() + "\n").encode("utf-8")
         try:
             self._append(line)
+        except UnsafeFileError as e:
+            raise RunDirError(str(e)) from None
         except OSError as e:
             if guard.disk_error(e) is None:
                 raise
@@ -224,7 +262,7 @@ class RunDir:
             raise guard.write_error(self.path, e) from e
 
     def _append(self, line: bytes) -> None:
-        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        fd = open_regular(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:
             start = os.lseek(fd, 0, os.SEEK_END)
             try:
@@ -243,11 +281,12 @@ class RunDir:
         read as the current version; a row of a later version is refused. A run writes one row per task and
         epoch, so a second row of one is no result of the run (a line copied in, a file joined by hand): the
         first is kept, with a warning, and a resume rewrites the file without the others."""
-        if not self.results_path.is_file():
+        data = read_run_file(self.results_path)
+        if data is None:
             return []
         # A line a crash cut short is skipped: its task counts as unfinished and runs again.
         by_key: dict[tuple[str, int], TaskResult] = {}
-        for result in read_lines(self.results_path, TaskResult):
+        for result in read_lines(self.results_path, TaskResult, data):
             if result.key in by_key:
                 task_id, epoch = result.key
                 log.warning(
@@ -258,7 +297,7 @@ class RunDir:
         return list(by_key.values())
 
     def write_results(self, results: list[TaskResult]) -> None:
-        atomic_write(self.results_path, "".join(r.model_dump_json() + "\n" for r in results))
+        write_run_file(self.results_path, "".join(r.model_dump_json() + "\n" for r in results))
 
     def write_scores(self, results: list[TaskResult], summary: Summary, manifest: RunManifest | None) -> None:
         """Write a scoring's results, summary and (when given) manifest: each is encoded before any is written,
@@ -270,18 +309,15 @@ class RunDir:
         if manifest is not None:
             texts.append((self.path / "run.json", manifest.to_json()))
         for path, text in texts:
-            atomic_write(path, text)
+            write_run_file(path, text)
 
     # -- summary and manifest ------------------------------------------------------------------
     def write_summary(self, summary: Summary) -> None:
-        atomic_write(self.path / "summary.json", summary.model_dump_json(indent=2))
+        write_run_file(self.path / "summary.json", summary.model_dump_json(indent=2))
 
     def read_summary(self) -> Summary | None:
         """``summary.json`` (None without one), in the current version."""
-        path = self.path / "summary.json"
-        if not path.is_file():
-            return None
-        return self._read(path, Summary)
+        return self._read(self.path / "summary.json", Summary)
 
     def summary_mode(self) -> str:
         """The mode the summary gives for rows that do not say theirs (corrected, without a readable summary)."""
@@ -289,20 +325,21 @@ class RunDir:
         return summary.mode if summary is not None else "corrected"
 
     def write_manifest(self, manifest: RunManifest) -> None:
-        atomic_write(self.path / "run.json", manifest.to_json())
+        write_run_file(self.path / "run.json", manifest.to_json())
 
     def read_manifest(self) -> RunManifest | None:
         """``run.json`` (None without one), in the current version."""
-        path = self.path / "run.json"
-        if not path.is_file():
-            return None
-        return self._read(path, RunManifest)
+        return self._read(self.path / "run.json", RunManifest)
 
     @staticmethod
-    def _read(path: Path, model: type[_Record]) -> _Record:
-        """A record from a JSON file; a file that cannot be read as one is a ``RunDirError`` that says why."""
+    def _read(path: Path, model: type[_Record]) -> _Record | None:
+        """A record from a JSON file (None where it is missing); a file that cannot be read as one is a
+        ``RunDirError`` that says why."""
+        data = read_run_file(path)
+        if data is None:
+            return None
         try:
-            return model.from_json(path.read_bytes())
+            return model.from_json(data)
         except NewerRecordError as e:
             raise NewerRecordError(f"{path}: {e}") from None
         except ValidationError as e:

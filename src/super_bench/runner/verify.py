@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from super_bench._files import UnsafeFileError, open_append
 from super_bench.agents import AgentOptions
 from super_bench.divergence import Divergence, divergence, ended_alike, failed_alike, replayed_steps
 from super_bench.environment import EnvConfig
@@ -122,7 +123,7 @@ def verify(
 
 
 def _tasks(run_dir: RunDir) -> dict[str, Task]:
-    if not (run_dir.path / "tasks.jsonl").is_file():
+    if not os.path.lexists(run_dir.path / "tasks.jsonl"):
         return {}
     return {t.task_id: t for t in run_dir.read_tasks()}
 
@@ -275,8 +276,12 @@ def _actions_file(trajectory: Trajectory, task_dir: Path) -> Iterator[Path]:
 
 
 def _append(path: Path, row: VerifyResult) -> None:
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(row.model_dump_json() + "\n")
+    try:
+        f = open_append(path)
+    except UnsafeFileError as e:
+        raise RunDirError(str(e)) from None
+    with f:
+        f.write(row.model_dump_json().encode() + b"\n")
         f.flush()
         os.fsync(f.fileno())
 

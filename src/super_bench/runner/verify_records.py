@@ -14,7 +14,7 @@ from super_bench._names import TaskStatus
 from super_bench._pydantic import Model
 from super_bench.divergence import Divergence
 from super_bench.runner.records import VersionedRecord, read_lines
-from super_bench.runner.rundir import RunDir
+from super_bench.runner.rundir import RunDir, read_run_file
 from super_bench.scoring import FieldProvenance, ProvenanceStatus
 from super_bench.trajectory import StopReason
 
@@ -88,10 +88,11 @@ class VerifySummary(VersionedRecord):
 def read_rows(run_dir: RunDir) -> list[VerifyResult]:
     """The rows of ``verify.jsonl``, the last one per task and epoch winning; unreadable lines skipped."""
     path = run_dir.path / VERIFY_ROWS
-    if not path.is_file():
+    data = read_run_file(path)
+    if data is None:
         return []
     # A line a crash cut short is skipped: its task is verified again.
-    rows = {row.key: row for row in read_lines(path, VerifyResult)}
+    rows = {row.key: row for row in read_lines(path, VerifyResult, data)}
     return list(rows.values())
 
 

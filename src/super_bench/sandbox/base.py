@@ -36,6 +36,20 @@ from super_bench.sandbox.lifetime.programs import program
 from super_bench.sandbox.mirrors.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl
 
 # Environment variables that look like credentials never reach agent code.
+# The largest file an edit action reads into the harness. The edit holds the file as bytes, text and a list of
+# lines (several times its size in objects), so a file larger than a source file ever is would cost the harness,
+# not the task, its memory; larger files are edited with code run in the task.
+MAX_EDIT_BYTES = 4 << 20
+
+
+class FileTooLargeError(OSError):
+    """A file the harness would read for an edit holds more than its limit; nothing of it was read."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(f"{path} holds more than {limit:,} bytes, the most an edit reads")
+        self.size, self.limit = size, limit
+
+
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
 # ... and neither do values that carry credentials, such as an index URL with user:password@.
 _SECRET_VALUE = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
@@ -409,10 +423,15 @@ class Sandbox(ABC):
     def write_file(self, path: str, data: bytes) -> None:
         """Write a file, creating parent directories; relative paths as in ``read_file``."""
 
-    def edit_file(self, path: str, change: Callable[[bytes], bytes]) -> None:
+    def edit_file(self, path: str, change: Callable[[bytes], bytes], limit: int = MAX_EDIT_BYTES) -> None:
         """Read a file, and write back what ``change`` makes of it; nothing is written if ``change`` raises.
-        Backends where each file operation starts a process do both in one."""
-        self.write_file(path, change(self.read_file(path)))
+        A file of more than ``limit`` bytes is refused (``FileTooLargeError``) without the harness holding more
+        than ``limit`` bytes of it: backends override this to stop reading at the limit (this default, for
+        plug-ins, reads the whole file first). Backends where each file operation starts a process do both in one."""
+        data = self.read_file(path)
+        if len(data) > limit:
+            raise FileTooLargeError(path, len(data), limit)
+        self.write_file(path, change(data))
 
     # -- the wall-time limit ----------------------------------------------------------------------
     def hold_clock(self) -> None:

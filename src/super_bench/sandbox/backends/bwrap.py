@@ -51,7 +51,7 @@ from typing import ClassVar
 
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.host import HostSandbox
-from super_bench.sandbox.base import SandboxConfig, file_io
+from super_bench.sandbox.base import MAX_EDIT_BYTES, FileTooLargeError, SandboxConfig, file_io
 from super_bench.sandbox.lifetime.programs import SYSTEM_PATH, agent_env_prefix, find_program, program
 from super_bench.sandbox.lifetime.reaper import MARKER
 from super_bench.sandbox.mirrors.serving import check_readable_by_all, git_config_dir, mirror_paths
@@ -230,7 +230,7 @@ class BwrapSandbox(HostSandbox):
             elif os.path.isdir(path):
                 mounts[path] = ("--ro-bind", path)
         mounts.update({inside: ("--bind", str(self.root / part)) for part, inside in _LAYOUT.items()})
-        mounts[SOCKETS_INSIDE] = ("--bind", str(self.runtime_dir / "sockets"))
+        mounts[SOCKETS_INSIDE] = ("--bind", str(self.sockets_dir))
         if self._forwarded() is not None:
             # The package cache's socket, by its directory (the harness's; agent code connects to it, nothing more).
             mounts[PACKAGES_INSIDE] = ("--ro-bind", str(self._cache_socket().parent))
@@ -313,7 +313,7 @@ class BwrapSandbox(HostSandbox):
 
     def _cache_socket(self) -> Path:
         assert self._packages is not None
-        return self._packages.proxy.unix_socket()
+        return self._packages.unix_socket()
 
     def _forwarded(self) -> list[str] | None:
         """With the network off and the package cache in use, the prefix that starts the cache's forwarder
@@ -341,15 +341,18 @@ class BwrapSandbox(HostSandbox):
     def write_file(self, path: str, data: bytes) -> None:
         file_io(self._inside([program("sh"), "-c", _WRITE, "sh", path], data), path)
 
-    def edit_file(self, path: str, change: Callable[[bytes], bytes]) -> None:
+    def edit_file(self, path: str, change: Callable[[bytes], bytes], limit: int = MAX_EDIT_BYTES) -> None:
         # One process, not one to read and one to write: the file's length and a copy of it as it was read,
-        # then a word from the harness (write, or not) and the new text.
+        # then a word from the harness (write, or not) and the new text. At most one byte past the limit is
+        # copied (in the task's own temporary directory, on its disk) and none past the length is sent: a
+        # gigabyte file costs the harness nothing but the refusal.
         script = (
-            't=$(mktemp) && cat -- "$1" > "$t" && wc -c < "$t" && cat -- "$t" && rm -f -- "$t" || exit 1; '
-            f'read -r go && [ "$go" = write ] || exit 0; {_WRITE}'
+            '[ ! -e "$1" ] || [ -f "$1" ] || { echo "$1 is not a regular file" >&2; exit 1; }; '
+            't=$(mktemp) && head -c "$2" -- "$1" > "$t" && wc -c < "$t" && head -c "$2" -- "$t" && rm -f -- "$t" '
+            f'|| exit 1; read -r go && [ "$go" = write ] || exit 0; {_WRITE}'
         )
         proc = subprocess.Popen(
-            self._harness_argv([program("sh"), "-c", script, "sh", path]),
+            self._harness_argv([program("sh"), "-c", script, "sh", path, str(limit + 1)]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -362,8 +365,12 @@ class BwrapSandbox(HostSandbox):
         deadline.start()
         verdict, data = b"skip\n", b""
         try:
-            size = proc.stdout.readline()
+            size = proc.stdout.readline(32)
             if size.strip().isdigit():
+                if int(size) > limit:
+                    too_large = FileTooLargeError(path, int(size), limit)
+                    proc.kill()
+                    raise too_large
                 edited = change(proc.stdout.read(int(size)))
                 verdict, data = b"write\n", edited
         finally:

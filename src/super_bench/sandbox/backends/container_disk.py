@@ -50,6 +50,15 @@ def writable_layer(engine: Engine, container: str) -> Path | None:
     return Path(found) if proc.returncode == 0 and found.startswith("/") and Path(found).is_dir() else None
 
 
+def bind_files_dir(engine: Engine, container: str) -> Path | None:
+    """The host folder of the files the engine binds into the container read-write (``/etc/hosts``,
+    ``/etc/hostname``, ``/run/.containerenv``): container root can fill them, outside its layer."""
+    command = [*engine.command, "inspect", "--format", "{{.HostsPath}}", container]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    found = Path(proc.stdout.strip()).parent if proc.returncode == 0 and proc.stdout.strip().startswith("/") else None
+    return found if found is not None and found.is_dir() else None
+
+
 @functools.cache
 def _layer_problem(engine: Engine, image: str) -> str | None:
     """Why the harness cannot watch a container's layer here (probed once, with a container created, never

@@ -18,8 +18,10 @@ task's packages in the container's own layer, and a link cannot cross from one t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import posixpath
 import shlex
 import subprocess
 import uuid
@@ -27,9 +29,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from super_bench._files import read_regular
 from super_bench.errors import SandboxError
-from super_bench.sandbox.backends.container_disk import DISK_MECHANISM, check_disk_limit, writable_layer
+from super_bench.sandbox.backends.container_disk import (
+    DISK_MECHANISM,
+    bind_files_dir,
+    check_disk_limit,
+    writable_layer,
+)
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
+from super_bench.sandbox.backends.container_exec import kill_in_container, namespace_pids, run_bounded
+from super_bench.sandbox.backends.container_files import copy_in, copy_out
 from super_bench.sandbox.backends.container_image import (
     CA_BUNDLE_INSIDE,
     IMAGE_KERNEL_BOOT,
@@ -40,6 +50,7 @@ from super_bench.sandbox.backends.container_image import (
     image_info,
 )
 from super_bench.sandbox.base import (
+    MAX_EDIT_BYTES,
     BuildReport,
     BuildRequest,
     CommandResult,
@@ -58,8 +69,8 @@ from super_bench.sandbox.base import (
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
-from super_bench.sandbox.lifetime.scratch import runtime_tag
-from super_bench.sandbox.limits.disk import WATCH
+from super_bench.sandbox.lifetime.scratch import CONTAINER_LABEL, runtime_tag
+from super_bench.sandbox.limits.disk import WATCH, deleted_open_bytes
 from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
 from super_bench.sandbox.packages.task_access import (
@@ -82,6 +93,7 @@ MEMORY_MECHANISM = (
 SHARED_INSIDE = "/opt/super-bench/shared"
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
+_GUARD = (Path(__file__).resolve().parents[1] / "data" / "container_guard.py").read_text()
 _NO_LINKS = "links cannot cross the container's boundary (the cache is on the host, the task's packages in its layer)"
 
 # Starts the kernel in a process group of its own (so that interrupts and kills reach what it
@@ -118,6 +130,7 @@ class DockerSandbox(Sandbox):
         self._host_owns_files = True
         self._kernels: list[KernelProcess] = []
         self._cgroup: CgroupMemory | None = None
+        self._main_pid: int | None = None  # the container's main process, by its host id (None: not known)
         self._oom_seen = 0
         self._packages: PackageSession | None = None
         self._disk_watched: Callable[[], int] | None = None
@@ -219,6 +232,11 @@ class DockerSandbox(Sandbox):
             raise SandboxError("the sandbox is not started")
         return self._runtime.root
 
+    def _runtime_sockets(self) -> Path:
+        if self._runtime is None:
+            raise SandboxError("the sandbox is not started")
+        return self._runtime.sockets
+
     def start(self) -> None:
         if self._root is not None:
             return
@@ -229,7 +247,8 @@ class DockerSandbox(Sandbox):
         self._root = make_task_dir(self.config, self.label)
         if not self.config.keep:
             supervisor.register("dir", str(self._root))
-        self._runtime = KernelRuntime.create(runtime_tag(self.config.root))
+        # The kernels' sockets in the task directory: what agent code writes there is under the disk watch.
+        self._runtime = KernelRuntime.create(runtime_tag(self.config.root), sockets_in=self._root)
         supervisor.register("dir", str(self._runtime.root))
         try:
             if cache_applies(self.config, without_network=True):
@@ -239,7 +258,9 @@ class DockerSandbox(Sandbox):
             self.stop()  # a start that failed half-way leaves nothing
             raise
         self._start_wall_clock()
-        self._cgroup = self._find_cgroup()
+        main = self._inspect("{{.State.Pid}}")
+        self._main_pid = int(main) if main.isdigit() and int(main) > 0 else None
+        self._cgroup = cgroup_of(self._main_pid) if self._main_pid is not None else None
         # Whether a file the container's root makes is the harness's own (rootless engines) or
         # the host's root's: then the kernel's sockets must be open to the harness, and the
         # files handed back before they are removed.
@@ -266,7 +287,15 @@ class DockerSandbox(Sandbox):
             layer = writable_layer(self.engine, self.container)
             if layer is None:
                 raise SandboxError(f"--disk-limit on docker: the layer of {self.container} is not on this host")
-            self._disk_watched = WATCH.watch(self.root, limit, None, self._disk_passed_limit, also=(layer,))
+            binds = bind_files_dir(self.engine, self.container)
+            also = (layer, *([binds] if binds is not None else []))
+            self._disk_watched = WATCH.watch(
+                self.root, limit, None, self._disk_passed_limit, also=also, held=self._held_open
+            )
+
+    def _held_open(self) -> int:
+        """What deleted files the container's processes keep open take (seen from the host, by their ids)."""
+        return deleted_open_bytes(namespace_pids(self._main_pid)) if self._main_pid is not None else 0
 
     def _disk_passed_limit(self, found: int) -> None:
         """Called by the disk watch: stop everything the task runs, and let nothing more start."""
@@ -283,15 +312,22 @@ class DockerSandbox(Sandbox):
         until ``stop``)."""
         for kernel in list(self._kernels):
             kernel.kill()
+        # From the host: a program agent code planted in the container (its `sh`, its `kill`) never stands in for
+        # the harness's kill. Only root sees every process of a container from the host (not those of another
+        # user id of a rootless engine's), so otherwise a kill inside follows, given a short time.
+        if self._main_pid is not None:
+            kill_in_container(self._main_pid)
+            if os.geteuid() == 0:
+                return
         try:
-            self._exec(["sh", "-c", "kill -KILL -1"], timeout=60)
+            self._exec(["sh", "-c", "kill -KILL -1"], timeout=10)
         except (OSError, subprocess.SubprocessError):
             log.warning("task %s: cannot kill what runs in its container", self.label, exc_info=True)
 
     def _run_command(self) -> list[str]:
         config, root = self.config, self.root
         mounts = {f"{root}/content": "/content", f"{root}/home": "/root", f"{root}/tmp": "/tmp"}
-        mounts[str(self.runtime_dir / "sockets")] = SOCKETS_INSIDE
+        mounts[str(self._runtime_sockets())] = SOCKETS_INSIDE
         shared = self._shared()
         env = {
             "HOME": "/root",
@@ -308,6 +344,8 @@ class DockerSandbox(Sandbox):
         }
         engine = self.engine
         args = [*engine.command, "run", "-d", "--rm", "--name", self.container, "--label", "super-bench=1"]
+        # The run's scratch label: a resumed run removes what a killed one left (``lifetime.scratch``).
+        args += ["--label", f"{CONTAINER_LABEL}={runtime_tag(config.root)}"]
         args += ["-w", "/content", *engine.run_args]
         for host, inside in mounts.items():
             args += ["-v", f"{host}:{inside}"]
@@ -315,7 +353,7 @@ class DockerSandbox(Sandbox):
             args += ["-v", f"{host}:{inside}:ro"]
         if self._packages is not None:
             # The proxy's socket, by its directory (the harness's; agent code connects to the socket, nothing more).
-            args += ["-v", f"{self._packages.proxy.unix_socket().parent}:{PACKAGES_INSIDE}:ro"]
+            args += ["-v", f"{self._packages.unix_socket().parent}:{PACKAGES_INSIDE}:ro"]
             self._packages.environ(env)
             env.update(config.env)
         if config.ca_bundle is not None:
@@ -336,20 +374,16 @@ class DockerSandbox(Sandbox):
             args += ["--pids-limit", str(config.max_processes)]
         if config.max_file_size is not None:
             args += ["--ulimit", f"fsize={config.max_file_size}:{config.max_file_size}"]
-        # The harness keeps the wall time (``_wall_time_passed``); the main process ends the container a minute
-        # later, should the harness and its watchdog both be gone by then.
+        # The harness keeps the wall time (``_wall_time_passed``); the main process, the lifetime guard
+        # (data/container_guard.py) as the container's PID 1 (not under the image's tini, where agent code could
+        # stop it), ends the container a minute later, should the harness and its watchdog both be gone by then.
         lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit + 60:g}"
+        main = [*args, "--entrypoint", "python3", self._image, "-S", "-c", _GUARD, lifetime]
         if self._packages is None:
-            return [*args, self._image, "sleep", lifetime]
-        # The package cache's forwarder (data/socket_forward.py) beside the main process, from the first moment.
-        socket = f"{PACKAGES_INSIDE}/{self._packages.proxy.unix_socket().name}"
-        main = 'python3 -S -c "$0" "$1" "$2" & exec sleep "$3"'
-        return [*args, self._image, "sh", "-c", main, FORWARDER, socket, str(PACKAGES_PORT), lifetime]
-
-    def _find_cgroup(self) -> CgroupMemory | None:
-        """The container's memory cgroup, where the harness can read it (an engine on this machine)."""
-        proc = self._inspect("{{.State.Pid}}")
-        return cgroup_of(int(proc)) if proc.isdigit() and int(proc) > 0 else None
+            return main
+        # The package cache's forwarder (data/socket_forward.py) beside the guard, from the first moment.
+        socket = f"{PACKAGES_INSIDE}/{self._packages.unix_socket().name}"
+        return [*main, FORWARDER, socket, str(PACKAGES_PORT)]
 
     def _inspect(self, template: str) -> str:
         command = [*self.engine.command, "inspect", "--format", template, self.container]
@@ -399,7 +433,8 @@ class DockerSandbox(Sandbox):
     ) -> subprocess.CompletedProcess[bytes]:
         stdin = ["-i"] if data is not None else []
         args = [*self.engine.command, "exec", *stdin, "-w", "/content", self.container, *command]
-        return subprocess.run(args, input=data, capture_output=True, timeout=timeout)
+        # Its program is looked up in the container, where agent code can replace it: what it prints is bounded.
+        return run_bounded(args, data=data, timeout=timeout)
 
     # -- kernel --------------------------------------------------------------------------------
     def launch_kernel(self, extra_args: list[str], timeout: float) -> KernelLaunch:
@@ -422,8 +457,19 @@ class DockerSandbox(Sandbox):
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        # The pid file is the agent's to change: the kill it names runs inside the container, never here.
-        stop = [*exec_, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
+        host_pidfile = runtime.sockets / f"{files.name}.pid"
+        fallback = [*exec_, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
+
+        def stop() -> None:
+            # The pid file is the agent's to change: the group it names is killed only among the container's own
+            # processes, from the host; where those cannot be seen from here, by a kill inside the container.
+            group = _group_in(host_pidfile)
+            if self._main_pid is not None and group is not None and group > 1:
+                kill_in_container(self._main_pid, group)
+            else:
+                with contextlib.suppress(OSError, subprocess.SubprocessError):
+                    run_bounded(fallback, timeout=60)
+
         process = _ContainerKernel(popen, stop, lambda: runtime.forget(files))
         self._kernels.append(process)
         return await_kernel(runtime, files, process, timeout)
@@ -444,8 +490,19 @@ class DockerSandbox(Sandbox):
         out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
         return CommandResult(returncode=proc.returncode, stdout=out, stderr=err, timed_out=proc.returncode == 137)
 
+    # Files are read, and edits written, by the engine's own copy from the host side (``container_files``):
+    # nothing agent code can plant in the container runs for them.
     def read_file(self, path: str) -> bytes:
-        return file_io(self._exec(["cat", "--", path]), path)
+        return copy_out(self.engine.command, self.container, self._absolute(path), None)[1]
+
+    def edit_file(self, path: str, change: Callable[[bytes], bytes], limit: int = MAX_EDIT_BYTES) -> None:
+        absolute = self._absolute(path)
+        header, data = copy_out(self.engine.command, self.container, absolute, limit)
+        copy_in(self.engine.command, self.engine.name, self.container, absolute, change(data), header)
+
+    @staticmethod
+    def _absolute(path: str) -> str:
+        return posixpath.normpath(posixpath.join("/content", path))  # the work directory, as agent code sees it
 
     def write_file(self, path: str, data: bytes) -> None:
         script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
@@ -484,18 +541,24 @@ class _ContainerKernel(PopenKernelProcess):
     so its process group in the container is killed first."""
 
     def __init__(
-        self, popen: subprocess.Popen[bytes], stop_command: list[str], on_kill: Callable[[], None] | None = None
+        self, popen: subprocess.Popen[bytes], stop: Callable[[], None], on_kill: Callable[[], None] | None = None
     ) -> None:
         super().__init__(popen, wrapped=True, on_kill=on_kill)
-        self.stop_command = stop_command
+        self._stop = stop
 
     def kill(self) -> None:
         if self.popen.poll() is None:
-            try:
-                subprocess.run(self.stop_command, capture_output=True, timeout=60)
-            except (OSError, subprocess.SubprocessError):
-                pass
+            self._stop()
         super().kill()
+
+
+def _group_in(pidfile: Path) -> int | None:
+    """The process group a kernel's launcher wrote (agent code may have written anything there)."""
+    try:
+        text = read_regular(pidfile, limit=32).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def describe_engine(config: SandboxConfig) -> str:

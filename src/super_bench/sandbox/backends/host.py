@@ -29,9 +29,11 @@ from typing import Any, ClassVar
 
 from super_bench.errors import SandboxError, SuperBenchError
 from super_bench.sandbox.base import (
+    MAX_EDIT_BYTES,
     BuildReport,
     BuildRequest,
     CommandResult,
+    FileTooLargeError,
     KernelLaunch,
     PopenKernelProcess,
     Sandbox,
@@ -47,9 +49,9 @@ from super_bench.sandbox.base import (
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.programs import agent_env_prefix, helper_environ
-from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, remove_tree
+from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, processes_with_marker, remove_tree
 from super_bench.sandbox.lifetime.scratch import forget_cgroup, note_cgroup, runtime_tag
-from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, disk_mechanism
+from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, deleted_open_bytes, disk_mechanism
 from super_bench.sandbox.limits.disk import describe as describe_disk
 from super_bench.sandbox.limits.memory import MemoryCgroup, memory_mechanism
 from super_bench.sandbox.limits.memory import describe as describe_memory
@@ -183,6 +185,13 @@ class HostSandbox(Sandbox):
         return self._runtime.root
 
     @property
+    def sockets_dir(self) -> Path:
+        """Where the kernels bind their sockets (agent code's to write: see ``KernelRuntime``)."""
+        if self._runtime is None:
+            raise SandboxError("the sandbox is not started")
+        return self._runtime.sockets
+
+    @property
     def python_dir(self) -> Path:
         """The task's own Python environment (its virtual environment)."""
         return self.root / "python"
@@ -215,7 +224,13 @@ class HostSandbox(Sandbox):
         try:
             self._prepare()
             if limit is not None and not own_filesystem:
-                self._disk_watched = WATCH.watch(self.root, limit, self._agent_uid(), self._disk_passed_limit)
+                self._disk_watched = WATCH.watch(
+                    self.root,
+                    limit,
+                    self._agent_uid(),
+                    self._disk_passed_limit,
+                    held=lambda: deleted_open_bytes(processes_with_marker(self.id)),
+                )
             if self.config.packages_as_of is not None and self._packages is None:
                 # Without the package cache, the date is pip's own filter, which old pips ignore. Asked inside
                 # the sandbox, where the task's Python finds its packages; said of what the user can name: the
@@ -254,7 +269,12 @@ class HostSandbox(Sandbox):
 
     def _prepare(self) -> None:
         """The runtime directory, the task's Python environment, its variables and its memory cgroup."""
-        self._runtime = KernelRuntime.create(runtime_tag(self.config.root), socket_owner=self._agent_uid())
+        # Where the kernel binds its sockets, agent code can write: in the task's directory (under its disk limit)
+        # where agent code sees that folder at a path of the sandbox's own, short enough for a socket's name.
+        sockets_in = self.root if self.sockets_inside is not None else None
+        self._runtime = KernelRuntime.create(
+            runtime_tag(self.config.root), socket_owner=self._agent_uid(), sockets_in=sockets_in
+        )
         supervisor.register("dir", str(self._runtime.root))
         self._base = task_base(self.config.task_python)
         # The kernel's packages come last: what the task lacks of Jupyter's (IPython, matplotlib-inline for the
@@ -391,13 +411,28 @@ class HostSandbox(Sandbox):
         return Path(self.workdir, path)  # an absolute ``path`` replaces the work directory
 
     def read_file(self, path: str) -> bytes:
+        return self._read_at_most(path, None)
+
+    def edit_file(self, path: str, change: Callable[[bytes], bytes], limit: int = MAX_EDIT_BYTES) -> None:
+        self.write_file(path, change(self._read_at_most(path, limit)))
+
+    def _read_at_most(self, path: str, limit: int | None) -> bytes:
         # Opened without waiting for a writer and read only if it is a plain file: agent code chooses what
-        # the path is, and a FIFO would otherwise hold the harness forever.
+        # the path is, and a FIFO would otherwise hold the harness forever. With a limit, no more than one
+        # byte past it is ever read (the file may grow while it is read).
         fd = os.open(self._host_path(path), os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise OSError(f"{path} is not a regular file")
-            return f.read()
+            if limit is None:
+                return f.read()
+            size = os.fstat(fd).st_size
+            if size > limit:
+                raise FileTooLargeError(path, size, limit)
+            data = f.read(limit + 1)
+            if len(data) > limit:
+                raise FileTooLargeError(path, len(data), limit)
+            return data
 
     def write_file(self, path: str, data: bytes) -> None:
         target = self._host_path(path)

@@ -3,7 +3,9 @@
 A runtime directory has two parts:
 
 - ``private/``: links to the kernel's sockets. No sandbox shows it to agent code.
-- ``sockets/``: where the kernel reads its connection file and binds its unix sockets. Agent code
+- ``sockets/``: where the kernel reads its connection file and binds its unix sockets. For an isolating
+  sandbox it lies in the task's own directory (``sockets_in``), so that whatever agent code writes there
+  counts against the task's disk limit like any file of its own; otherwise beside ``private/``. Agent code
   (the kernel runs it) can write here, so the harness never opens anything in it by path: files
   are created through a directory descriptor without following links, and each socket is opened
   as an ``O_PATH`` descriptor without following links, checked to be a socket, and reached through
@@ -97,10 +99,10 @@ class _LogTail:
 class KernelRuntime:
     """The runtime directory of one sandbox (see the module's docstring)."""
 
-    def __init__(self, root: Path, *, socket_owner: int | None = None) -> None:
+    def __init__(self, root: Path, *, socket_owner: int | None = None, sockets_in: Path | None = None) -> None:
         self.root = root
         self.private = root / "private"
-        self.sockets = root / "sockets"
+        self.sockets = (sockets_in or root) / "sockets"
         self.private.mkdir(mode=0o700)
         self.sockets.mkdir(mode=0o700)
         if socket_owner is not None:
@@ -112,9 +114,11 @@ class KernelRuntime:
         self._count = 0
 
     @classmethod
-    def create(cls, tag: str, *, socket_owner: int | None = None) -> KernelRuntime:
-        """A new runtime directory, ``sbk-<tag>-*`` under a short path."""
-        return cls(Path(tempfile.mkdtemp(prefix=f"sbk-{tag}-", dir=short_temp_base())), socket_owner=socket_owner)
+    def create(cls, tag: str, *, socket_owner: int | None = None, sockets_in: Path | None = None) -> KernelRuntime:
+        """A new runtime directory, ``sbk-<tag>-*`` under a short path; its ``sockets/`` in ``sockets_in`` (the
+        task's directory) where given."""
+        root = Path(tempfile.mkdtemp(prefix=f"sbk-{tag}-", dir=short_temp_base()))
+        return cls(root, socket_owner=socket_owner, sockets_in=sockets_in)
 
     def close(self) -> None:
         for fd in (self._sockets_fd, self._private_fd):

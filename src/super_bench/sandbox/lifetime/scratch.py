@@ -2,9 +2,10 @@
 
 A run's task directories go to ``<root>/super-bench-run-<key>/`` (root: the sandbox root, else the
 system's temporary directory) and its kernels' runtime directories to ``sbk-<tag>-*`` beside the
-other short paths; each task's memory cgroup is noted there too (``.cgroup-<name>``). The watchdog
-removes them when the harness dies; if the watchdog died too (a whole process group killed, the OOM
-killer, a machine's reboot), the next run of the same run directory does.
+other short paths; each task's memory cgroup is noted there too (``.cgroup-<name>``), and its docker tasks'
+containers carry the label ``super-bench.scratch=<tag>``. The watchdog removes them when the harness dies; if
+the watchdog died too (a whole process group killed, the OOM killer, a machine's reboot), the next run of the
+same run directory does.
 
 A process's own temporary folders (``private_temp``: its git configuration, a Ray worker's scratch) are
 named after it, ``super-bench-<kind>-<pid>-*``, so that the folders of a process that is gone, however
@@ -18,10 +19,16 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
 from super_bench.sandbox.lifetime.reaper import kill_cgroup, kill_group, remove_tree, unmount
+
+# The label of a docker task's container: the tag of the scratch directory of the run it belongs to.
+CONTAINER_LABEL = "super-bench.scratch"
+# Container engines, found on the harness's own PATH (never a task's).
+_ENGINES = ("docker", "podman")
 
 # Unix socket paths are limited to about 100 bytes; kernels' runtime directories live under this directory.
 _SHORT_TEMP = "/tmp"
@@ -73,6 +80,30 @@ def clear_scratch(scratch: Path) -> list[str]:
     for runtime in glob.glob(os.path.join(short_temp_base(), f"sbk-{runtime_tag(scratch)}-*")):
         remove_tree(runtime)
         removed.append(runtime)
+    return removed + remove_containers(runtime_tag(scratch))
+
+
+def remove_containers(tag: str) -> list[str]:
+    """Remove the containers whose scratch label is ``tag`` (a killed run's), with every engine here; returns
+    their ids. Nothing is said where no engine runs."""
+    removed: list[str] = []
+    for name in _ENGINES:
+        engine = shutil.which(name)
+        if engine is None:
+            continue
+        try:
+            listed = subprocess.run(
+                [engine, "ps", "-a", "-q", "--filter", f"label={CONTAINER_LABEL}={tag}"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            ids = listed.stdout.split() if listed.returncode == 0 else []
+            if ids:
+                subprocess.run([engine, "rm", "-f", *ids], capture_output=True, timeout=300)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        removed += [f"container {i}" for i in ids]
     return removed
 
 

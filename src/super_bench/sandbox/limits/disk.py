@@ -8,11 +8,11 @@ and are the system's, by their absolute paths, with a fixed environment (``lifet
   with "No space left on device", as on a full disk, whatever writes (many small files, a sparse file
   filled in, a file deleted while still open): the agent sees the error and may free space, and nothing
   of the host fills up. The image's allocated blocks are all the task takes of the host's disk.
-- ``watch``: a thread of the harness adds up what each task directory holds, every few seconds (each
+- ``watch``: a thread of the harness per task adds up what its directory holds, every few seconds (each
   file's allocated blocks, at least one block per file or directory, hard links once, links into the
-  package cache not at all). Past the limit, everything the task runs is killed and its episode ends
-  with stop reason ``max_disk``. A task may overshoot by what it writes between two looks, and a file
-  deleted while still open is not seen.
+  package cache not at all), and what the files its processes keep open after deleting them take. Past
+  the limit, everything the task runs is killed and its episode ends with stop reason ``max_disk``. A task
+  may overshoot by what it writes between two looks; a task slow to walk delays only its own looks.
 """
 
 from __future__ import annotations
@@ -168,25 +168,81 @@ def disk_usage(root: Path, agent_uid: int | None = None) -> int:
     return total
 
 
+def deleted_open_bytes(pids: list[int]) -> int:
+    """What the files the processes ``pids`` hold open after they were deleted take on disk, each file once: no
+    directory lists them any more, yet they take their space until the last descriptor closes. Files in memory
+    (``memfd``, shared memory) are the memory limit's."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for pid in pids:
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in descriptors:
+            path = f"/proc/{pid}/fd/{fd}"
+            try:
+                target = os.readlink(path)
+                if not target.endswith(" (deleted)") or target.startswith(("/memfd:", "/dev/shm/")):
+                    continue
+                info = os.stat(path)
+            except OSError:
+                continue
+            key = (info.st_dev, info.st_ino)
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 0 and key not in seen:
+                seen.add(key)
+                total += info.st_blocks * 512
+    return total
+
+
 class _Watched:
+    """One watched task: its directories, its limit, and its own thread of the watch."""
+
     def __init__(
-        self, root: Path, limit: int, agent_uid: int | None, exceeded: Callable[[int], None], also: tuple[Path, ...]
+        self,
+        root: Path,
+        limit: int,
+        agent_uid: int | None,
+        exceeded: Callable[[int], None],
+        also: tuple[Path, ...],
+        held: Callable[[], int] | None,
     ) -> None:
         self.root, self.limit, self.agent_uid, self.exceeded, self.also = root, limit, agent_uid, exceeded, also
+        self.held = held
         self.used = 0
         self.stopped = False
+        self.unwatched = threading.Event()
+
+    def measure(self) -> int:
+        used = sum(_usage(root, self.agent_uid) for root in (self.root, *self.also))
+        if self.held is not None:
+            try:
+                used += self.held()
+            except Exception:  # the task's processes may be going meanwhile
+                log.debug("cannot count the deleted files %s holds open", self.root, exc_info=True)
+        return used
+
+
+def _usage(path: Path, agent_uid: int | None) -> int:
+    """``disk_usage`` of a directory, or a single file's blocks (a file the engine binds into a container)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return 0
+    return disk_usage(path, agent_uid) if stat.S_ISDIR(info.st_mode) else max(info.st_blocks * 512, _BLOCK)
 
 
 class DiskWatch:
-    """One thread of the harness that measures every watched task directory in turn, and calls back (once)
-    when one holds more than its limit. It looks every ``interval`` seconds, or, when a look takes longer
-    than a tenth of that, after ten times as long as the look took: watching costs at most a tenth of a core."""
+    """Watches task directories: one thread per watched task ("super-bench-disk-watch", ended when the task is
+    unwatched), which measures it and calls back (once) when it holds more than its limit. A task is looked at
+    every ``interval`` seconds, or, when a look takes longer than a tenth of that, after ten times as long as
+    the look took: watching a task costs at most a tenth of a core, and a task whose tree is slow to walk
+    (hundreds of thousands of hard links) delays only its own look, never another task's."""
 
     def __init__(self, interval: float = 2.0) -> None:
         self.interval = interval
         self._lock = threading.Lock()
         self._watched: list[_Watched] = []
-        self._thread: threading.Thread | None = None
 
     def watch(
         self,
@@ -195,35 +251,35 @@ class DiskWatch:
         agent_uid: int | None,
         exceeded: Callable[[int], None],
         also: tuple[Path, ...] = (),
+        held: Callable[[], int] | None = None,
     ) -> Callable[[], int]:
-        """Watch ``root`` (and the directories ``also``, counted with it: a container's own layer); returns what
-        they held at the last look. ``exceeded`` gets the bytes found."""
-        watched = _Watched(root, limit, agent_uid, exceeded, also)
+        """Watch ``root`` (and the directories or files ``also``, counted with it: a container's own layer and the
+        files its engine binds into it; and ``held``: the bytes of deleted files its processes keep open);
+        returns what they held at the last look. ``exceeded`` gets the bytes found."""
+        watched = _Watched(root, limit, agent_uid, exceeded, also, held)
         with self._lock:
             self._watched.append(watched)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="super-bench-disk-watch", daemon=True)
-                self._thread.start()
+        threading.Thread(target=self._run, args=(watched,), name="super-bench-disk-watch", daemon=True).start()
         return lambda: watched.used
 
     def unwatch(self, root: Path) -> None:
         with self._lock:
+            gone = [w for w in self._watched if w.root == root]
             self._watched = [w for w in self._watched if w.root != root]
+        for watched in gone:
+            watched.unwatched.set()
 
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                watched = list(self._watched)
+    def _run(self, w: _Watched) -> None:
+        while not w.unwatched.is_set():
             start = time.monotonic()
-            for w in watched:
-                w.used = sum(disk_usage(root, w.agent_uid) for root in (w.root, *w.also))
-                if w.used > w.limit and not w.stopped:
-                    w.stopped = True
-                    try:
-                        w.exceeded(w.used)
-                    except Exception:  # the sandbox may be stopping meanwhile
-                        log.warning("stopping the task in %s after its disk limit failed", w.root, exc_info=True)
-            time.sleep(max(self.interval, 10 * (time.monotonic() - start)))
+            w.used = w.measure()
+            if w.used > w.limit and not w.stopped and not w.unwatched.is_set():
+                w.stopped = True
+                try:
+                    w.exceeded(w.used)
+                except Exception:  # the sandbox may be stopping meanwhile
+                    log.warning("stopping the task in %s after its disk limit failed", w.root, exc_info=True)
+            w.unwatched.wait(max(self.interval, 10 * (time.monotonic() - start)))
 
 
 WATCH = DiskWatch()

@@ -19,9 +19,11 @@ rule: a task names a project and nothing else.
 - Installs that link: where agent code runs as a user of its own and the task directory is on the store's
   file system, pip inside the task asks ``/TOKEN/link/SHA256`` for hard links to a wheel's unpacked files,
   read-only, instead of writing copies (``data/pip_links.py``).
-- A sandbox without a network (docker's, with ``--network off``) reaches the proxy through a unix socket,
-  opened on first use in a directory of its own (readable by all, as loopback is reachable by all) and
-  bound into the container: the same handler, the same tokens, the same rules.
+- Each task has listeners of its own (``connections``): a loopback port, and for a sandbox without a network
+  (docker's, with ``--network off``) a unix socket, opened on first use in a directory of its own (readable by
+  all, as loopback is reachable by all) and bound into the container: the same handler, the same rules. A
+  listener answers only its own task's token; its connections are capped, time out when idle, and are
+  closed with it when the task ends.
 """
 
 from __future__ import annotations
@@ -32,23 +34,19 @@ import json
 import logging
 import re
 import secrets
-import socketserver
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from super_bench.errors import PackageRequestRefused, SandboxError
-from super_bench.sandbox.lifetime import supervisor
-from super_bench.sandbox.lifetime.scratch import short_temp_base
+from super_bench.sandbox.packages.connections import ConnectionHub, TrackedHandler
 from super_bench.sandbox.packages.index_pages import JSON_TYPE, IndexFile, parse_page, render_page
 from super_bench.sandbox.packages.sources import (
     Index,
@@ -59,13 +57,14 @@ from super_bench.sandbox.packages.sources import (
     read_bounded,
     request_for,
 )
-from super_bench.sandbox.packages.store import PackageStore
+from super_bench.sandbox.packages.store import Budget, PackageStore
 
 log = logging.getLogger(__name__)
 
 PYPI = "https://pypi.org/simple"
 PAGE_SECONDS = 60.0
 KEEP_WAITING_SECONDS = 2.0  # between interim answers to a pip that waits for a file being fetched
+LOGGED = 500  # characters of a refusal logged: what a task sent is in it, and a task can send many
 _CREDENTIALS = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
 
 
@@ -94,6 +93,7 @@ class _Task:
     links: LinkTarget | None
     uploaded_before: datetime | None = None
     files: dict[str, _Listed] = field(default_factory=dict)  # sha256 (or refused/N) -> the file
+    budget: Budget = field(default_factory=lambda: Budget(None))
 
     @functools.cached_property
     def upstreams(self) -> tuple[str, ...]:
@@ -110,46 +110,46 @@ class PackageProxy:
         self._lock = threading.Lock()
         self._tasks: dict[str, _Task] = {}
         self._pages: dict[tuple[str, str], tuple[float, list[IndexFile] | None]] = {}
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="super-bench-package-cache", daemon=True).start()
-        self._unix: Path | None = None
+        self._ports: dict[str, int] = {}
+        self._hub = ConnectionHub(_handler(self))
 
-    @property
-    def address(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def unix_socket(self) -> Path:
-        """The proxy's unix socket (opened on first use), for sandboxes that reach no loopback port of the host."""
+    def address(self, token: str) -> str:
+        """Where the task ``token`` reaches the proxy on loopback (a port of its own)."""
         with self._lock:
-            if self._unix is None:
-                directory = Path(tempfile.mkdtemp(prefix="sbp-", dir=short_temp_base()))
-                supervisor.register("dir", str(directory))  # removed with the harness, as a run's scratch is
-                directory.chmod(0o755)
-                path = directory / "proxy.sock"
-                server = _UnixServer(str(path), _handler(self))
-                path.chmod(0o666)  # whoever a container's root is on the host; the tokens guard each task's address
-                threading.Thread(target=server.serve_forever, name="super-bench-package-socket", daemon=True).start()
-                self._unix = path
-            return self._unix
+            return f"http://127.0.0.1:{self._ports[token]}"
+
+    def unix_socket(self, token: str) -> Path:
+        """The task's unix socket (opened on first use), for sandboxes that reach no loopback port of the host."""
+        return self._hub.unix_socket(token)
+
+    def open_connections(self, token: str) -> int:
+        """How many connections the task ``token`` holds open now."""
+        return self._hub.open_connections(token)
 
     def register(
         self,
         upstreams: tuple[str, ...] | Callable[[], tuple[str, ...]],
         links: LinkTarget | None,
         uploaded_before: datetime | None = None,
+        download_bytes: int | None = None,
     ) -> str:
         """A task's token; ``upstreams``: its indexes, or what finds them when the task first asks;
-        ``uploaded_before``: the moment (``--packages-as-of``) its files must have been uploaded before."""
+        ``uploaded_before``: the moment (``--packages-as-of``) its files must have been uploaded before;
+        ``download_bytes``: how much it may make the store fetch (None: only the store's own bound)."""
         token = secrets.token_hex(16)
+        port = self._hub.open_task(token)
         with self._lock:
-            self._tasks[token] = _Task(upstreams, links, uploaded_before)
+            self._tasks[token] = _Task(upstreams, links, uploaded_before, budget=Budget(download_bytes))
+            self._ports[token] = port
         return token
 
     def unregister(self, token: str) -> None:
-        """The task is gone: its address answers no more, and downloads only it waited for stop."""
+        """The task is gone: its address answers no more, its connections are closed, and downloads only it
+        waited for stop."""
         with self._lock:
             self._tasks.pop(token, None)
+            self._ports.pop(token, None)
+        self._hub.close_task(token)
         self.store.release(token)
 
     def task(self, token: str) -> _Task | None:
@@ -223,6 +223,13 @@ class PackageProxy:
                 served.append(dataclasses.replace(f, url=f"/{token}/files/{f.sha256}/{f.filename}"))
         return render_page(project, served)
 
+    def budget(self, token: str) -> Budget:
+        """What the task ``token`` may still make the store fetch (``PackageRequestRefused`` for no task)."""
+        task = self.task(token)
+        if task is None:
+            raise PackageRequestRefused(404, "not a task of this proxy")
+        return task.budget
+
     def listed(self, token: str, key: str) -> _Listed:
         """A file the task's pages listed, or ``PackageRequestRefused``."""
         task = self.task(token)
@@ -234,17 +241,19 @@ class PackageProxy:
         return listed
 
 
-def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
+def _handler(proxy: PackageProxy) -> type[TrackedHandler]:
     stall = proxy.store.limits.stall_seconds
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(TrackedHandler):
         protocol_version = "HTTP/1.1"  # interim answers (100 Continue) are HTTP/1.1's
 
         def log_message(self, *args: Any) -> None:
             pass
 
         def _parts(self) -> list[str]:
-            return [p for p in self.path.split("?", 1)[0].split("/") if p]
+            parts = [p for p in self.path.split("?", 1)[0].split("/") if p]
+            # A listener serves its own task alone: another task's token on it is a token no task holds here.
+            return parts if parts and parts[0] == getattr(self.server, "token", None) else ["-"]
 
         def _send(self, status: int, body: bytes, kind: str = "text/plain") -> None:
             self.send_response(status)
@@ -267,7 +276,7 @@ def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
                 else:
                     self._send(404, b"not found")
             except PackageRequestRefused as e:
-                log.warning("package cache: %s", e)
+                log.warning("package cache: %s", str(e)[:LOGGED])
                 self._send(e.status, f"{e}\n".encode())
             except (ConnectionError, TimeoutError):
                 pass  # pip went away
@@ -275,7 +284,7 @@ def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
         def _file(self, token: str, key: str) -> None:
             listed = proxy.listed(token, key)
             source = functools.partial(open_source, listed.request, listed.index, stall)
-            download = proxy.store.fetch(key, source, listed.size, token)
+            download = proxy.store.fetch(key, source, listed.size, token, proxy.budget(token))
             while download is not None and not download.wait(KEEP_WAITING_SECONDS):
                 self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # pip reads on, and waits for the answer
                 self.wfile.flush()
@@ -291,7 +300,7 @@ def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
                 for chunk in chunks:
                     self.wfile.write(chunk)
             except SandboxError as e:  # the stored file changed on disk: the answer ends short, pip refuses it
-                log.warning("package cache: %s", e)
+                log.warning("package cache: %s", str(e)[:LOGGED])
                 self.close_connection = True
 
         def do_POST(self) -> None:
@@ -313,10 +322,6 @@ def _handler(proxy: PackageProxy) -> type[BaseHTTPRequestHandler]:
             self._send(200, json.dumps({"path": f"{links.inside}/{name}"}).encode(), "application/json")
 
     return Handler
-
-
-class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
 
 
 _proxies: dict[Path, PackageProxy] = {}

@@ -37,11 +37,17 @@ from super_bench.sandbox.packages.index_pages import ACCEPT
 _NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
+# The most of a name a task sent that a refusal repeats.
+SHOWN_NAME = 100
+
+
 def project_name(raw: str) -> str:
     """The normalized name (PEP 503) of the project a task asked for, or ``PackageRequestRefused`` (400)."""
     decoded = unquote(raw)
     if len(decoded) > 200 or not _NAME.fullmatch(decoded):
-        raise PackageRequestRefused(400, f"not a project name: {raw!r} (letters, digits and -_. only)")
+        # The name is the task's: what is said of it (answered, and logged by the harness) is cut short.
+        shown = repr(raw[:SHOWN_NAME]) + (f" (cut: {len(raw):,} characters)" if len(raw) > SHOWN_NAME else "")
+        raise PackageRequestRefused(400, f"not a project name: {shown} (letters, digits and -_. only)")
     return re.sub(r"[-_.]+", "-", decoded).lower()
 
 
@@ -51,6 +57,9 @@ class Limits:
 
     page_bytes: int = 64 << 20
     file_bytes: int = 16 << 30
+    # The store as a whole: past this, the files used longest ago are removed (with what was unpacked of them)
+    # once a new file is in. Room for SUPER's heaviest environments (torch with CUDA is about 5 GB of wheels).
+    store_bytes: int = 32 << 30
     stall_seconds: float = 60.0  # no byte for this long ends a transfer
     file_seconds: float = 3600.0  # a whole file
 

@@ -10,6 +10,7 @@ download, which stops, bounded in size and time, when the last of them is gone.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -30,11 +31,42 @@ from super_bench.sandbox.packages.sources import Limits, Response, read_bounded
 CHUNK = 1 << 20
 
 
-class Download:
-    """One file being fetched into the store for the tasks in ``wanted``."""
+class Budget:
+    """The bytes one task may still make the store download (``None``: no bound of its own; the store's total
+    bound still holds). Shared downloads are charged to the task that started them."""
 
-    def __init__(self, temporary: Path, wanted: str) -> None:
+    def __init__(self, total: int | None) -> None:
+        self.total = total
+        self.spent = 0
+        self._lock = threading.Lock()
+
+    def check(self, size: int | None) -> None:
+        """Refuse a file whose published ``size`` would pass what is left, before any of it is fetched."""
+        with self._lock:
+            if self.total is not None and size is not None and self.spent + size > self.total:
+                raise self._spent(size)
+
+    def charge(self, count: int) -> None:
+        with self._lock:
+            self.spent += count
+            if self.total is not None and self.spent > self.total:
+                raise self._spent(None)
+
+    def _spent(self, size: int | None) -> PackageRequestRefused:
+        asked = f" (this file: {size:,} bytes)" if size is not None else ""
+        return PackageRequestRefused(
+            507,
+            f"the task's download budget is spent: {self.spent:,} of {self.total:,} bytes fetched into the package "
+            f"cache{asked}; the budget is twice the task's disk limit",
+        )
+
+
+class Download:
+    """One file being fetched into the store for the tasks in ``wanted``, charged to ``budget``."""
+
+    def __init__(self, temporary: Path, wanted: str, budget: Budget | None = None) -> None:
         self.temporary = temporary
+        self.budget = budget
         self.wanted = {wanted}
         self.cancelled = False
         self.finished = False
@@ -56,6 +88,7 @@ class PackageStore:
         self._lock = threading.Lock()
         self._downloads: dict[str, Download] = {}
         self._unpacking: dict[str, threading.Lock] = {}
+        self._evicting = threading.Lock()
         for part in ("files", "unpacked", "tmp"):
             (directory / part).mkdir(parents=True, exist_ok=True)
         directory.chmod(0o755)
@@ -63,9 +96,12 @@ class PackageStore:
     def path(self, sha256: str) -> Path:
         return self.directory / "files" / sha256[:2] / sha256
 
-    def fetch(self, sha256: str, source: Callable[[], Response], size: int | None, wanted: str) -> Download | None:
+    def fetch(
+        self, sha256: str, source: Callable[[], Response], size: int | None, wanted: str, budget: Budget | None = None
+    ) -> Download | None:
         """Fetch the file into the store for the task ``wanted`` (None: it is there already). ``source`` opens
-        it upstream; ``size``: the size its index published, if any, which it must not pass."""
+        it upstream; ``size``: the size its index published, if any, which it must not pass; ``budget``: the
+        task's, charged with every byte fetched (a file published larger than what is left is refused first)."""
         with self._lock:
             if self.path(sha256).is_file():
                 return None
@@ -73,9 +109,11 @@ class PackageStore:
             if download is not None:
                 download.wanted.add(wanted)
                 return download
+            if budget is not None:
+                budget.check(size)
             fd, name = tempfile.mkstemp(prefix=f"{sha256[:16]}-", dir=self.directory / "tmp")
             os.close(fd)
-            download = self._downloads[sha256] = Download(Path(name), wanted)
+            download = self._downloads[sha256] = Download(Path(name), wanted, budget)
         threading.Thread(target=self._download, args=(sha256, source, size, download), daemon=True).start()
         return download
 
@@ -98,6 +136,8 @@ class PackageStore:
                 raise PackageRequestRefused(410, "no task waits for the file any more: its download stopped")
             if time.monotonic() > deadline:
                 raise PackageRequestRefused(504, f"the file took longer than {self.limits.file_seconds:.0f} s")
+            if download.budget is not None:
+                download.budget.charge(len(block))
             digest.update(block)
             out.write(block)
 
@@ -112,6 +152,7 @@ class PackageStore:
             target.parent.mkdir(exist_ok=True)
             os.chmod(download.temporary, 0o644)
             os.replace(download.temporary, target)
+            self.evict(keep=sha256)
         except PackageRequestRefused as e:
             download.error = e
         except (OSError, ValueError) as e:  # urllib's errors are OSErrors
@@ -125,12 +166,42 @@ class PackageStore:
                 download.finished = True
                 download.changed.notify_all()
 
+    def evict(self, keep: str | None = None) -> list[str]:
+        """Remove the files used longest ago (and their unpacked wheels) until the store holds at most
+        ``limits.store_bytes``; ``keep``: a file just fetched, never removed. Returns the removed files' hashes.
+        A file being served stays readable to its reader (an open file outlives its name); links tasks hold
+        to unpacked files are their own."""
+        with self._evicting:
+            entries, total = [], 0
+            for folder in (self.directory / "files").iterdir():
+                if not folder.is_dir() or folder.is_symlink():
+                    continue
+                for entry in os.scandir(folder):
+                    info = entry.stat(follow_symlinks=False)
+                    size = info.st_blocks * 512 + _tree_bytes(self.directory / "unpacked" / entry.name)
+                    entries.append((info.st_mtime, entry.name, size))
+                    total += size
+            removed = []
+            for _, sha256, size in sorted(entries):
+                if total <= self.limits.store_bytes:
+                    break
+                if sha256 == keep:
+                    continue
+                self.path(sha256).unlink(missing_ok=True)
+                shutil.rmtree(self.directory / "unpacked" / sha256, ignore_errors=True)
+                total -= size
+                removed.append(sha256)
+            return removed
+
     def stored(self, sha256: str) -> Iterator[bytes]:
         """A stored file's bytes, checked against its hash as they go: a file found changed (on a disk that
-        failed, say) is removed, so that the next request fetches it again."""
+        failed, say) is removed, so that the next request fetches it again. Serving it marks it used (its
+        modification time), which orders eviction."""
         path = self.path(sha256)
         digest = hashlib.sha256()
         with open(path, "rb") as f:
+            with contextlib.suppress(OSError):
+                os.utime(f.fileno())
             while data := f.read(CHUNK):
                 digest.update(data)
                 yield data
@@ -210,6 +281,16 @@ class PackageStore:
         finally:
             os.close(fd)
         return name
+
+
+def _tree_bytes(path: Path) -> int:
+    """What a folder's files take on disk (0 where there is none)."""
+    total = 0
+    for dirpath, _, filenames in os.walk(path):
+        for name in filenames:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+    return total
 
 
 def linkable(record_path: str) -> bool:

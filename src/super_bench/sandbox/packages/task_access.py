@@ -94,7 +94,6 @@ class PackageSession:
         agent code reaches the proxy, where not at its loopback port."""
         directory = package_cache_dir(config)
         self.proxy = proxy_for(directory)
-        self.address = address or self.proxy.address
         self._fd: int | None = None
         links = None
         # Links are safe only where agent code cannot write the cache's files (another user's, read-only),
@@ -109,7 +108,15 @@ class PackageSession:
             self._fd = os.open(python_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             links = LinkTarget(self._fd, owner, inside)
         self.links = links is not None
-        self.token = self.proxy.register(upstreams(config), links, upload_cutoff(config))
+        # What the task makes the harness download is charged to its disk: twice its limit, room for pip to
+        # fetch a candidate it then sets aside.
+        budget = 2 * config.disk_limit if config.disk_limit is not None else None
+        self.token = self.proxy.register(upstreams(config), links, upload_cutoff(config), budget)
+        self.address = address or self.proxy.address(self.token)
+
+    def unix_socket(self) -> Path:
+        """The task's own unix socket at the proxy (for a sandbox that reaches no loopback port of the host)."""
+        return self.proxy.unix_socket(self.token)
 
     def environ(self, env: dict[str, str]) -> None:
         """Point agent code's pip at the cache, as its one index, in ``env`` (the task's variables)."""
