@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Literal, NamedTuple
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
 from super_bench._names import DiskEnforcement, MemoryEnforcement, PackageCacheMode
 from super_bench._pydantic import Model
@@ -89,6 +89,19 @@ def parse_size(value: str | int) -> int:
     return int(float(number) * 1024 ** "bkmgt".index(unit.lower() or "b"))
 
 
+def human_size(size: int) -> str:
+    """``size`` bytes as people write it, in powers of 1024: ``10 B``, ``64 MiB``, ``1.5 GiB``."""
+    for power, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB")):
+        if size >= 1024**power:
+            value = size / 1024**power
+            return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
+    return f"{size} B"
+
+
+# The least disk a task directory may have: room for a kernel's files and a small repository.
+MIN_DISK_LIMIT = 16 << 20
+
+
 class SandboxConfig(Model):
     """How task sandboxes are made. One config serves every task of a run."""
 
@@ -102,7 +115,7 @@ class SandboxConfig(Model):
     )
     network: bool = Field(True, description="Agent code may use the network (bwrap and docker can cut it)")
     memory_limit: int | None = Field(
-        None, gt=0, description="Bytes of memory the task may use, shared memory included (see memory_enforcement)"
+        None, description="Bytes of memory the task may use, shared memory included (see memory_enforcement)"
     )
     memory_enforcement: MemoryEnforcement = Field(
         "auto",
@@ -112,9 +125,9 @@ class SandboxConfig(Model):
     max_processes: int | None = Field(
         1024, gt=0, description="Processes and threads the task may run at once (bwrap, docker)"
     )
-    max_file_size: int | None = Field(None, gt=0, description="Largest file the task may write, in bytes")
+    max_file_size: int | None = Field(None, description="Largest file the task may write, in bytes")
     disk_limit: int | None = Field(
-        None, ge=16 << 20, description="Bytes of disk the task directory may take (local, bwrap; see disk_enforcement)"
+        None, description="Bytes of disk the task directory may take (local, bwrap; see disk_enforcement)"
     )
     disk_enforcement: DiskEnforcement = Field(
         "auto",
@@ -168,6 +181,18 @@ class SandboxConfig(Model):
     @classmethod
     def _size(cls, value: Any) -> Any:
         return parse_size(value) if isinstance(value, str) else value
+
+    @field_validator("memory_limit", "max_file_size", "disk_limit")
+    @classmethod
+    def _at_least(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # Said in sizes people write, not as pydantic's bound in bytes.
+        least = MIN_DISK_LIMIT if info.field_name == "disk_limit" else 1
+        if value is not None and value < least:
+            raise ValueError(
+                f"{human_size(value) if value > 0 else value} is below the least allowed, {human_size(least)} "
+                "(write it like 8g or 512m)"
+            )
+        return value
 
 
 class SandboxDescription(Model):

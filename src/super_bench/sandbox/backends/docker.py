@@ -60,7 +60,7 @@ from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
 from super_bench.sandbox.limits.disk import WATCH
-from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
+from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of, check_kernel_memory
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
 from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, cache_record
 
@@ -120,6 +120,7 @@ class DockerSandbox(Sandbox):
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
+        check_kernel_memory(config.memory_limit, "container", cls.name)
         check_disk_limit(config, *cls.engine_for(config))
 
     @classmethod

@@ -51,7 +51,7 @@ from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
 from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, disk_mechanism
 from super_bench.sandbox.limits.disk import describe as describe_disk
-from super_bench.sandbox.limits.memory import MemoryCgroup, memory_mechanism
+from super_bench.sandbox.limits.memory import MemoryCgroup, check_kernel_memory, memory_mechanism
 from super_bench.sandbox.limits.memory import describe as describe_memory
 from super_bench.sandbox.mirrors.serving import check_task_pip, mirror_environ
 from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, cache_record
@@ -80,7 +80,7 @@ class HostSandbox(Sandbox):
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
         if config.memory_limit is not None:
-            memory_mechanism(config.memory_enforcement)
+            check_kernel_memory(config.memory_limit, memory_mechanism(config.memory_enforcement), cls.name)
         if config.disk_limit is not None:
             disk_mechanism(config.disk_enforcement)
 
