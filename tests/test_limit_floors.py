@@ -14,9 +14,10 @@ from tests.helpers import cli, make_task
 from tests.sandboxes import backend_settings
 
 from super_bench import EnvConfig, Environment, SandboxConfig
+from super_bench._sizes import human_size, parse_size
 from super_bench.errors import ConfigError
 from super_bench.sandbox import check_backend
-from super_bench.sandbox.base import MIN_DISK_LIMIT, human_size, parse_size
+from super_bench.sandbox.base import MIN_DISK_LIMIT
 from super_bench.sandbox.limits.memory import KERNEL_MEMORY, memory_mechanism
 
 

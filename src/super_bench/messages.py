@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import signal
 
+from super_bench._sizes import human_size
+
 NOTE = "[super-bench]"
 
 
 def _gib(size: int | None) -> str:
-    return f"{(size or 0) / 2**30:.3g} GiB"
+    return human_size(size or 0)
 
 
 # -- cells that run on ---------------------------------------------------------------------------------

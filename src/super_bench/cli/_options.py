@@ -197,7 +197,7 @@ def budget_options(function: F) -> F:
 
 def _size(ctx: click.Context, param: click.Parameter, value: str | int | None) -> int | None:
     """A size such as ``8g``, ``512m`` or a number of bytes, in bytes."""
-    from super_bench.sandbox.base import parse_size
+    from super_bench._sizes import parse_size
 
     try:
         return None if value is None else parse_size(str(value))

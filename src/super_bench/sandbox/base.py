@@ -29,6 +29,7 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
 from super_bench._names import DiskEnforcement, MemoryEnforcement, PackageCacheMode
 from super_bench._pydantic import Model
+from super_bench._sizes import human_size, parse_size
 from super_bench.errors import KernelError, SandboxError
 from super_bench.sandbox.kernel.runtime_dir import KernelFiles, KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
@@ -75,29 +76,6 @@ _USER_CONFIG = {
     "CONTAINER_HOST",
 }
 _USER_CONFIG_PREFIXES = ("CONDA_", "GIT_CONFIG", "DOCKER_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_", "PIP_", "UV_")
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", re.IGNORECASE)
-
-
-def parse_size(value: str | int) -> int:
-    """Bytes from ``8g``, ``512m``, ``1.5G``, ``100k`` (powers of 1024) or a plain number of bytes."""
-    if isinstance(value, int):
-        return value
-    match = _SIZE.fullmatch(value.strip())
-    if match is None:
-        raise ValueError(f"not a size: {value!r} (write it like 8g, 512m or 1048576)")
-    number, unit = match.groups()
-    return int(float(number) * 1024 ** "bkmgt".index(unit.lower() or "b"))
-
-
-def human_size(size: int) -> str:
-    """``size`` bytes as people write it, in powers of 1024: ``10 B``, ``64 MiB``, ``1.5 GiB``."""
-    for power, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB")):
-        if size >= 1024**power:
-            value = size / 1024**power
-            return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
-    return f"{size} B"
-
-
 # The least disk a task directory may have: room for a kernel's files and a small repository.
 MIN_DISK_LIMIT = 16 << 20
 

@@ -24,6 +24,7 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
+from super_bench._sizes import human_size
 from super_bench.errors import ConfigError, SandboxError
 from super_bench.sandbox.lifetime.programs import program
 from super_bench.sandbox.lifetime.reaper import kill_cgroup
@@ -136,8 +137,6 @@ KERNEL_MEMORY: dict[str, int] = {
 
 def check_kernel_memory(limit: int | None, mechanism: str, backend: str) -> None:
     """Refuse, before anything starts, a memory limit under which no kernel could start."""
-    from super_bench.sandbox.base import human_size
-
     need = KERNEL_MEMORY[mechanism]
     if limit is not None and limit < need:
         how = "per process (address-space)" if mechanism == "address-space" else "by a memory cgroup"
