@@ -73,3 +73,7 @@ def play_command(
         sys.exit(130)
     print_summary(outcome.results, outcome.summary, title=f"You on {task.task_id}")
     console.print(f"Run directory: {outcome.run_dir.path}")
+    if any(result.stop_reason == "cancelled" for result in outcome.results):
+        # Quit by Ctrl-C: the episode is kept and scored, and a script that ran `play` learns it was stopped.
+        err_console.print("stopped by Ctrl-C without a submission: the episode above is saved and scored as it was")
+        sys.exit(130)

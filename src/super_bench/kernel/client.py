@@ -11,6 +11,7 @@ import ast
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from queue import Empty
 from typing import Any, Literal, NoReturn
@@ -68,6 +69,12 @@ class _RunningCell:
     figures: list[Figure] = field(default_factory=list)
     figure_chars: int = 0
     figures_dropped: int = 0  # base64 characters of images not kept
+    echo: Callable[[str], None] | None = None  # shown each piece of output as it arrives (play's terminal)
+
+    def add(self, text: str) -> None:
+        self.buffer.append(text)
+        if self.echo is not None:
+            self.echo(text)
 
     def keep_figure(self, data: dict[str, Any]) -> None:
         """Keep the image of a display output, if it has one that fits; else say in the text why not."""
@@ -141,6 +148,9 @@ class NotebookKernel:
         self._process: KernelProcess | None = None
         self._client: BlockingKernelClient | None = None
         self._cell: _RunningCell | None = None
+        # Called with each piece of a cell's output as the kernel sends it (streams, displays, errors), in
+        # the thread that runs or waits for the cell: a terminal shows a long cell's progress as Jupyter does.
+        self.on_output: Callable[[str], None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -291,6 +301,7 @@ class NotebookKernel:
         cell = self._cell
         client = self._require_client()
         assert cell is not None
+        cell.echo = self.on_output
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -318,7 +329,7 @@ class NotebookKernel:
         if msg_type == "stream":
             text = content.get("text")
             if isinstance(text, str):
-                cell.buffer.append(text)
+                cell.add(text)
         elif msg_type in ("execute_result", "display_data"):
             data = content.get("data")
             data = data if isinstance(data, dict) else {}
@@ -327,13 +338,13 @@ class NotebookKernel:
                 kinds = ", ".join(sorted(map(str, data))) or "empty"
                 text = f"<display output: {kinds}>"
             # The text first: a figure's is `<Figure size 640x480 with 1 Axes>`, as a notebook shows it.
-            cell.buffer.append(text if text.endswith("\n") else text + "\n")
+            cell.add(text if text.endswith("\n") else text + "\n")
             cell.keep_figure(data)
         elif msg_type == "error":
             cell.error_name = str(content.get("ename") or "Error")
             traceback = content.get("traceback")
             lines = traceback if isinstance(traceback, list) else []
-            cell.buffer.append("\n".join(map(str, lines)) + "\n")
+            cell.add("\n".join(map(str, lines)) + "\n")
         elif msg_type == "status":
             return bool(content.get("execution_state") == "idle")
         return False
