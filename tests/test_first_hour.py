@@ -85,6 +85,9 @@ def quick_start(home: Home, result: subprocess.CompletedProcess[str]) -> None:
     assert any(re.match(r"│ mean +│.*1\.00", line) for line in lines), result.stdout
     assert any(re.match(r"│ tasks +│.* 9 │.* 7 │", line) for line in lines), result.stdout  # entrypoint: 7 tasks
     run = run_directory(home, result, "expert-gold")
+    # ... and how to look at it, as the last line; the demo needs nothing of SUPER's environment.
+    assert result.stdout.strip().splitlines()[-1] == f"See every step: super-bench view {run.relative_to(home.path)}"
+    assert "WARNING" not in result.stderr, result.stderr
     assert {"run.json", "tasks.jsonl", "results.jsonl", "summary.json"} <= {p.name for p in run.iterdir()}
     for task in load_tasks("demo", "expert"):
         assert (run / "tasks" / task.task_id / "trajectory.json").is_file()
