@@ -251,6 +251,8 @@ def harness_mirrors(git_mirrors: dict[str, Path], **settings: Any) -> SandboxCon
 _SANDBOX_OPTIONS = (
     click.option(
         "--sandbox",
+        "--backend",  # the name `sandbox build` used: accepted, so that one name works on every command
+        "sandbox",
         type=str,
         default=Default(SANDBOX + "backend"),
         show_default=True,

@@ -352,7 +352,7 @@ class Sandbox(ABC):
 
     @classmethod
     def build(cls, request: BuildRequest, echo: Callable[[str], None]) -> BuildReport:
-        """Build, once, what this backend's tasks run in (``super-bench sandbox build --backend NAME``);
+        """Build, once, what this backend's tasks run in (``super-bench sandbox build --sandbox NAME``);
         ``echo`` shows progress. Raises ``SandboxError`` where the build cannot be done."""
         raise SandboxError(f"the {cls.name} sandbox has nothing to build: it runs tasks in what it finds")
 

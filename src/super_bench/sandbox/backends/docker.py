@@ -1,5 +1,5 @@
 """The ``docker`` sandbox: one container per task, from the image ``super-bench sandbox build
---backend docker`` makes (the environment SUPER's tasks were solved in). Docker or Podman.
+--sandbox docker`` makes (the environment SUPER's tasks were solved in). Docker or Podman.
 
 The container lives as long as the task, so what the agent installs (pip, apt) stays across
 kernel restarts and goes with the container. The task directory's parts are mounted as on
@@ -160,7 +160,13 @@ class DockerSandbox(Sandbox):
         if not image_exists(engine, image):
             raise SandboxError(
                 f"the image {image} is not here: "
-                + ("pull or build it" if config.image else "run `super-bench sandbox build --backend docker`")
+                + (
+                    "pull or build it"
+                    if config.image
+                    else "for the bundled demo, build the small kernel image with `super-bench sandbox build "
+                    "--sandbox docker --kernel-only` (about 700 MB); for SUPER's tasks, the full one without "
+                    "--kernel-only (about 8 GB)"
+                )
             )
         if config.ca_bundle is not None and not config.ca_bundle.is_file():
             raise SandboxError(f"--ca-bundle {config.ca_bundle}: no such file")
