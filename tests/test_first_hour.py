@@ -511,6 +511,16 @@ def test_run_directories_are_named_after_what_ran() -> None:
     assert name(model="local/my model:7b") == "expert-gold-my_model_7b"
 
 
+def test_a_clone_holds_no_stray_file_at_its_root() -> None:
+    # What a newcomer sees first: only the project's own files (a test or a command that wrote into the
+    # checkout, an empty `oom` say, would show here once committed).
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout: the files at the root are not listed")
+    top = {name.split("/")[0] for name in listed.stdout.splitlines()}
+    assert top <= {".ci", ".gitignore", "README.md", "benchmarks", "demo", "docs", "pyproject.toml", "src", "tests"}
+
+
 def test_skip_reasons_name_no_path_of_a_machine() -> None:
     # A reason printed by `pytest -rs` must mean the same on every machine: no place of this checkout,
     # its neighbours or this user's home.
