@@ -16,6 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from super_bench.agents.human import _to_terminal
 
 STYLES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -92,3 +96,26 @@ def test_play_streams_a_running_cell_and_a_ctrl_c_quit_fails(tmp_path: Path) -> 
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert row["stop_reason"] == "cancelled"  # kept and scored, not lost
     assert terminal.seen.count("first line\n") == 1  # streamed, not shown a second time when the step ended
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200) | st.sampled_from(["\x1b]0;title\x07", "\x9b2J"]))
+def test_streamed_output_obeys_no_control_but_the_carriage_return(text: str) -> None:
+    written: list[str] = []
+
+    class Terminal:
+        def write(self, part: str) -> None:
+            written.append(part)
+
+        def flush(self) -> None:
+            pass
+
+    real = sys.stdout
+    sys.stdout = Terminal()  # type: ignore[assignment]
+    try:
+        _to_terminal(text)
+    finally:
+        sys.stdout = real
+    shown = "".join(written)
+    assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", shown), repr(shown)
+    if "\x1b" not in text:  # (an escape sequence removed may have held one)
+        assert shown.count("\r") == text.count("\r")  # a progress bar still redraws its line
