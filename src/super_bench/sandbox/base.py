@@ -460,8 +460,7 @@ class Sandbox(ABC):
         if self._disk_passed is not None:
             limit = self.config.disk_limit or 0
             raise SandboxError(
-                f"the task directory held {self._disk_passed / 2**20:,.0f} MiB, past its disk limit of "
-                f"{limit / 2**20:,.0f} MiB"
+                f"the task directory held {human_size(self._disk_passed)}, past its disk limit of {human_size(limit)}"
             )
 
     @property
