@@ -60,10 +60,11 @@ class Terminal:
         return found.end()
 
     def close(self) -> int:
+        """The command's exit status, once it ended and all it showed was read."""
         try:
-            while os.read(self.controller, 65536):
-                pass
-        except OSError:
+            while chunk := os.read(self.controller, 65536):
+                self.seen += STYLES.sub("", chunk.decode(errors="replace")).replace("\r\n", "\n")
+        except OSError:  # the command ended and closed the terminal
             pass
         os.close(self.controller)
         return self.process.wait(timeout=120)
@@ -88,10 +89,10 @@ def test_play_streams_a_running_cell_and_a_ctrl_c_quit_fails(tmp_path: Path) -> 
         terminal.wait_for(r"Ctrl-C again to stop", prompt)
         terminal.type("\x03")
         terminal.wait_for(r"Run directory: ")
-    finally:
-        if terminal.process.poll() is None:
-            terminal.process.kill()
-    assert terminal.close() == 130, terminal.seen
+    except BaseException:
+        terminal.process.kill()
+        raise
+    assert terminal.close() == 130, terminal.seen  # read to its end, then waited for
     assert "stopped by Ctrl-C" in terminal.seen and "Traceback" not in terminal.seen.split("Stopping")[1]
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert row["stop_reason"] == "cancelled"  # kept and scored, not lost
