@@ -77,3 +77,11 @@ def test_a_disk_limit_below_the_least_says_it_in_mib(tmp_path: Path) -> None:
         SandboxConfig(max_file_size=0)
     assert SandboxConfig(disk_limit=MIN_DISK_LIMIT).disk_limit == MIN_DISK_LIMIT
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sandbox_check_says_the_least_memory_limit() -> None:
+    result = cli("sandbox", "check")
+    assert result.returncode == 0, result.stderr
+    shown = " ".join(result.stdout.split())
+    need = human_size(KERNEL_MEMORY[memory_mechanism()])
+    assert f"the least a run accepts: {need}, what a notebook kernel needs" in shown, shown

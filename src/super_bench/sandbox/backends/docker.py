@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from super_bench._sizes import human_size
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_disk import DISK_MECHANISM, check_disk_limit, writable_layer
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
@@ -60,7 +61,7 @@ from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
 from super_bench.sandbox.limits.disk import WATCH
-from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of, check_kernel_memory
+from super_bench.sandbox.limits.memory import KERNEL_MEMORY, CgroupMemory, cgroup_of, check_kernel_memory
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
 from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, cache_record
 
@@ -128,7 +129,8 @@ class DockerSandbox(Sandbox):
         disk = cls.describe(config.model_copy(update={"disk_limit": 1 << 30})).disk_enforcement
         return [
             f"--sandbox docker uses: {describe_engine(config)}",
-            f"--memory-limit in docker: {MEMORY_MECHANISM}",
+            f"--memory-limit in docker: {MEMORY_MECHANISM}; the least a run accepts: "
+            f"{human_size(KERNEL_MEMORY['container'])}, what a notebook kernel needs",
             f"--disk-limit in docker: {disk}",
         ]
 

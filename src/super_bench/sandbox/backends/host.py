@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from super_bench._sizes import human_size
 from super_bench.errors import SandboxError, SuperBenchError
 from super_bench.sandbox.base import (
     BuildReport,
@@ -51,7 +52,7 @@ from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, remove_tree
 from super_bench.sandbox.lifetime.scratch import runtime_tag
 from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, disk_mechanism
 from super_bench.sandbox.limits.disk import describe as describe_disk
-from super_bench.sandbox.limits.memory import MemoryCgroup, check_kernel_memory, memory_mechanism
+from super_bench.sandbox.limits.memory import KERNEL_MEMORY, MemoryCgroup, check_kernel_memory, memory_mechanism
 from super_bench.sandbox.limits.memory import describe as describe_memory
 from super_bench.sandbox.mirrors.serving import check_task_pip, mirror_environ
 from super_bench.sandbox.packages.task_access import PackageSession, cache_applies, cache_record
@@ -87,7 +88,8 @@ class HostSandbox(Sandbox):
     @classmethod
     def check_lines(cls, config: SandboxConfig) -> list[str]:
         return [
-            f"--memory-limit is enforced by: {describe_memory(memory_mechanism())}",
+            f"--memory-limit is enforced by: {describe_memory(memory_mechanism())}; the least a run accepts: "
+            f"{human_size(KERNEL_MEMORY[memory_mechanism()])}, what a notebook kernel needs",
             f"--disk-limit is enforced by: {describe_disk(disk_mechanism())}",
             KERNEL_START,
         ]
