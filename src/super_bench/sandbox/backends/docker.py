@@ -254,7 +254,10 @@ class DockerSandbox(Sandbox):
 
     def _start_container(self) -> None:
         """The container (with the package cache's forwarder) and its disk watch."""
-        proc = subprocess.run(self._run_command(), capture_output=True, text=True, timeout=300)
+        # The engine runs in the task's own directory (not shown to the container): what its monitor writes
+        # there (conmon writes an empty `oom` file into its working directory when the container's memory
+        # runs out) goes when the task's directory does, not into the directory the harness was started in.
+        proc = subprocess.run(self._run_command(), capture_output=True, text=True, timeout=300, cwd=self.root)
         if proc.returncode != 0:
             raise SandboxError(f"cannot start the container: {proc.stderr.strip() or proc.stdout.strip()}")
         limit = self.config.disk_limit
@@ -395,7 +398,7 @@ class DockerSandbox(Sandbox):
     ) -> subprocess.CompletedProcess[bytes]:
         stdin = ["-i"] if data is not None else []
         args = [*self.engine.command, "exec", *stdin, "-w", "/content", self.container, *command]
-        return subprocess.run(args, input=data, capture_output=True, timeout=timeout)
+        return subprocess.run(args, input=data, capture_output=True, timeout=timeout, cwd=self.root)
 
     # -- kernel --------------------------------------------------------------------------------
     def launch_kernel(self, extra_args: list[str], timeout: float) -> KernelLaunch:
@@ -417,6 +420,7 @@ class DockerSandbox(Sandbox):
             stdout=files.log_fd,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            cwd=self.root,  # as for the container's start
         )
         # The pid file is the agent's to change: the kill it names runs inside the container, never here.
         stop = [*exec_, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
