@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from tests.flaky_sandbox import FlakySandbox
 from tests.helpers import make_task
+from tests.shared_runs import SharedRuns, session_root
 
 from super_bench import EnvConfig, Environment, SandboxConfig
 from super_bench.sandbox import SANDBOXES
@@ -70,6 +71,13 @@ def offline() -> list[str]:
     if prefix is None:
         pytest.skip("cannot create a network namespace here (unshare unavailable or not permitted)")
     return prefix
+
+
+@pytest.fixture(scope="session")
+def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> SharedRuns:
+    """The README's long commands, each run once per session (offline where this machine allows it),
+    shared read-only by the modules that check them (tests/shared_runs.py)."""
+    return SharedRuns(session_root(tmp_path_factory), _offline_prefix() or [])
 
 
 # Variables that could lead a test to a real model provider: its keys, endpoints and credentials.

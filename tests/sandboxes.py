@@ -21,7 +21,7 @@ import pytest
 from super_bench.errors import SandboxError
 from super_bench.sandbox import SANDBOXES, SandboxConfig
 
-# The docker backend is tested with this image (default: the one `sandbox build --backend docker` makes).
+# The docker backend is tested with this image (default: the one `sandbox build --sandbox docker` makes).
 TEST_IMAGE = os.environ.get("SUPER_BENCH_TEST_IMAGE")
 BACKENDS = ["local", "bwrap", "docker"]
 # Backends that must run (CI sets this): their tests fail rather than skip where they cannot.

@@ -66,7 +66,7 @@ def test_writes_past_a_disk_limit_fail_and_the_host_holds_no_more(
     env.reset(make_task())
     step = env.step({"type": "execute", "content": ATTACKS[attack]})
     assert "No space left on device" in step.raw_output, step.raw_output
-    assert "The task's disk limit (0.0625 GiB) is reached" in step.observation
+    assert "The task's disk limit (64 MiB) is reached" in step.observation
     (image,) = tmp_sandbox_root.rglob("*.img")
     assert image.stat().st_blocks * 512 <= LIMIT  # all the task takes of the host's disk
     # The episode goes on: once the agent frees space, writing works again.
@@ -131,7 +131,7 @@ def test_a_task_past_its_watched_disk_limit_is_stopped_as_its_own_failure(
     assert (result.status, result.stop_reason) == ("completed", "max_disk")
     assert result.n_steps == 1 and outcome.summary.stop_reasons == {"max_disk": 1}
     trajectory = json.loads((tmp_path / "run" / str(result.trajectory)).read_text())
-    assert "The task's disk limit (0.0625 GiB) was passed" in trajectory["steps"][-1]["observation"]
+    assert "The task's disk limit (64 MiB) was passed" in trajectory["steps"][-1]["observation"]
 
 
 def test_a_task_slow_to_walk_delays_no_other_tasks_look(tmp_path: Path) -> None:

@@ -111,7 +111,11 @@ def test_a_ca_bundle_reaches_tasks_read_only(
 
 
 @pytest.mark.slow
-def test_a_memory_kill_is_reported_as_such(docker: dict[str, Any], env_factory: Any) -> None:
+def test_a_memory_kill_is_reported_as_such(
+    docker: dict[str, Any], env_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # where the harness was started: the engine's monitor writes nothing here
     env: Environment = env_factory(sandbox={**docker, "memory_limit": "256m"})
     env.reset(make_task())
     step = env.step(
@@ -119,6 +123,8 @@ def test_a_memory_kill_is_reported_as_such(docker: dict[str, Any], env_factory: 
     )
     assert step.outcome == "kernel_died" and "out of memory" in step.observation, step.observation
     assert env.step(Action.execute("print('after')")).observation == "after\n"
+    env.close()
+    assert list((tmp_path / "cwd").iterdir()) == []  # conmon's `oom` file went with the task's directory
 
 
 @pytest.mark.slow

@@ -89,12 +89,16 @@ def test_help_lists_each_command_whole_at_80_columns(group: list[str]) -> None:
 def test_a_warning_wraps_at_word_boundaries_at_80_columns(tmp_path: Path) -> None:
     from super_bench.sandbox import SandboxConfig, describe_backend
 
-    # The warning every run gives on a machine where SUPER's environment was never built.
+    # The warning a run of tasks outside the bundled demo gives on a machine where SUPER's environment was
+    # never built.
     warning = describe_backend(SandboxConfig(backend="local")).warning
     if warning is None:
         pytest.skip("SUPER's task environment is built here: no warning to show")
     assert len(warning) > 80
-    status, shown = at_a_terminal("run", "--task-ids", "tinyreg", "--sandbox", "local", "--out", "r", cwd=tmp_path)
+    own = {"task_id": "own", "query": "q", "github_repo": "https://github.com/example/research", "answer": 1}
+    (tmp_path / "tasks.jsonl").write_text(json.dumps({**own, "solution": "print(1)"}) + "\n")
+    args = ("run", "--source", "tasks.jsonl", "--sandbox", "local", "--out", "r")
+    status, shown = at_a_terminal(*args, cwd=tmp_path)
     assert status == 0, shown
     # The warning's lines: from its start to the progress bar, which redraws itself on one line.
     lines = shown[shown.index("WARNING") :].splitlines()

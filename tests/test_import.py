@@ -255,6 +255,23 @@ def test_a_broken_notebook_is_reported_and_the_rest_imported(tmp_path: Path) -> 
     assert any("odd" in f and "no '### Query' cell" in f for f in outcome.failed)
 
 
+def test_an_import_of_nothing_fails_and_leaves_no_run(tmp_path: Path) -> None:
+    source = tmp_path / "gpt-4o_react-super_expert"
+    for name in ("broken", "odd"):
+        (source / name).mkdir(parents=True)
+    (source / "broken" / "history.ipynb").write_text("{ not json")
+    (source / "odd" / "history.ipynb").write_text(json.dumps({"cells": []}))
+    result = cli("import-trajectories", str(source), "--out", str(tmp_path / "run"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert f"nothing imported from {source}: none of its 2 notebook(s) could be read" in line, line
+    assert not (tmp_path / "run").exists()
+    (tmp_path / "empty").mkdir()  # an empty directory given: left as it was, empty
+    with pytest.raises(TrajectoryImportError, match="nothing imported"):
+        import_trajectories(source, tmp_path / "empty")
+    assert list((tmp_path / "empty").iterdir()) == []
+
+
 def test_every_skipped_folder_is_reported(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     expert, _ = write_published_run(tmp_path, "react-super")
     (expert / "scores-only").mkdir()

@@ -4,7 +4,9 @@ errors, prices and the response cache."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -240,13 +242,32 @@ def test_anthropic_provider_against_a_local_server(monkeypatch: pytest.MonkeyPat
 def test_anthropic_without_a_key_or_without_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytest.importorskip("anthropic")
     monkeypatch.setenv("HOME", str(tmp_path))  # no credential profile either
-    model = create_model("anthropic/claude-test", options(base_url="http://127.0.0.1:9/"))
+    # Refused when the model is made, before any request (and any run directory or sandbox).
     with pytest.raises(ConfigError, match="needs an API key: set ANTHROPIC_API_KEY"):
-        model.complete(request())
+        create_model("anthropic/claude-test", options(base_url="http://127.0.0.1:9/"))
     monkeypatch.setitem(sys.modules, "anthropic", None)
     monkeypatch.delitem(sys.modules, "super_bench.models.anthropic_chat", raising=False)
     with pytest.raises(ConfigError, match=r"pip install 'super-bench\[anthropic\]'"):
         create_model("anthropic/claude-test")
+
+
+@pytest.mark.parametrize("model", ["anthropic/claude-sonnet-4-5", "openai/gpt-4o"])
+def test_a_provider_without_credentials_is_refused_before_anything_is_written(tmp_path: Path, model: str) -> None:
+    pytest.importorskip("anthropic")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "tmp").mkdir()
+    # No key (the session's guard unset them all), no credential profile, sandboxes under tmp/.
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp"), "COLUMNS": "200"}
+    args = ["run", "--agent", "react-super", "--model", model, "--task-ids", "tinyreg"]
+    result = subprocess.run(
+        [sys.executable, "-m", "super_bench", *args], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    variable = "ANTHROPIC_API_KEY" if model.startswith("anthropic") else "OPENAI_API_KEY"
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert f"{model} needs an API key: set {variable}" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "tmp"]  # no run directory
+    assert list((tmp_path / "tmp").iterdir()) == []  # no sandbox
 
 
 # -- the response cache ----------------------------------------------------------------------------

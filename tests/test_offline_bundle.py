@@ -106,6 +106,28 @@ def test_what_cannot_be_bundled_is_listed_and_the_rest_bundled(tmp_path: Path) -
     assert (bundle / "git" / "git.invalid" / "lab" / "proj.bundle").is_file()
 
 
+def test_no_wheel_and_what_is_not_fetched_ahead_say_why(tmp_path: Path) -> None:
+    solution = [{"type": "execute", "content": "!pip install -e . ./plugins/extra -r reqs.txt"}]
+    record = {"task_id": "own", "query": "q", "answer": "1", "solution": solution}
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(record) + "\n")
+    made = cli("mirror", "--source", str(tasks), "--out", str(tmp_path / "offline"), "--wheels")
+    assert made.returncode == 0, made.stdout + made.stderr
+    shown = " ".join(made.stdout.split())
+    assert "0 wheel(s) (what the gold solutions pip install is built from their repositories, listed below)" in shown
+    for item, why in [
+        ("-e .", "an editable install, built from the repository when it runs"),
+        ("./plugins/extra", "a local path of the repository, built from it when it runs"),
+        ("-r reqs.txt", "a requirements file, and the task has no repository to read it from"),
+    ]:
+        assert f"not fetched ahead own: {item}: {why}" in shown, shown
+    # Nothing to install at all: said so.
+    record["solution"] = [{"type": "execute", "content": "print(1)"}]
+    tasks.write_text(json.dumps(record) + "\n")
+    made = cli("mirror", "--source", str(tasks), "--out", str(tmp_path / "again"), "--wheels")
+    assert "0 wheel(s) (the gold solutions pip install nothing from a package index)" in " ".join(made.stdout.split())
+
+
 def test_a_directory_that_is_not_a_bundle_is_refused_with_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"is not an offline bundle.*super-bench mirror"):
         SandboxConfig(offline_bundle=tmp_path)

@@ -20,11 +20,12 @@ from tests.helpers import cli, make_task
 from tests.sandboxes import backend_settings, tiny_wheel
 
 from super_bench import Action, EnvConfig, Environment, SandboxConfig
+from super_bench._sizes import parse_size
 from super_bench.errors import ConfigError
 from super_bench.sandbox import _auto_backend, create_sandbox, resolve_backend
 from super_bench.sandbox.backends import bwrap
 from super_bench.sandbox.backends.bwrap import bwrap_problem
-from super_bench.sandbox.base import parse_size, scrubbed_environ
+from super_bench.sandbox.base import scrubbed_environ
 
 SUPER_BENCH = [sys.executable, "-m", "super_bench"]
 

@@ -90,6 +90,9 @@ class Environment:
         self.config = config or EnvConfig()
         self._sandbox_factory = sandbox_factory
         self._on_step = on_step
+        # Shown each piece of a running cell's output as it arrives, in the thread that steps (a terminal's
+        # live view: ``super-bench play``); the step's observation is recorded as ever.
+        self.on_output: Callable[[str], None] | None = None
         self._sandbox: Sandbox | None = None
         self._kernel: NotebookKernel | None = None
         self._task: Task | None = None  # as the agent is told it, in this attempt
@@ -492,6 +495,7 @@ class Environment:
         config = self.config
         left = config.episode_output_limit - self._output_kept
         self.kernel.set_output_limit(min(config.output_limit, max(left, config.observation_limit)))
+        self.kernel.on_output = self.on_output
         result = call()
         self._output_kept += len(result.output) + sum(len(f.data) for f in result.figures)
         metadata = self.trajectory.metadata

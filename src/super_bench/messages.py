@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from super_bench.trajectory import Step
 
+from super_bench._sizes import human_size
+
 NOTE = "[super-bench]"
 
 
 def _gib(size: int | None) -> str:
-    return f"{(size or 0) / 2**30:.3g} GiB"
+    return human_size(size or 0)
 
 
 # -- cells that run on ---------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ Commands start with a colon:
     :quit           stop without submitting
     :help           this list
 
-Ctrl-C interrupts the running cell, as in Jupyter; at the prompt, a second Ctrl-C in a row
-stops without submitting.
+A running cell's output is shown as it comes, as in Jupyter. Ctrl-C interrupts the running cell;
+at the prompt, a second Ctrl-C in a row stops without submitting (the episode is saved and scored,
+and ``play`` exits with status 130).
 
 The episode is recorded, saved and scored like any agent's, which is how benchmark builders
 record and check gold solutions.
@@ -34,13 +35,22 @@ from typing import TYPE_CHECKING, Any
 from super_bench.actions import Action
 from super_bench.agents.base import AgentOptions, refuse_model
 from super_bench.errors import AgentError
-from super_bench.terminal import wrapped
+from super_bench.kernel.output import strip_ansi
+from super_bench.messages import NOTE
+from super_bench.terminal import defang, wrapped
 
 if TYPE_CHECKING:
     from super_bench.environment import Environment
     from super_bench.trajectory import Step
 
 HELP = (__doc__ or "").split("Commands start with a colon:")[1].split("The episode")[0].strip("\n")
+
+
+def _to_terminal(text: str) -> None:
+    """Output as it comes, to the terminal: without ANSI styles (as the observation has it), its control
+    characters shown, not obeyed, but the carriage return a progress bar redraws its line with."""
+    sys.stdout.write("\r".join(defang(part) for part in strip_ansi(text).split("\r")))
+    sys.stdout.flush()
 
 
 def _complete(source: str) -> bool:
@@ -84,12 +94,22 @@ class HumanAgent:
         *,
         read: Callable[[str], str] = input,
         write: Callable[[str], Any] = print,
+        stream: Callable[[str], Any] | None = _to_terminal,
     ) -> None:
+        """``write`` shows a line; ``stream`` a running cell's output as it comes (None: shown when the
+        step ends, whole)."""
         if arg:
             raise AgentError("the human agent takes no argument")
         refuse_model("human", options)
         self.read = read
         self.write = write
+        self.stream = stream
+        self._streamed: list[str] = []
+
+    def _streaming(self, text: str) -> None:
+        self._streamed.append(text)
+        if self.stream is not None:
+            self.stream(text)
 
     def run(self, env: Environment) -> None:
         task = env.task
@@ -100,6 +120,8 @@ class HumanAgent:
         self.write(f"Type a cell, or a command (:help lists them).\n{HELP}\n")
         note: str | None = None
         interrupted = False  # the last prompt ended with Ctrl-C
+        if self.stream is not None:
+            env.on_output = self._streaming
         while not env.done:
             try:
                 action = self._next(env)
@@ -109,6 +131,7 @@ class HumanAgent:
             except KeyboardInterrupt:
                 if interrupted:
                     self.write("\nStopping without a submission.")
+                    env.stop("cancelled")  # the player's Ctrl-C, which `play` answers with a failing status
                     return
                 interrupted = True
                 self.write("\n(Ctrl-C again to stop without submitting, or type a cell)")
@@ -119,9 +142,10 @@ class HumanAgent:
             if isinstance(action, str):
                 note = action
                 continue
+            self._streamed.clear()
             with _ctrl_c_interrupts(env):
                 step = env.step(action, thought=note)
-            self._show(env, step)
+            self._show(env, step, "".join(self._streamed))
             note = None
 
     def _next(self, env: Environment) -> Action | str | None:
@@ -163,8 +187,15 @@ class HumanAgent:
             lines.append(line)
         return "\n".join(lines)
 
-    def _show(self, env: Environment, step: Step) -> None:
-        if step.observation:
+    def _show(self, env: Environment, step: Step, streamed: str) -> None:
+        if streamed:
+            # The output was shown as it came: only the harness's notes on it remain to be shown.
+            if not streamed.endswith("\n"):
+                self.write("")
+            for line in step.observation.splitlines():
+                if line.startswith(NOTE):
+                    self.write(line)
+        elif step.observation:
             self.write(step.observation.rstrip("\n"))
         if step.outcome not in ("ok", "error"):
             self.write(f"({step.outcome})")

@@ -355,3 +355,11 @@ def print_query_answer(results: list[TaskResult]) -> None:
             console.print(Text(f"No answer was submitted (stop reason: {result.stop_reason or '-'})."))
         else:
             console.print(Text("Answer: " + json.dumps(result.submission, ensure_ascii=False)))
+
+
+def print_run_dir(path: object) -> None:
+    """Where a run is, and the command that shows every step of it (a page in the run directory)."""
+    import shlex
+
+    console.print(f"Run directory: {shown(path)}")
+    console.print(f"See every step: super-bench view {shown(shlex.quote(str(path)))}")

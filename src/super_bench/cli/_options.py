@@ -197,7 +197,7 @@ def budget_options(function: F) -> F:
 
 def _size(ctx: click.Context, param: click.Parameter, value: str | int | None) -> int | None:
     """A size such as ``8g``, ``512m`` or a number of bytes, in bytes."""
-    from super_bench.sandbox.base import parse_size
+    from super_bench._sizes import parse_size
 
     try:
         return None if value is None else parse_size(str(value))
@@ -251,6 +251,8 @@ def harness_mirrors(git_mirrors: dict[str, Path], **settings: Any) -> SandboxCon
 _SANDBOX_OPTIONS = (
     click.option(
         "--sandbox",
+        "--backend",  # the name `sandbox build` used: accepted, so that one name works on every command
+        "sandbox",
         type=str,
         default=Default(SANDBOX + "backend"),
         show_default=True,

@@ -58,13 +58,21 @@ def mirror_command(
             tasks, out, mirrors=mirrors, wheels=wheels, python=str(task_python) if task_python else None
         )
     n_wheels = len(list(bundle.wheelhouse.glob("*.whl"))) if bundle.wheelhouse else 0
+    why = ""
+    if wheels and n_wheels == 0:
+        why = (
+            " (what the gold solutions pip install is built from their repositories, listed below)"
+            if bundle.skipped
+            else " (the gold solutions pip install nothing from a package index)"
+        )
     console.print(
         f"Bundled {len(bundle.repositories)} repositor{'y' if len(bundle.repositories) == 1 else 'ies'}"
-        + (f" and {n_wheels} wheel(s)" if wheels else "")
+        + (f" and {n_wheels} wheel(s){why}" if wheels else "")
         + f" for {len(tasks)} task(s) in {out}",
         highlight=False,
     )
     for skipped in bundle.skipped:
+        # Each says why: it is built at install time from the repository, which is bundled, so no wheel is needed.
         console.print(f"[yellow]not fetched ahead[/yellow] {escape(skipped)}", highlight=False)
     for problem in bundle.problems:
         console.print(f"[red]not bundled[/red] {escape(problem)}", highlight=False)

@@ -42,7 +42,7 @@ def play_command(
 
     The episode is saved and scored like any agent's run (use it to record or check a gold solution).
     """
-    from super_bench.cli._display import console, err_console, print_summary
+    from super_bench.cli._display import err_console, print_run_dir, print_summary
     from super_bench.environment import EnvConfig
     from super_bench.runner.config import RunConfig
     from super_bench.runner.run import run
@@ -72,4 +72,8 @@ def play_command(
         err_console.print(f"interrupted before the episode ended: nothing was scored; {config.out} holds no result")
         sys.exit(130)
     print_summary(outcome.results, outcome.summary, title=f"You on {task.task_id}")
-    console.print(f"Run directory: {outcome.run_dir.path}")
+    print_run_dir(outcome.run_dir.path)
+    if any(result.stop_reason == "cancelled" for result in outcome.results):
+        # Quit by Ctrl-C: the episode is kept and scored, and a script that ran `play` learns it was stopped.
+        err_console.print("stopped by Ctrl-C without a submission: the episode above is saved and scored as it was")
+        sys.exit(130)

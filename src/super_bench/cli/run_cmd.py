@@ -183,7 +183,7 @@ def run_command(
     Exits with status 3 when no task could be scored (every one an infrastructure failure), 74 when the run
     directory could not be written (its disk full or failing: what finished is kept, rerun to resume).
     """
-    from super_bench.cli._display import console, err_console, print_query_answer, print_summary
+    from super_bench.cli._display import err_console, print_query_answer, print_run_dir, print_summary
     from super_bench.cli._interrupt import kept_line, resume_command, stop_twice
     from super_bench.cli._process import started
     from super_bench.environment import EnvConfig
@@ -258,7 +258,7 @@ def run_command(
     print_summary(outcome.results, outcome.summary, title=f"{agent} on {len(tasks)} task(s)")
     if query is not None:
         print_query_answer(outcome.results)
-    console.print(f"Run directory: {outcome.run_dir.path}")
+    print_run_dir(outcome.run_dir.path)
     if outcome.summary.n_scored == 0:
         # A CI job must not pass on a run that measured nothing (a dead model endpoint, say).
         err_console.print("[red]no task could be scored: every task failed on the infrastructure[/red]")

@@ -38,7 +38,9 @@ _BUILD_FLAGS = {
 
 @sandbox_group.command("build")
 @click.option(
-    "--backend",
+    "--sandbox",
+    "--backend",  # its earlier name, still accepted
+    "backend",
     metavar="BACKEND",
     default=Default("super_bench.sandbox.base:SandboxConfig.backend"),
     show_default=True,

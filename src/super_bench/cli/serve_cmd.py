@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
+import signal
 import socket
 import sys
 from typing import TYPE_CHECKING
@@ -78,9 +79,7 @@ def serve_command(
     from super_bench.errors import ConfigError
 
     try:
-        import uvicorn
-
-        from super_bench.server.app import create_app
+        from super_bench.server.serving import make_server
     except ImportError as e:
         raise ConfigError(
             f"`super-bench serve` needs the server extra ({e.name} is missing); "
@@ -135,12 +134,24 @@ def serve_command(
         "Send every request with the header 'Authorization: Bearer <token>'; the API description, "
         "GET /openapi.json, needs none. Ctrl-C stops the server."
     )
-    config = uvicorn.Config(create_app(manager, token), log_level="info", timeout_graceful_shutdown=3)
+    # uvicorn stops on SIGINT and SIGTERM (every session closed first: server/serving.py), then sends the
+    # signal again; SIGTERM's then ends here too, rather than killing the process by its default action.
+    previous = signal.signal(signal.SIGTERM, _stopped)
     try:
-        uvicorn.Server(config).run(sockets=[listener])
-    except KeyboardInterrupt:  # uvicorn shuts down cleanly on Ctrl-C, then raises it again
+        make_server(manager, token).run(sockets=[listener])
+    except (KeyboardInterrupt, _Stopped):
         pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     click.echo("server stopped; every session's sandbox is stopped")
+
+
+class _Stopped(Exception):
+    """SIGTERM, sent again by uvicorn once it stopped."""
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise _Stopped
 
 
 def is_loopback(host: str) -> bool:

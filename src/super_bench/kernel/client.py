@@ -11,6 +11,7 @@ import ast
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from queue import Empty
 from typing import Any, Literal, NoReturn
@@ -75,9 +76,13 @@ class _RunningCell:
     figure_chars: int = 0
     figures_dropped: int = 0  # base64 characters of images not kept
     lost: int | None = None  # characters of output let go when holding them raised MemoryError
+    echo: Callable[[str], None] | None = None  # shown each piece of output as it arrives (play's terminal)
 
     def add(self, text: str) -> None:
-        """Append to the output; once holding it has raised ``MemoryError``, only count it."""
+        """Append to the output (and show it, where ``echo`` is set); once holding it has raised ``MemoryError``,
+        only count it."""
+        if self.echo is not None:
+            self.echo(text)
         if self.lost is not None:
             self.lost += len(text)
             return
@@ -210,6 +215,9 @@ class NotebookKernel:
         self._process: KernelProcess | None = None
         self._client: _Client | None = None
         self._cell: _RunningCell | None = None
+        # Called with each piece of a cell's output as the kernel sends it (streams, displays, errors), in
+        # the thread that runs or waits for the cell: a terminal shows a long cell's progress as Jupyter does.
+        self.on_output: Callable[[str], None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -360,6 +368,7 @@ class NotebookKernel:
         cell = self._cell
         client = self._require_client()
         assert cell is not None
+        cell.echo = self.on_output
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

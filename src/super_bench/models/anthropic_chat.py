@@ -48,6 +48,13 @@ class AnthropicChat(ChatModel):
             )
         except anthropic.AnthropicError as e:
             raise ConfigError(f"{self.spec}: {e} (set ANTHROPIC_API_KEY)") from e
+        # The SDK looks for credentials only when it sends the first request; checked here, before any run
+        # directory or sandbox exists: a key or token it found, or a credential provider (a profile).
+        if not self.client.auth_headers and self.client.custom_auth is None:
+            raise ConfigError(
+                f"{self.spec} needs an API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN, or an Anthropic "
+                "credential profile)"
+            )
         self.server = str(self.client.base_url).rstrip("/")
 
     def identity(self) -> dict[str, Any]:

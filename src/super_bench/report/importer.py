@@ -137,6 +137,7 @@ def import_trajectories(
     run_dir = RunDir(out)
     if run_dir.results_path.exists():
         raise RunDirError(f"{out} already holds a run; choose a new --out directory")
+    made = not run_dir.path.exists()
     run_dir.create()
     results: list[TaskResult] = []
     failed = skipped_folders(source, notebooks)
@@ -159,6 +160,15 @@ def import_trajectories(
         save_notebook(trajectory, task_dir)
         row = _result(trajectory, task_set, metrics, str(path.relative_to(run_dir.path)))
         results.append(with_provenance(row, provenance).diagnosed(trajectory))
+    if not results:
+        # Nothing to show: no run directory is left behind to look like an (empty) run.
+        run_dir.clear()
+        if made:
+            run_dir.path.rmdir()
+        raise TrajectoryImportError(
+            f"nothing imported from {source}: none of its {len(notebooks)} notebook(s) could be read "
+            f"(first: {failed[0] if failed else 'no reason given'}); {out} was not written"
+        )
     run_dir.write_manifest(_manifest(source, task_set, model, agents, len(results)))
     unmatched: list[str] = []
     if tasks is not None:

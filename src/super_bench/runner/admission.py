@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from super_bench._sizes import human_size
 from super_bench.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ def free_memory() -> tuple[int, int]:
 
 
 def _gib(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB"
+    return human_size(n)
 
 
 class Admission:

@@ -37,10 +37,12 @@ def rescore(
 
     With ``out``, the run is copied there (trajectories hard-linked where the file system allows) and
     the copy is scored, leaving ``path`` as it was; without, ``path``'s results.jsonl and summary.json
-    are rewritten. ``tasks`` defaults to the run's own ``tasks.jsonl``. Trajectories with no result
-    line (an imported run, or a run that crashed before writing one) get a result too. A trajectory
-    that cannot be read, or whose task is missing, leaves its row *unscored*: kept, with the reason,
-    out of the means. Imported rows with no gold task keep their recorded metrics.
+    are rewritten. ``tasks`` defaults to the run's own ``tasks.jsonl``. A task counts when its row is in
+    ``results.jsonl``, as for every command (view, analyze, leaderboard) and for a resume: a trajectory with
+    no readable row (a run cut short, its last line torn) is of a task the run has not finished, which a
+    resume runs again; it is left out, and said. A trajectory that cannot be read, or whose task is
+    missing, leaves its row *unscored*: kept, with the reason, out of the means. Imported rows with no gold
+    task keep their recorded metrics.
     """
     source = RunDir(path)
     if not source.path.is_dir():
@@ -49,14 +51,16 @@ def rescore(
     tasks = tasks if tasks is not None else source.read_tasks()  # before any copy: a run without tasks fails here
     if out is None:
         with source.lock():
-            return _rescore(source, mode, tasks)
+            return _rescore(source, mode, tasks, source.read_results())
     # All or nothing: the copy is scored in a folder beside ``out`` and takes its place only when complete.
     target = RunDir(out)
     check_target(source, target)
     staging = RunDir(target.path.parent / f".{target.path.name}.scoring-{os.getpid()}")
     shutil.rmtree(staging.path, ignore_errors=True)
     try:
-        outcome = _rescore(copy_run(source, staging), mode, tasks, copied_from=source.path)
+        # The rows read from the run itself, so that a line a crash cut short is reported where it is.
+        rows = source.read_results()
+        outcome = _rescore(copy_run(source, staging), mode, tasks, rows, copied_from=source.path)
         _swap_in(staging.path, target.path)
     finally:
         shutil.rmtree(staging.path, ignore_errors=True)
@@ -169,17 +173,31 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _rescore(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_from: Path | None = None) -> RunOutcome:
+def _rescore(
+    run_dir: RunDir, mode: ScoreMode, tasks: list[Task], rows: list[TaskResult], copied_from: Path | None = None
+) -> RunOutcome:
     with _collector_paused():
-        return _rescore_all(run_dir, mode, tasks, copied_from)
+        outcome, unfinished = _rescore_all(run_dir, mode, tasks, rows, copied_from)
+    if unfinished:
+        log.warning(
+            "%s: %d trajectory(ies) without a row in results.jsonl (the run was cut short) left out, as every "
+            "command leaves them: %s; to finish those tasks, resume the run (run again with --out %s)",
+            copied_from or run_dir.path,
+            len(unfinished),
+            ", ".join(unfinished[:5]) + (", ..." if len(unfinished) > 5 else ""),
+            copied_from or run_dir.path,
+        )
+    return outcome
 
 
-def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, copied_from: Path | None) -> RunOutcome:
-    by_id = {t.task_id: t for t in (tasks if tasks is not None else run_dir.read_tasks())}
-    rows = run_dir.read_results()
+def _rescore_all(
+    run_dir: RunDir, mode: ScoreMode, tasks: list[Task], rows: list[TaskResult], copied_from: Path | None
+) -> tuple[RunOutcome, list[str]]:
+    by_id = {t.task_id: t for t in tasks}
     results = {r.key: r for r in rows}
     by_path = {r.trajectory: r for r in rows if r.trajectory}
     done: set[tuple[str, int]] = set()
+    unfinished: list[str] = []  # the task folders whose trajectory has no row
     for relative, traj_path in trajectory_files(run_dir.path):
         row = by_path.get(relative)
         try:
@@ -187,17 +205,22 @@ def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, cop
         except (FileNotFoundError, NotADirectoryError):
             continue  # a task folder without a trajectory, or a file beside the folders
         except (OSError, ValidationError, ValueError) as e:
+            if row is None:
+                unfinished.append(relative.split("/")[1])
+                continue
             reason = f"unreadable trajectory {relative}: {_first_line(e)}"
             log.warning("%s; left unscored", reason)
-            row = row or _orphan(traj_path, relative, by_id)
             results[row.key] = _unscored(row, reason, mode)
             done.add(row.key)
             continue
         epoch = int(trajectory.metadata.get("epoch", 1))
         row = results.get((trajectory.task_id, epoch)) or row
+        if row is None:
+            unfinished.append(relative.split("/")[1])
+            continue
         task = by_id.get(trajectory.task_id)
         if task is None:
-            if row is not None and row.mode == RECORDED_MODE:
+            if row.mode == RECORDED_MODE:
                 # An imported task with no gold task keeps the metrics recorded for it; its answer's
                 # provenance needs no gold.
                 results[row.key] = with_provenance(row, answer_provenance(trajectory)).diagnosed(trajectory)
@@ -205,12 +228,9 @@ def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, cop
                 continue
             reason = f"task {trajectory.task_id!r} is not among the tasks"
             log.warning("%s: %s; left unscored", relative, reason)
-            row = row or TaskResult.from_trajectory(trajectory, "", epoch=epoch, trajectory=relative)
             results[row.key] = _unscored(row, reason, mode)
             done.add(row.key)
             continue
-        if row is None:
-            row = TaskResult.from_trajectory(trajectory, task.task_set, epoch=epoch, trajectory=relative)
         result = _scored(row, trajectory, task, mode, relative)
         results[result.key] = result
         done.add(result.key)
@@ -222,7 +242,7 @@ def _rescore_all(run_dir: RunDir, mode: ScoreMode, tasks: list[Task] | None, cop
         else:
             results[key] = _unscored(row, f"its trajectory file {row.trajectory or '(none)'} is missing", mode)
     ordered = list(results.values())
-    return RunOutcome(run_dir, ordered, _write_scores(run_dir, ordered, mode, copied_from))
+    return RunOutcome(run_dir, ordered, _write_scores(run_dir, ordered, mode, copied_from)), unfinished
 
 
 def _scored(row: TaskResult, trajectory: Trajectory, task: Task, mode: ScoreMode, relative: str) -> TaskResult:
@@ -282,21 +302,6 @@ def with_provenance(row: TaskResult, provenance: AnswerProvenance | None) -> Tas
 
 def _unscored(row: TaskResult, reason: str, mode: ScoreMode) -> TaskResult:
     return row.model_copy(update={"unscored": reason, "mode": mode, "failure": None})
-
-
-def _orphan(traj_path: str, relative: str, tasks: dict[str, Task]) -> TaskResult:
-    """A row for an unreadable trajectory that had none: its task and epoch from the folder's name."""
-    folder = os.path.basename(os.path.dirname(traj_path))
-    name, at, number = folder.rpartition("@")
-    task_id, epoch = (name, int(number)) if at and number.isdigit() and int(number) > 1 else (folder, 1)
-    task = tasks.get(task_id)
-    return TaskResult(
-        task_id=task_id,
-        task_set=task.task_set if task else "",
-        epoch=epoch,
-        status="completed",
-        trajectory=relative,
-    )
 
 
 def _first_line(error: Exception) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from super_bench.agents import create_agent
+from super_bench.demo import DEMO_URL_PREFIX
 from super_bench.errors import ConfigError, RunDirError
 from super_bench.runner import guard
 from super_bench.runner.adopt import previous_manifest
@@ -61,7 +62,7 @@ def run(
     make_executor = EXECUTORS.get(config.executor)
     tasks = config.load() if tasks is None else tasks
     check_backend(config.env.sandbox, pinned_commits(tasks))  # the mirrors too, before any task starts
-    _announce_task_environment(config.env.sandbox)
+    _announce_task_environment(config.env.sandbox, tasks)
     _check_solutions(config, agent, tasks)
     run_dir = RunDir(config.out or config.default_out())
     run_dir.create()
@@ -210,10 +211,18 @@ def _remove_if_empty(directory: Path) -> None:
         pass  # a kept task directory (--keep-workdirs), or never made
 
 
-def _announce_task_environment(sandbox: SandboxConfig) -> None:
-    """Say what the sandbox warns of before tasks run (such as SUPER's environment never built)."""
+# The warnings said by this process: a command that makes several runs (doctor, construct mask) says each once.
+_SAID: set[str] = set()
+
+
+def _announce_task_environment(sandbox: SandboxConfig, tasks: list[Task]) -> None:
+    """Say what the sandbox warns of before tasks run (such as SUPER's environment never built), where it
+    matters: the bundled demo's repositories need none of SUPER's packages, and an ad-hoc query names none."""
+    if all(task.github_repo is None or task.github_repo.startswith(DEMO_URL_PREFIX) for task in tasks):
+        return
     warning = describe_backend(sandbox).warning
-    if warning is not None:
+    if warning is not None and warning not in _SAID:
+        _SAID.add(warning)
         log.warning("%s", warning)
 
 

@@ -46,7 +46,7 @@ SANDBOXES.register(
 SANDBOXES.register(
     "docker",
     "super_bench.sandbox.backends.docker:DockerSandbox",
-    summary="a container of the image `super-bench sandbox build --backend docker` makes (Docker or Podman)",
+    summary="a container of the image `super-bench sandbox build --sandbox docker` makes (Docker or Podman)",
 )
 
 

@@ -25,10 +25,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Literal, NamedTuple
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
 from super_bench._names import DiskEnforcement, MemoryEnforcement, PackageCacheMode
 from super_bench._pydantic import Model
+from super_bench._sizes import human_size, parse_size
 from super_bench.errors import KernelError, SandboxError
 from super_bench.sandbox.kernel.runtime_dir import KernelFiles, KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
@@ -92,18 +93,8 @@ _USER_CONFIG = {
     "SHELL",
 }
 _USER_CONFIG_PREFIXES = ("CONDA_", "GIT_CONFIG", "DOCKER_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_", "PIP_", "UV_")
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", re.IGNORECASE)
-
-
-def parse_size(value: str | int) -> int:
-    """Bytes from ``8g``, ``512m``, ``1.5G``, ``100k`` (powers of 1024) or a plain number of bytes."""
-    if isinstance(value, int):
-        return value
-    match = _SIZE.fullmatch(value.strip())
-    if match is None:
-        raise ValueError(f"not a size: {value!r} (write it like 8g, 512m or 1048576)")
-    number, unit = match.groups()
-    return int(float(number) * 1024 ** "bkmgt".index(unit.lower() or "b"))
+# The least disk a task directory may have: room for a kernel's files and a small repository.
+MIN_DISK_LIMIT = 16 << 20
 
 
 class SandboxConfig(Model):
@@ -119,7 +110,7 @@ class SandboxConfig(Model):
     )
     network: bool = Field(True, description="Agent code may use the network (bwrap and docker can cut it)")
     memory_limit: int | None = Field(
-        None, gt=0, description="Bytes of memory the task may use, shared memory included (see memory_enforcement)"
+        None, description="Bytes of memory the task may use, shared memory included (see memory_enforcement)"
     )
     memory_enforcement: MemoryEnforcement = Field(
         "auto",
@@ -129,9 +120,9 @@ class SandboxConfig(Model):
     max_processes: int | None = Field(
         1024, gt=0, description="Processes and threads the task may run at once (bwrap, docker)"
     )
-    max_file_size: int | None = Field(None, gt=0, description="Largest file the task may write, in bytes")
+    max_file_size: int | None = Field(None, description="Largest file the task may write, in bytes")
     disk_limit: int | None = Field(
-        None, ge=16 << 20, description="Bytes of disk the task directory may take (local, bwrap; see disk_enforcement)"
+        None, description="Bytes of disk the task directory may take (local, bwrap; see disk_enforcement)"
     )
     disk_enforcement: DiskEnforcement = Field(
         "auto",
@@ -185,6 +176,18 @@ class SandboxConfig(Model):
     @classmethod
     def _size(cls, value: Any) -> Any:
         return parse_size(value) if isinstance(value, str) else value
+
+    @field_validator("memory_limit", "max_file_size", "disk_limit")
+    @classmethod
+    def _at_least(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # Said in sizes people write, not as pydantic's bound in bytes.
+        least = MIN_DISK_LIMIT if info.field_name == "disk_limit" else 1
+        if value is not None and value < least:
+            raise ValueError(
+                f"{human_size(value) if value > 0 else value} is below the least allowed, {human_size(least)} "
+                "(write it like 8g or 512m)"
+            )
+        return value
 
 
 class SandboxDescription(Model):
@@ -368,7 +371,7 @@ class Sandbox(ABC):
 
     @classmethod
     def build(cls, request: BuildRequest, echo: Callable[[str], None]) -> BuildReport:
-        """Build, once, what this backend's tasks run in (``super-bench sandbox build --backend NAME``);
+        """Build, once, what this backend's tasks run in (``super-bench sandbox build --sandbox NAME``);
         ``echo`` shows progress. Raises ``SandboxError`` where the build cannot be done."""
         raise SandboxError(f"the {cls.name} sandbox has nothing to build: it runs tasks in what it finds")
 
@@ -481,8 +484,7 @@ class Sandbox(ABC):
         if self._disk_passed is not None:
             limit = self.config.disk_limit or 0
             raise SandboxError(
-                f"the task directory held {self._disk_passed / 2**20:,.0f} MiB, past its disk limit of "
-                f"{limit / 2**20:,.0f} MiB"
+                f"the task directory held {human_size(self._disk_passed)}, past its disk limit of {human_size(limit)}"
             )
 
     @property

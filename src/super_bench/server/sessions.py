@@ -31,6 +31,7 @@ from super_bench.trajectory import Step
 
 log = logging.getLogger(__name__)
 _FORGET_AFTER = 1000  # ended session ids remembered, to answer 410 instead of 404
+_STOPPING = "the server is stopping: no new session starts; start one on the server's next run"
 
 
 class SessionError(SuperBenchError):
@@ -51,6 +52,12 @@ class SessionBusy(SessionError):
     """The limit on sessions at once is reached."""
 
     status = 429
+
+
+class ServerStopping(SessionError):
+    """The server is stopping: no session starts any more."""
+
+    status = 503
 
 
 class EpisodeOver(SessionError):
@@ -124,6 +131,7 @@ class SessionManager:
         self._sessions: dict[str, Session] = {}
         self._ended: OrderedDict[str, str] = OrderedDict()
         self._starting = 0
+        self.stopping = False  # set once close_all began: nothing new starts
 
     # -- queries -------------------------------------------------------------------------------
     @property
@@ -144,6 +152,8 @@ class SessionManager:
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def create(self, request: SessionRequest) -> Session:
+        if self.stopping:
+            raise ServerStopping(_STOPPING)
         if self.live >= self.max_sessions:
             raise SessionBusy(
                 f"the server runs at most {self.max_sessions} session(s) at once and all are in use; "
@@ -155,6 +165,9 @@ class SessionManager:
             task, env = await to_thread.run_sync(self._start, request)
         finally:
             self._starting -= 1
+        if self.stopping:  # the server began to stop while the sandbox started: it is not handed out
+            await to_thread.run_sync(env.close)
+            raise ServerStopping(_STOPPING)
         session = Session(secrets.token_hex(8), task, env)
         self._sessions[session.id] = session
         log.info("session %s: started task %s", session.id, task.task_id)
@@ -241,6 +254,8 @@ class SessionManager:
             await self.reap()
 
     async def close_all(self) -> None:
+        """Close every session (a step in flight is cut short and answered 410); nothing starts after."""
+        self.stopping = True
         with anyio.CancelScope(shield=True):
             for session_id in list(self._sessions):
                 await self.delete(session_id, "the server stopped")

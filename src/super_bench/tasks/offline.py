@@ -74,7 +74,7 @@ def solution_requirements(task: Task, repo: Path | None, workdir: Path) -> Requi
             try:
                 words = shlex.split(match.group("args").split("#")[0].split("&&")[0])
             except ValueError:
-                found.skipped.append(match.group(0).strip())
+                found.skipped.append(f"{match.group(0).strip()}: not a pip command that can be read (quoting)")
                 continue
             _read_args(words, task, repo, workdir, found)
     return found
@@ -86,27 +86,30 @@ def _read_args(words: list[str], task: Task, repo: Path | None, workdir: Path, f
         if word in ("-r", "--requirement"):
             _requirement_file(next(it, ""), task, repo, workdir, found)
         elif word in ("-e", "--editable"):
-            found.skipped.append(f"-e {next(it, '')}")
+            found.skipped.append(f"-e {next(it, '')}: an editable install, built from the repository when it runs")
         elif word in _VALUED:
             next(it, None)
         elif word.startswith("-"):
             continue
         elif word.startswith((".", "/")) or "/" in word.split("@")[0]:
-            found.skipped.append(word)  # a local path: part of the repository, built at install time
+            # a local path: part of the repository, built at install time
+            found.skipped.append(f"{word}: a local path of the repository, built from it when it runs")
         else:
             found.specifiers.append(word)
 
 
 def _requirement_file(path: str, task: Task, repo: Path | None, workdir: Path, found: Requirements) -> None:
     if repo is None or not path:
-        found.skipped.append(f"-r {path}")
+        found.skipped.append(f"-r {path}: a requirements file, and the task has no repository to read it from")
         return
     commit = resolve_commit(repo, task.git_commit)
     files = list_files(repo, commit)
     # `-r NAME/requirements.txt` after cloning into NAME: the path inside the repository is its tail.
     matches = find_files(files, path) or find_files(files, path.split("/", 1)[-1])
     if len(matches) != 1:
-        found.skipped.append(f"-r {path} (found {len(matches)} matching files in the repository)")
+        found.skipped.append(
+            f"-r {path}: {len(matches)} files of the repository match its path, so which one it means is not known"
+        )
         return
     target = workdir / f"requirements-{len(found.files)}.txt"
     target.write_text(git("show", f"{commit}:{matches[0]}", cwd=repo), encoding="utf-8")

@@ -167,6 +167,7 @@ class BwrapSandbox(HostSandbox):
         problem = bwrap_problem()
         if problem is not None:
             raise SandboxError(problem)
+        super().check(config)  # the limits: one a kernel cannot start under, a mechanism that cannot be had
         if cls.agent_is_another_user():  # who must be able to read the mirrors (each one's files: mirrors.preflight)
             check_readable_by_all(config)
 

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import threading
+from pathlib import Path
 from typing import IO
 
 # What the harness keeps of a command's standard output and of its error, each.
@@ -21,15 +22,16 @@ OUTPUT_KEPT = 1 << 20
 
 
 def run_bounded(
-    args: list[str], *, data: bytes | None = None, timeout: float, kept: int = OUTPUT_KEPT
+    args: list[str], *, data: bytes | None = None, timeout: float, kept: int = OUTPUT_KEPT, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    """``subprocess.run(args, input=data, capture_output=True, timeout=timeout)``, keeping only the first
+    """``subprocess.run(args, input=data, capture_output=True, timeout=timeout, cwd=cwd)``, keeping only the first
     ``kept`` bytes of each stream (the rest is read and dropped, so the command is not held up by a full pipe)."""
     proc = subprocess.Popen(
         args,
         stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        cwd=cwd,
     )
     outputs: list[bytearray] = [bytearray(), bytearray()]
     drains = [

@@ -1,4 +1,4 @@
-"""The docker sandbox's images, built by ``super-bench sandbox build --backend docker`` in two layers.
+"""The docker sandbox's images, built by ``super-bench sandbox build --sandbox docker`` in two layers.
 
 - The kernel layer (``super-bench-kernel:VERSION``, small): any Debian-like base image with a Python,
   given python3 and venv (installed with apt where the base lacks them) and tini; the task's environment

@@ -1,5 +1,5 @@
 """The ``docker`` sandbox: one container per task, from the image ``super-bench sandbox build
---backend docker`` makes (the environment SUPER's tasks were solved in). Docker or Podman.
+--sandbox docker`` makes (the environment SUPER's tasks were solved in). Docker or Podman.
 
 The container lives as long as the task, so what the agent installs (pip, apt) stays across
 kernel restarts and goes with the container. The task directory's parts are mounted as on
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from super_bench._files import read_regular
+from super_bench._sizes import human_size
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_disk import (
     DISK_MECHANISM,
@@ -71,7 +72,7 @@ from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import CONTAINER_LABEL, runtime_tag
 from super_bench.sandbox.limits.disk import WATCH, deleted_open_bytes
-from super_bench.sandbox.limits.memory import CgroupMemory, cgroup_of
+from super_bench.sandbox.limits.memory import KERNEL_MEMORY, CgroupMemory, cgroup_of, check_kernel_memory
 from super_bench.sandbox.mirrors.serving import check_task_pip, git_config_dir, mirror_environ, mirror_paths
 from super_bench.sandbox.packages.task_access import (
     FORWARDER,
@@ -137,6 +138,7 @@ class DockerSandbox(Sandbox):
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
+        check_kernel_memory(config.memory_limit, "container", cls.name)
         check_disk_limit(config, *cls.engine_for(config))
 
     @classmethod
@@ -144,7 +146,8 @@ class DockerSandbox(Sandbox):
         disk = cls.describe(config.model_copy(update={"disk_limit": 1 << 30})).disk_enforcement
         return [
             f"--sandbox docker uses: {describe_engine(config)}",
-            f"--memory-limit in docker: {MEMORY_MECHANISM}",
+            f"--memory-limit in docker: {MEMORY_MECHANISM}; the least a run accepts: "
+            f"{human_size(KERNEL_MEMORY['container'])}, what a notebook kernel needs",
             f"--disk-limit in docker: {disk}",
         ]
 
@@ -176,7 +179,13 @@ class DockerSandbox(Sandbox):
         if not image_exists(engine, image):
             raise SandboxError(
                 f"the image {image} is not here: "
-                + ("pull or build it" if config.image else "run `super-bench sandbox build --backend docker`")
+                + (
+                    "pull or build it"
+                    if config.image
+                    else "for the bundled demo, build the small kernel image with `super-bench sandbox build "
+                    "--sandbox docker --kernel-only` (about 700 MB); for SUPER's tasks, the full one without "
+                    "--kernel-only (about 8 GB)"
+                )
             )
         if config.ca_bundle is not None and not config.ca_bundle.is_file():
             raise SandboxError(f"--ca-bundle {config.ca_bundle}: no such file")
@@ -279,7 +288,10 @@ class DockerSandbox(Sandbox):
 
     def _start_container(self) -> None:
         """The container (with the package cache's forwarder) and its disk watch."""
-        proc = subprocess.run(self._run_command(), capture_output=True, text=True, timeout=300)
+        # The engine runs in the task's own directory (not shown to the container): what its monitor writes
+        # there (conmon writes an empty `oom` file into its working directory when the container's memory
+        # runs out) goes when the task's directory does, not into the directory the harness was started in.
+        proc = subprocess.run(self._run_command(), capture_output=True, text=True, timeout=300, cwd=self.root)
         if proc.returncode != 0:
             raise SandboxError(f"cannot start the container: {proc.stderr.strip() or proc.stdout.strip()}")
         limit = self.config.disk_limit
@@ -434,7 +446,8 @@ class DockerSandbox(Sandbox):
         stdin = ["-i"] if data is not None else []
         args = [*self.engine.command, "exec", *stdin, "-w", "/content", self.container, *command]
         # Its program is looked up in the container, where agent code can replace it: what it prints is bounded.
-        return run_bounded(args, data=data, timeout=timeout)
+        # Run from the task's directory: the engine's monitor writes an ``oom`` file where it was started.
+        return run_bounded(args, data=data, timeout=timeout, cwd=self.root)
 
     # -- kernel --------------------------------------------------------------------------------
     def launch_kernel(self, extra_args: list[str], timeout: float) -> KernelLaunch:
@@ -456,6 +469,7 @@ class DockerSandbox(Sandbox):
             stdout=files.log_fd,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            cwd=self.root,  # as for the container's start
         )
         host_pidfile = runtime.sockets / f"{files.name}.pid"
         fallback = [*exec_, "sh", "-c", f"kill -KILL -- -$(cat {shlex.quote(pidfile)})"]
@@ -468,7 +482,7 @@ class DockerSandbox(Sandbox):
                 kill_in_container(self._main_pid, group)
             else:
                 with contextlib.suppress(OSError, subprocess.SubprocessError):
-                    run_bounded(fallback, timeout=60)
+                    run_bounded(fallback, timeout=60, cwd=self.root)
 
         process = _ContainerKernel(popen, stop, lambda: runtime.forget(files))
         self._kernels.append(process)

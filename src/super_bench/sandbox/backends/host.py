@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from super_bench._sizes import human_size
 from super_bench.errors import SandboxError, SuperBenchError
 from super_bench.sandbox.base import (
     MAX_EDIT_BYTES,
@@ -53,7 +54,7 @@ from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, processes_w
 from super_bench.sandbox.lifetime.scratch import forget_cgroup, note_cgroup, runtime_tag
 from super_bench.sandbox.limits.disk import WATCH, TaskFilesystem, deleted_open_bytes, disk_mechanism
 from super_bench.sandbox.limits.disk import describe as describe_disk
-from super_bench.sandbox.limits.memory import MemoryCgroup, memory_mechanism
+from super_bench.sandbox.limits.memory import KERNEL_MEMORY, MemoryCgroup, check_kernel_memory, memory_mechanism
 from super_bench.sandbox.limits.memory import describe as describe_memory
 from super_bench.sandbox.mirrors.serving import check_task_pip, mirror_environ
 from super_bench.sandbox.packages.task_access import PACKAGES_PORT, PackageSession, cache_applies, cache_record
@@ -84,14 +85,15 @@ class HostSandbox(Sandbox):
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
         if config.memory_limit is not None:
-            memory_mechanism(config.memory_enforcement)
+            check_kernel_memory(config.memory_limit, memory_mechanism(config.memory_enforcement), cls.name)
         if config.disk_limit is not None:
             disk_mechanism(config.disk_enforcement)
 
     @classmethod
     def check_lines(cls, config: SandboxConfig) -> list[str]:
         return [
-            f"--memory-limit is enforced by: {describe_memory(memory_mechanism())}",
+            f"--memory-limit is enforced by: {describe_memory(memory_mechanism())}; the least a run accepts: "
+            f"{human_size(KERNEL_MEMORY[memory_mechanism()])}, what a notebook kernel needs",
             f"--disk-limit is enforced by: {describe_disk(disk_mechanism())}",
             KERNEL_START,
         ]

@@ -24,7 +24,8 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
-from super_bench.errors import SandboxError
+from super_bench._sizes import human_size
+from super_bench.errors import ConfigError, SandboxError
 from super_bench.sandbox.lifetime.programs import program
 from super_bench.sandbox.lifetime.reaper import kill_cgroup
 
@@ -119,6 +120,31 @@ def memory_mechanism(requested: str = "auto") -> Mechanism:
             )
         return parent[0]
     raise SandboxError(f"unknown memory enforcement {requested!r}: choose auto, cgroup or address-space")
+
+
+# The least memory a limit may give: what a notebook kernel needs to start and run a cell that imports
+# NumPy, measured per mechanism (docs/sandboxes.md#limits) and rounded up. A cgroup (local, bwrap) and the
+# container's cgroup (docker) count pages used: 224 MiB sufficed, 192 MiB did not, with the same figures on
+# all three backends. An address-space limit counts what the kernel's threads reserve: 1 GiB sufficed,
+# 768 MiB did not.
+KERNEL_MEMORY: dict[str, int] = {
+    "cgroup2": 256 << 20,
+    "cgroup1": 256 << 20,
+    "container": 256 << 20,
+    "address-space": 1 << 30,
+}
+
+
+def check_kernel_memory(limit: int | None, mechanism: str, backend: str) -> None:
+    """Refuse, before anything starts, a memory limit under which no kernel could start."""
+    need = KERNEL_MEMORY[mechanism]
+    if limit is not None and limit < need:
+        how = "per process (address-space)" if mechanism == "address-space" else "by a memory cgroup"
+        raise ConfigError(
+            f"--memory-limit {human_size(limit)} is below the {human_size(need)} a notebook kernel needs to start "
+            f"in the {backend} sandbox, with the limit enforced {how}; give --memory-limit "
+            f"{need >> 20}m or more"
+        )
 
 
 class CgroupMemory:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from super_bench._sizes import human_size
 from super_bench.errors import PackageRequestRefused
 from super_bench.sandbox.packages.index_pages import ACCEPT
 
@@ -233,7 +234,7 @@ def read_bounded(response: Response, limit: int, what: str, each: Callable[[byte
     while block := read(1 << 20):
         total += len(block)
         if total > limit:
-            raise PackageRequestRefused(502, f"{what} is larger than {limit} bytes: not read further")
+            raise PackageRequestRefused(502, f"{what} is larger than {human_size(limit)}: not read further")
         if each is None:
             kept.append(block)
         else:

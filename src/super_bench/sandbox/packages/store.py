@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path, PurePosixPath
 
+from super_bench._sizes import human_size
 from super_bench.errors import PackageRequestRefused, SandboxError
 from super_bench.sandbox.lifetime.build_cache import DONE_MARKER, build_into, is_built
 from super_bench.sandbox.packages.sources import Limits, Response, read_bounded
@@ -143,7 +144,9 @@ class PackageStore:
 
         try:
             if size is not None and size > self.limits.file_bytes:
-                raise PackageRequestRefused(502, f"the file's {size} bytes pass the cache's limit of {limit}")
+                raise PackageRequestRefused(
+                    502, f"the file's {human_size(size)} pass the cache's limit of {human_size(limit)}"
+                )
             with closing(source()) as response, open(download.temporary, "wb") as out:
                 read_bounded(response, limit, "the file", take)
             if digest.hexdigest() != sha256:
