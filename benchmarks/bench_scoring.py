@@ -83,7 +83,7 @@ def untraced_answers() -> Iterator[None]:
         yield
 
 
-def _trace_nothing(submission: Any, steps: Any, shown: Any = None) -> None:
+def _trace_nothing(submission: Any, steps: Any, shown: Any = None, grammar: Any = None) -> None:
     return None
 
 
@@ -200,7 +200,8 @@ def baseline_rows(n_tasks: int, megabytes: float, baseline: Path | None, rounds:
 
 def as_written_before(run: Path, target: Path, baseline: Path) -> Path:
     """A copy of ``run`` as the release at ``baseline`` wrote it: its trajectories without the fields that
-    release does not know (each at its default here, or this fails), and without results or summary."""
+    release does not know (each at its default here, or this fails), its rows likewise in that release's schema
+    version (a release reads only the rows it could have written), and without a summary."""
     from super_bench.trajectory import Step, Trajectory
 
     known = json.loads(
@@ -228,13 +229,20 @@ def as_written_before(run: Path, target: Path, baseline: Path) -> Path:
         folder = target / "tasks" / path.parent.name
         folder.mkdir()
         (folder / "trajectory.json").write_text(json.dumps(data, indent=1))
+    rows = []
+    for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        row = {k: v for k, v in json.loads(line).items() if k in known["row"]}
+        rows.append(json.dumps({**row, "schema_version": known["version"]}) + "\n")
+    (target / "results.jsonl").write_text("".join(rows), encoding="utf-8")
     return target
 
 
-# What the release on PYTHONPATH knows of a trajectory and its steps.
+# What the release on PYTHONPATH knows of a trajectory, its steps and its rows, and the rows' schema version.
 _FIELDS = (
     "import json; from super_bench.trajectory import Step, Trajectory; "
-    "print(json.dumps({'trajectory': list(Trajectory.model_fields), 'step': list(Step.model_fields)}))"
+    "from super_bench.runner.results import TaskResult; from super_bench.runner.records import RUN_SCHEMA_VERSION; "
+    "print(json.dumps({'trajectory': list(Trajectory.model_fields), 'step': list(Step.model_fields), "
+    "'row': list(TaskResult.model_fields), 'version': RUN_SCHEMA_VERSION}))"
 )
 
 

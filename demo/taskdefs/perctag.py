@@ -43,7 +43,7 @@ PERCTAG = expert(
     ],
     [*SETUP, LIMIT, FIX_WEIGHTS, FIX_COUNTS, RUN, REPORT],
     entrypoint="train.py",
-    min_runtime=0.1,
+    min_runtime=0.05,
 )
 
 EXPERT = [PERCTAG]

@@ -112,8 +112,11 @@ def inside(root: Path, relative: str | os.PathLike[str]) -> Path:
     """``relative`` (a path a run directory's records name) as a path inside ``root``, symbolic links
     followed; ``RunDirError`` when it leaves ``root`` (an absolute path, ``..``, a link pointing out).
     A run directory is anyone's data: what it names is read only where it lies inside it."""
-    base = root.resolve()
-    path = (base / relative).resolve()
+    try:
+        base = root.resolve()
+        path = (base / relative).resolve()
+    except (OSError, RuntimeError) as e:  # a loop of links (RuntimeError before Python 3.13), a name too long
+        raise RunDirError(f"{relative!r} in the run directory {root} cannot be followed ({e}): not read") from None
     if not path.is_relative_to(base):
         raise RunDirError(f"{relative!r} is outside the run directory {root}: not read")
     return path
