@@ -140,22 +140,28 @@ def _resolutions(attempts: list[Run]) -> list[bool]:
     something else). One pass from the end, so an episode of thousands of runs costs as many steps: for each
     script, the distinct ways its later runs ended, two at most (two differ, so one differs from any problem)."""
     endings: dict[str, set[str | None]] = {}  # script -> how later runs of it ended (a problem's key, or None)
+    # The same, leaving out the runs that ended in code the agent changed: a library of the wrong version that
+    # the agent patched around in the code, only to fail in its own patches, was never got past.
+    own_endings: dict[str, set[str | None]] = {}
     passed_later = False
     resolved = [False] * len(attempts)
     for i in range(len(attempts) - 1, -1, -1):
         run = attempts[i]
         problem = run.final
         if problem is not None:
+            patched = problem.kind == "environment" and not problem.key.startswith(_PASSED)
+            later = own_endings if patched else endings
             resolved[i] = (problem.key.startswith(_PASSED) and passed_later) or any(
                 len(ends) > 1 or (len(ends) == 1 and problem.key not in ends)
-                for ends in (endings.get(name, set()) for name in run.identity)
+                for ends in (later.get(name, set()) for name in run.identity)
             )
         if run.started:
             final = run.final
             for name in run.identity:
-                ends = endings.setdefault(name, set())
-                if len(ends) < 2:
-                    ends.add(None if final is None else final.key)
+                for found in (endings, own_endings) if final is None or final.kind != "agent" else (endings,):
+                    ends = found.setdefault(name, set())
+                    if len(ends) < 2:
+                        ends.add(None if final is None else final.key)
             if final is not None and final.kind not in ("environment", "resource", "other"):
                 passed_later = True
     return resolved

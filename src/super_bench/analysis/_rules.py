@@ -23,6 +23,7 @@ from super_bench.scoring import Metrics, ProvenanceStatus, answer_provenance
 from super_bench.trajectory import Step, Trajectory
 
 _SHOWN = ("observed", "partly_observed", "given")
+_READING = ("view", "search", "shell", "submit")
 # Each can cause the next; an error in code the agent changed ranks with the repository's own.
 _PRIORITY: dict[Cause, int] = {"environment": 0, "resource": 1, "compute": 2, "repository_error": 3, "no_experiment": 3}
 _MADE_UP = re.compile(
@@ -49,7 +50,10 @@ def analyze_failure(
     steps = trajectory.agent_steps
     deeds = [d for d in read_trajectory(trajectory) if not d.step.pre_executed]
     refused = [d for d in deeds if d.refused]
-    if deeds and len(refused) * 2 > len(deeds):
+    # What the agent tried to do, not what it read: reading files and listing folders change nothing, so an
+    # agent that read between its refused attempts still did nothing (two in three attempts came to nothing).
+    tried = [d for d in deeds if d.refused or d.kind not in _READING]
+    if tried and len(refused) * 3 > len(tried) * 2:
         first = refused[0].step
         invalid = sum(d.kind == "invalid" for d in refused)
         return _cause(
@@ -57,8 +61,8 @@ def analyze_failure(
             first,
             _refusal(first),
             0.8,
-            f"{len(refused)} of {len(deeds)} actions were invalid ({invalid}), edits that did not apply or "
-            f"malformed commands ({len(refused) - invalid})",
+            f"{len(refused)} of the {len(tried)} actions that were not reading files were invalid ({invalid}), "
+            f"edits that did not apply or malformed commands ({len(refused) - invalid})",
         )
     shown = _shown_answer(trajectory, steps, answer_provenance)
     if shown is not None:
