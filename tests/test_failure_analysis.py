@@ -13,7 +13,7 @@ from tests.helpers import REFERENCE_TRAJECTORIES, step, trajectory
 from tests.judgements import failure_pairs, load, report, shown_block
 from tests.labelled import Split, failure_labels
 
-from super_bench import Action, Step
+from super_bench import Action, Step, Trajectory
 from super_bench.analysis import CAUSES, FailureCause, analyze_failure
 from super_bench.analysis._judge import digest
 from super_bench.analysis._lines import traceback_ends
@@ -408,6 +408,64 @@ def test_failed_swe_agent_edits_count_towards_agent_format() -> None:
     cause = analyze_failure(episode, FAILED)
     assert cause is not None and cause.cause == "agent_format"
     assert cause.quote.startswith("Your proposed edit") and "3 of 4" in cause.reason
+
+
+def test_agent_format_counts_what_the_agent_tried_not_what_it_read() -> None:
+    # Refused edits between views and listings: fewer than half of all actions were refused, but every
+    # action that tried to change something was.
+    refused = "Your proposed edit has introduced new syntax error(s).\nYour changes have NOT been applied."
+    steps: list[Step] = [run(0, "", CLONE)]
+    for i in range(1, 13, 3):
+        steps.append(step(i, Action.execute("open proj/train.py"), "[File: /content/proj/train.py (9 lines total)]"))
+        steps.append(step(i + 1, Action.execute("scroll_down"), "[File: /content/proj/train.py (9 lines total)]"))
+        steps.append(step(i + 2, Action.execute("edit 3:3\nx = (\nend_of_edit"), refused))
+    episode = trajectory(*steps)
+    episode.metadata["style"] = "swe-agent"
+    cause = analyze_failure(episode, FAILED)
+    assert cause is not None and (cause.cause, cause.step) == ("agent_format", 3)
+    assert "4 of 13 actions (4 not reading files)" in cause.reason
+    # The same views between edits that applied, and one refused: the agent did change its code.
+    shown = "[File: /content/proj/train.py (9 lines total)]\n3:x = 1"
+    fine = [s if s.index % 3 or s.index == 3 else s.model_copy(update={"observation": shown}) for s in steps]
+    episode = trajectory(*fine, run(13, TRACE + "KeyError: 'x'"))
+    episode.metadata["style"] = "swe-agent"
+    cause = analyze_failure(episode, FAILED)
+    assert cause is not None and cause.cause != "agent_format"
+
+
+def test_a_swe_agent_edit_applies_only_where_its_tool_showed_the_file_again() -> None:
+    applied = "[File: /content/proj/train.py (9 lines total)]\n3:x = 1\nFile updated."
+    magic = "IPython will make a temporary file named: /tmp/ipython_edit_1/ipython_edit_2.py\n"
+    steps = [
+        step(0, Action.execute("edit 3:3\nx = 1\nend_of_edit"), applied),
+        step(1, Action.execute("edit 1:14"), magic),  # no text to put in: IPython's own %edit answered
+        step(2, Action.execute("edit proj/train.py"), ""),  # no line range: nothing changed
+    ]
+    deeds = read_trajectory(Trajectory(task_id="t", query="q", steps=steps, metadata={"style": "swe-agent"}))
+    assert [(d.kind, d.applied) for d in deeds] == [("edit", True), ("edit", False), ("edit", False)]
+
+
+def test_a_wrong_version_the_agent_patched_around_in_its_code_stays_the_environment() -> None:
+    version = run(1, TRACE + "AttributeError: 'CountVectorizer' object has no attribute 'x'. Did you mean: 'y'?")
+    edit = step(
+        2,
+        Action(type="edit", content="proj/train.py\n<<<BEFORE_EDIT>>>\na.x()\n<<<AFTER_EDIT>>>\na.y()"),
+        "Edit was successful.",
+    )
+    own = run(3, TRACE + "TypeError: Object of type ndarray is not JSON serializable")
+    cause = cause_of(run(0, "", CLONE), version, edit, own)
+    assert (cause.cause, cause.step) == ("environment", 1)
+    # A run after the patch that failed elsewhere, in code the agent did not change, got past the version.
+    other = run(4, 'Traceback (most recent call last):\n  File "/content/proj/data.py", line 3, in <module>\n'
+                   "KeyError: 'label'")
+    assert cause_of(run(0, "", CLONE), version, edit, own, other).cause == "repository_error"
+
+
+def test_an_empty_name_is_no_missing_resource() -> None:
+    empty = TRACE + LIB + "OSError: Incorrect path_or_model_id: ''. Please provide either the path to a local folder"
+    assert cause_of(run(0, "", CLONE), run(1, empty)).cause == "repository_error"
+    named = TRACE + LIB + "OSError: Incorrect path_or_model_id: 'ckpt/best'. Please provide either the path"
+    assert cause_of(run(0, "", CLONE), run(1, named)).cause == "resource"
 
 
 def test_a_timed_out_install_is_a_failed_install() -> None:

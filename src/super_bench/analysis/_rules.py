@@ -53,7 +53,7 @@ def analyze_failure(
     # What the agent tried to do, not what it read: reading files and listing folders change nothing, so an
     # agent that read between its refused attempts still did nothing (two in three attempts came to nothing).
     tried = [d for d in deeds if d.refused or d.kind not in _READING]
-    if tried and len(refused) * 3 > len(tried) * 2:
+    if deeds and (len(refused) * 2 > len(deeds) or len(refused) * 3 > len(tried) * 2):
         first = refused[0].step
         invalid = sum(d.kind == "invalid" for d in refused)
         return _cause(
@@ -61,7 +61,7 @@ def analyze_failure(
             first,
             _refusal(first),
             0.8,
-            f"{len(refused)} of the {len(tried)} actions that were not reading files were invalid ({invalid}), "
+            f"{len(refused)} of {len(deeds)} actions ({len(tried)} not reading files) were invalid ({invalid}), "
             f"edits that did not apply or malformed commands ({len(refused) - invalid})",
         )
     shown = _shown_answer(trajectory, steps, answer_provenance)
