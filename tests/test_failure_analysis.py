@@ -456,9 +456,21 @@ def test_a_wrong_version_the_agent_patched_around_in_its_code_stays_the_environm
     cause = cause_of(run(0, "", CLONE), version, edit, own)
     assert (cause.cause, cause.step) == ("environment", 1)
     # A run after the patch that failed elsewhere, in code the agent did not change, got past the version.
-    other = run(4, 'Traceback (most recent call last):\n  File "/content/proj/data.py", line 3, in <module>\n'
-                   "KeyError: 'label'")
+    other = run(
+        4,
+        "Traceback (most recent call last):\n  File \"/content/proj/data.py\", line 3, in <module>\nKeyError: 'label'",
+    )
     assert cause_of(run(0, "", CLONE), version, edit, own, other).cause == "repository_error"
+
+
+def test_a_missing_file_got_round_only_to_fail_in_the_repositorys_code_stays_the_resource() -> None:
+    missing = run(1, TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'raw/train.txt'")
+    empty = run(2, TRACE + "ZeroDivisionError: division by zero")  # the agent made the file empty; the code fails
+    cause = cause_of(run(0, "", CLONE), missing, empty)
+    assert (cause.cause, cause.step) == ("resource", 1)
+    # A later run that went through got past it: the repository's error after that is the cause.
+    through = run(3, "epoch 1 done")
+    assert cause_of(run(0, "", CLONE), missing, through, run(4, TRACE + "KeyError: 'x'")).cause == "repository_error"
 
 
 def test_an_empty_name_is_no_missing_resource() -> None:
@@ -466,6 +478,30 @@ def test_an_empty_name_is_no_missing_resource() -> None:
     assert cause_of(run(0, "", CLONE), run(1, empty)).cause == "repository_error"
     named = TRACE + LIB + "OSError: Incorrect path_or_model_id: 'ckpt/best'. Please provide either the path"
     assert cause_of(run(0, "", CLONE), run(1, named)).cause == "resource"
+
+
+def test_a_script_the_agent_wrote_in_place_of_the_repositorys_is_no_experiment() -> None:
+    missing = TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'data/dev.jsonl'"
+    own = 'Traceback (most recent call last):\n  File "/content/mine.py", line 3, in <module>\n' + "KeyError: 'qas'"
+    for write in (
+        step(
+            2, Action(type="edit", content="mine.py\n<<<BEFORE_EDIT>>>\n<<<AFTER_EDIT>>>\nimport json"), "Edit was ok"
+        ),
+        run(2, "", "with open('mine.py', 'w') as f:\n    f.write(code)"),
+        run(2, "", "!echo 'import json' > mine.py"),
+    ):
+        cause = cause_of(run(0, "", CLONE), run(1, missing), write, run(3, own, "!python mine.py"))
+        assert (cause.cause, cause.step, cause.quote) == ("no_experiment", 3, "KeyError: 'qas'")
+        assert "a script it wrote itself (mine.py)" in cause.reason
+    # The agent's script was a helper, and the repository's script ran last: its missing file is the cause.
+    helper = cause_of(
+        run(0, "", CLONE), run(1, "", "!echo 'import json' > mine.py"), run(2, "", "!python mine.py"), run(3, missing)
+    )
+    assert (helper.cause, helper.step) == ("resource", 3)
+    # Its own script failing for want of a dependency is still the environment.
+    module = TRACE + "ModuleNotFoundError: No module named 'wandb'"
+    env = cause_of(run(0, "", CLONE), run(1, "", "!echo 'import wandb' > mine.py"), run(2, module, "!python mine.py"))
+    assert env.cause == "environment"
 
 
 def test_a_timed_out_install_is_a_failed_install() -> None:

@@ -18,6 +18,7 @@ from super_bench._names import BUDGET_STOPS
 from super_bench.analysis._model import QUOTE_CHARS, Cause, FailureCause, fully_succeeded
 from super_bench.analysis._resolve import Blocker, blockers, runs
 from super_bench.analysis._signals import last_line, strip_ansi
+from super_bench.analysis._substitute import substitute
 from super_bench.reading import FAILED_EDIT, Deed, read_trajectory
 from super_bench.scoring import Metrics, ProvenanceStatus, answer_provenance
 from super_bench.trajectory import Step, Trajectory
@@ -100,6 +101,17 @@ def analyze_failure(
             why = "the run printed the values it reported, and they do not match"
         return _cause("wrong_result", step, line, 0.8, why)
     every = runs(deeds)
+    own = substitute(deeds, every)
+    if own is not None:
+        line = own.final.line if own.final is not None else last_line(own.step.raw_output)
+        return _cause(
+            "no_experiment",
+            own.step,
+            line,
+            0.5,
+            f"the agent ended on a script it wrote itself ({', '.join(sorted(own.identity))}), in place of the "
+            "repository's: no run of the experiment asked for went through",
+        )
     found = blockers(steps, every)
     if found:
         best = min(found, key=lambda b: (_PRIORITY[b.cause], b.first))

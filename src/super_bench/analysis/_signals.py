@@ -247,7 +247,9 @@ def _classify(
         if "relative import" in message or (module and module.group(1).split(".")[0] in local):
             return Problem("other", key, line, index)
         return Problem("environment", key, line, index)
-    missing = name in _RESOURCE_ERRORS or (name in ("OSError", "ValueError", "AssertionError") and _MISSING.search(message))
+    missing = name in _RESOURCE_ERRORS or (
+        name in ("OSError", "ValueError", "AssertionError") and _MISSING.search(message)
+    )
     # An empty name (``Incorrect path_or_model_id: ''``) is no file or model that could not be had: the code
     # built no path at all, a bug of whoever wrote it.
     if missing and not _EMPTY_NAME.search(message):
