@@ -257,6 +257,20 @@ def test_a_printed_answer_is_a_wrong_result_unless_no_landmark_of_the_experiment
     assert right.cause == "wrong_result" and "it matches, but the run missed landmarks" in right.reason
 
 
+def test_values_the_agent_said_it_did_not_have_are_no_experiment() -> None:
+    printed = run(1, "span_f1 0.0 tag_acc 0.0")
+    said = "The token counts are not available in the output files. I will submit zeros."
+    submit = step(2, {"type": "submit", "content": {"f1": 0.0, "tokens": 0}}, "")
+    submit.thought = said
+    kw: dict[str, Any] = {"submission": {"f1": 0.0, "tokens": 0}, "submitted": True, "stop_reason": "submitted"}
+    reached = Metrics(submitted=1.0, output_match=0.5, landmarks=1.0)
+    cause = cause_of(run(0, "", CLONE), printed, submit, metrics=reached, **kw)
+    assert (cause.cause, cause.step) == ("no_experiment", 2)
+    assert cause.quote == "The token counts are not available in the output files"
+    submit.thought = "The run printed the F1 and the token count; I will submit them."
+    assert cause_of(run(0, "", CLONE), printed, submit, metrics=reached, **kw).cause == "wrong_result"
+
+
 def test_most_actions_invalid_is_agent_format_and_says_how_many() -> None:
     bad = [step(i, Action.execute(""), "Thought or action not provided", outcome="invalid") for i in (1, 2, 3)]
     cause = cause_of(run(0, "", CLONE), *bad)

@@ -3,7 +3,9 @@
 A *run* is an execute step that runs a script or a module (``python train.py``, ``bash run.sh``,
 ``python -m x``) or Python code, or a wait on such a cell. An error a run met is **resolved** when a later
 run of the same script gets past it: it ends without that error, having started (a syntax error, a bad
-command line or a broken shell script stops it before it starts, and so proves nothing). A
+command line or a broken shell script stops it before it starts, and so proves nothing). A wrong-version
+library is not got past by runs that fail in code the agent changed (it patched around it), nor a missing
+file by runs that fail in the repository's code (on empty or stand-in data). A
 ``ModuleNotFoundError`` followed by a pip install and a run that fails elsewhere, or succeeds, is resolved;
 one seen again in the last run is not.
 

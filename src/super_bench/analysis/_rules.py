@@ -2,12 +2,13 @@
 
 In order (docs/failure-analysis.md tells it with examples):
 
-1. ``agent_format``: most of the agent's actions were invalid.
+1. ``agent_format``: most of the agent's actions, or two in three of those that tried something, were refused.
 2. An answer whose values the run printed: ``wrong_result``, or ``no_experiment`` when the task's
    landmarks and entrypoint (those it defines) were all missed, so that what ran was not the experiment.
-3. Else the blockers never resolved (see ``_blockers``): ``environment`` before ``resource`` before
+3. Else ``no_experiment`` where the episode ended on a script the agent wrote itself (``_substitute``).
+4. Else the blockers never resolved (see ``_resolve``): ``environment`` before ``resource`` before
    ``compute`` before ``repository_error``, as each can cause the next.
-4. Else a budget stop right after a run that went through is ``compute``; anything else ``no_experiment``.
+5. Else a budget stop right after a run that went through is ``compute``; anything else ``no_experiment``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ _READING = ("view", "search", "shell", "submit")
 _PRIORITY: dict[Cause, int] = {"environment": 0, "resource": 1, "compute": 2, "repository_error": 3, "no_experiment": 3}
 _MADE_UP = re.compile(
     r"[^.\n]*\b(?:dummy|mock|fake|synthetic|placeholder|made[- ]up|manually create|sample data)\b[^.\n]*", re.I
+)
+# What an agent says, submitting, when the values asked for were not to be had: what it submits is no result.
+_UNAVAILABLE = re.compile(
+    r"[^.\n]*\b(?:not available|unavailable|(?:could not|unable to) (?:obtain|determine))\b[^.\n]*",
+    re.I,
 )
 _REASONS = {
     "environment": "installing or importing a dependency failed and was never fixed",
@@ -85,6 +91,15 @@ def analyze_failure(
                 _MADE_UP.search(made_up.thought or "").group(0),  # type: ignore[union-attr]
                 0.6,
                 f"the values came from data or numbers the agent made up (step {made_up.index} says so)",
+            )
+        unavailable = _said_unavailable(steps)
+        if unavailable is not None:
+            return _cause(
+                "no_experiment",
+                unavailable,
+                _UNAVAILABLE.search(unavailable.thought or "").group(0),  # type: ignore[union-attr]
+                0.6,
+                f"the agent submitted values it said it did not have (step {unavailable.index} says so)",
             )
         crash = _crashed_after(deeds, step)
         if crash is not None:
@@ -176,6 +191,12 @@ def _made_up(steps: list[Step], shown: Step | None) -> Step | None:
         if step.thought and _MADE_UP.search(step.thought):
             return step
     return None
+
+
+def _said_unavailable(steps: list[Step]) -> Step | None:
+    """The submission, where the agent's thought with it says the values were not to be had."""
+    last = next((s for s in reversed(steps) if s.action.type == "submit"), None)
+    return last if last is not None and last.thought and _UNAVAILABLE.search(last.thought) else None
 
 
 def _refusal(step: Step) -> str:
