@@ -26,7 +26,7 @@ RUNS = ("react-super_expert", "react-super_masked", "swe-agent_expert", "swe-age
 DOC = Path(__file__).resolve().parents[1] / "docs" / "failure-analysis.md"
 FAILED = Metrics(submitted=0.0, output_match=0.0, landmarks=0.0)
 # The dev half's agreement when the rules were last tuned on it: a floor that catches a rule made worse.
-DEV_FLOOR = 0.60
+DEV_FLOOR = 0.75
 
 needs_reference = pytest.mark.skipif(
     not EXPERT.is_dir(), reason="the published trajectories are not beside the checkout"
@@ -268,6 +268,18 @@ def test_values_the_agent_said_it_did_not_have_are_no_experiment() -> None:
     assert (cause.cause, cause.step) == ("no_experiment", 2)
     assert cause.quote == "The token counts are not available in the output files"
     submit.thought = "The run printed the F1 and the token count; I will submit them."
+    assert cause_of(run(0, "", CLONE), printed, submit, metrics=reached, **kw).cause == "wrong_result"
+
+
+def test_a_thought_is_read_in_its_first_characters_for_made_up_values() -> None:
+    printed = run(1, "accuracy 0.8123")
+    kw: dict[str, Any] = {"submission": {"acc": 0.8123}, "submitted": True, "stop_reason": "submitted"}
+    reached = Metrics(submitted=1.0, output_match=0.0, landmarks=1.0)
+    submit = step(2, Action.submit({"acc": 0.8123}))
+    printed.thought = "I will train on dummy data I made"
+    cause = cause_of(run(0, "", CLONE), printed, submit, metrics=reached, **kw)
+    assert (cause.cause, cause.quote) == ("no_experiment", "I will train on dummy data I made")
+    printed.thought = "x" * 4000 + " I will train on dummy data I made"  # past what is read: not seen
     assert cause_of(run(0, "", CLONE), printed, submit, metrics=reached, **kw).cause == "wrong_result"
 
 
@@ -558,6 +570,8 @@ def test_swe_agent_budget_spent_reading_files_is_not_compute(run_name: str) -> N
             if cause is not None:
                 causes.append(cause.cause)
     assert causes.count("compute") < 0.2 * len(causes), (causes.count("compute"), len(causes))
+    text = " ".join(DOC.read_text(encoding="utf-8").split())
+    assert f"{causes.count('compute')} of {len(causes)} ({run_name.split('_')[1].title()})" in text
 
 
 @settings(max_examples=200, deadline=None)

@@ -36,6 +36,7 @@ _UNAVAILABLE = re.compile(
     r"[^.\n]*\b(?:not available|unavailable|(?:could not|unable to) (?:obtain|determine))\b[^.\n]*",
     re.I,
 )
+_THOUGHT_CHARS = 4000
 _REASONS = {
     "environment": "installing or importing a dependency failed and was never fixed",
     "resource": "a file, dataset or model the run needs was never found",
@@ -88,7 +89,7 @@ def analyze_failure(
             return _cause(
                 "no_experiment",
                 made_up,
-                _MADE_UP.search(made_up.thought or "").group(0),  # type: ignore[union-attr]
+                _MADE_UP.search(_said(made_up)).group(0),  # type: ignore[union-attr]
                 0.6,
                 f"the values came from data or numbers the agent made up (step {made_up.index} says so)",
             )
@@ -97,7 +98,7 @@ def analyze_failure(
             return _cause(
                 "no_experiment",
                 unavailable,
-                _UNAVAILABLE.search(unavailable.thought or "").group(0),  # type: ignore[union-attr]
+                _UNAVAILABLE.search(_said(unavailable)).group(0),  # type: ignore[union-attr]
                 0.6,
                 f"the agent submitted values it said it did not have (step {unavailable.index} says so)",
             )
@@ -188,7 +189,7 @@ def _made_up(steps: list[Step], shown: Step | None) -> Step | None:
     for step in steps:
         if limit is not None and step.index > limit:
             break
-        if step.thought and _MADE_UP.search(step.thought):
+        if _MADE_UP.search(_said(step)):
             return step
     return None
 
@@ -196,7 +197,13 @@ def _made_up(steps: list[Step], shown: Step | None) -> Step | None:
 def _said_unavailable(steps: list[Step]) -> Step | None:
     """The submission, where the agent's thought with it says the values were not to be had."""
     last = next((s for s in reversed(steps) if s.action.type == "submit"), None)
-    return last if last is not None and last.thought and _UNAVAILABLE.search(last.thought) else None
+    return last if last is not None and _UNAVAILABLE.search(_said(last)) else None
+
+
+def _said(step: Step) -> str:
+    """A step's thought, in its first characters: what the rules look for in it is said early, and a thought
+    of any length is read in bounded time."""
+    return (step.thought or "")[:_THOUGHT_CHARS]
 
 
 def _refusal(step: Step) -> str:
