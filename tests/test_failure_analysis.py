@@ -13,7 +13,7 @@ from tests.helpers import REFERENCE_TRAJECTORIES, step, trajectory
 from tests.judgements import failure_pairs, load, report, shown_block
 from tests.labelled import Split, failure_labels
 
-from super_bench import Action, Step
+from super_bench import Action, Step, Trajectory
 from super_bench.analysis import CAUSES, FailureCause, analyze_failure
 from super_bench.analysis._judge import digest
 from super_bench.analysis._lines import traceback_ends
@@ -26,7 +26,7 @@ RUNS = ("react-super_expert", "react-super_masked", "swe-agent_expert", "swe-age
 DOC = Path(__file__).resolve().parents[1] / "docs" / "failure-analysis.md"
 FAILED = Metrics(submitted=0.0, output_match=0.0, landmarks=0.0)
 # The dev half's agreement when the rules were last tuned on it: a floor that catches a rule made worse.
-DEV_FLOOR = 0.60
+DEV_FLOOR = 0.75
 
 needs_reference = pytest.mark.skipif(
     not EXPERT.is_dir(), reason="the published trajectories are not beside the checkout"
@@ -257,6 +257,32 @@ def test_a_printed_answer_is_a_wrong_result_unless_no_landmark_of_the_experiment
     assert right.cause == "wrong_result" and "it matches, but the run missed landmarks" in right.reason
 
 
+def test_values_the_agent_said_it_did_not_have_are_no_experiment() -> None:
+    printed = run(1, "span_f1 0.0 tag_acc 0.0")
+    said = "The token counts are not available in the output files. I will submit zeros."
+    submit = step(2, {"type": "submit", "content": {"f1": 0.0, "tokens": 0}}, "")
+    submit.thought = said
+    kw: dict[str, Any] = {"submission": {"f1": 0.0, "tokens": 0}, "submitted": True, "stop_reason": "submitted"}
+    reached = Metrics(submitted=1.0, output_match=0.5, landmarks=1.0)
+    cause = cause_of(run(0, "", CLONE), printed, submit, metrics=reached, **kw)
+    assert (cause.cause, cause.step) == ("no_experiment", 2)
+    assert cause.quote == "The token counts are not available in the output files"
+    submit.thought = "The run printed the F1 and the token count; I will submit them."
+    assert cause_of(run(0, "", CLONE), printed, submit, metrics=reached, **kw).cause == "wrong_result"
+
+
+def test_a_thought_is_read_in_its_first_characters_for_made_up_values() -> None:
+    printed = run(1, "accuracy 0.8123")
+    kw: dict[str, Any] = {"submission": {"acc": 0.8123}, "submitted": True, "stop_reason": "submitted"}
+    reached = Metrics(submitted=1.0, output_match=0.0, landmarks=1.0)
+    submit = step(2, Action.submit({"acc": 0.8123}))
+    printed.thought = "I will train on dummy data I made"
+    cause = cause_of(run(0, "", CLONE), printed, submit, metrics=reached, **kw)
+    assert (cause.cause, cause.quote) == ("no_experiment", "I will train on dummy data I made")
+    printed.thought = "x" * 4000 + " I will train on dummy data I made"  # past what is read: not seen
+    assert cause_of(run(0, "", CLONE), printed, submit, metrics=reached, **kw).cause == "wrong_result"
+
+
 def test_most_actions_invalid_is_agent_format_and_says_how_many() -> None:
     bad = [step(i, Action.execute(""), "Thought or action not provided", outcome="invalid") for i in (1, 2, 3)]
     cause = cause_of(run(0, "", CLONE), *bad)
@@ -410,6 +436,100 @@ def test_failed_swe_agent_edits_count_towards_agent_format() -> None:
     assert cause.quote.startswith("Your proposed edit") and "3 of 4" in cause.reason
 
 
+def test_agent_format_counts_what_the_agent_tried_not_what_it_read() -> None:
+    # Refused edits between views and listings: fewer than half of all actions were refused, but every
+    # action that tried to change something was.
+    refused = "Your proposed edit has introduced new syntax error(s).\nYour changes have NOT been applied."
+    steps: list[Step] = [run(0, "", CLONE)]
+    for i in range(1, 13, 3):
+        steps.append(step(i, Action.execute("open proj/train.py"), "[File: /content/proj/train.py (9 lines total)]"))
+        steps.append(step(i + 1, Action.execute("scroll_down"), "[File: /content/proj/train.py (9 lines total)]"))
+        steps.append(step(i + 2, Action.execute("edit 3:3\nx = (\nend_of_edit"), refused))
+    episode = trajectory(*steps)
+    episode.metadata["style"] = "swe-agent"
+    cause = analyze_failure(episode, FAILED)
+    assert cause is not None and (cause.cause, cause.step) == ("agent_format", 3)
+    assert "4 of 13 actions (4 not reading files)" in cause.reason
+    # The same views between edits that applied, and one refused: the agent did change its code.
+    shown = "[File: /content/proj/train.py (9 lines total)]\n3:x = 1"
+    fine = [s if s.index % 3 or s.index == 3 else s.model_copy(update={"observation": shown}) for s in steps]
+    episode = trajectory(*fine, run(13, TRACE + "KeyError: 'x'"))
+    episode.metadata["style"] = "swe-agent"
+    cause = analyze_failure(episode, FAILED)
+    assert cause is not None and cause.cause != "agent_format"
+
+
+def test_a_swe_agent_edit_applies_only_where_its_tool_showed_the_file_again() -> None:
+    applied = "[File: /content/proj/train.py (9 lines total)]\n3:x = 1\nFile updated."
+    magic = "IPython will make a temporary file named: /tmp/ipython_edit_1/ipython_edit_2.py\n"
+    steps = [
+        step(0, Action.execute("edit 3:3\nx = 1\nend_of_edit"), applied),
+        step(1, Action.execute("edit 1:14"), magic),  # no text to put in: IPython's own %edit answered
+        step(2, Action.execute("edit proj/train.py"), ""),  # no line range: nothing changed
+    ]
+    deeds = read_trajectory(Trajectory(task_id="t", query="q", steps=steps, metadata={"style": "swe-agent"}))
+    assert [(d.kind, d.applied) for d in deeds] == [("edit", True), ("edit", False), ("edit", False)]
+
+
+def test_a_wrong_version_the_agent_patched_around_in_its_code_stays_the_environment() -> None:
+    version = run(1, TRACE + "AttributeError: 'CountVectorizer' object has no attribute 'x'. Did you mean: 'y'?")
+    edit = step(
+        2,
+        Action(type="edit", content="proj/train.py\n<<<BEFORE_EDIT>>>\na.x()\n<<<AFTER_EDIT>>>\na.y()"),
+        "Edit was successful.",
+    )
+    own = run(3, TRACE + "TypeError: Object of type ndarray is not JSON serializable")
+    cause = cause_of(run(0, "", CLONE), version, edit, own)
+    assert (cause.cause, cause.step) == ("environment", 1)
+    # A run after the patch that failed elsewhere, in code the agent did not change, got past the version.
+    other = run(
+        4,
+        "Traceback (most recent call last):\n  File \"/content/proj/data.py\", line 3, in <module>\nKeyError: 'label'",
+    )
+    assert cause_of(run(0, "", CLONE), version, edit, own, other).cause == "repository_error"
+
+
+def test_a_missing_file_got_round_only_to_fail_in_the_repositorys_code_stays_the_resource() -> None:
+    missing = run(1, TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'raw/train.txt'")
+    empty = run(2, TRACE + "ZeroDivisionError: division by zero")  # the agent made the file empty; the code fails
+    cause = cause_of(run(0, "", CLONE), missing, empty)
+    assert (cause.cause, cause.step) == ("resource", 1)
+    # A later run that went through got past it: the repository's error after that is the cause.
+    through = run(3, "epoch 1 done")
+    assert cause_of(run(0, "", CLONE), missing, through, run(4, TRACE + "KeyError: 'x'")).cause == "repository_error"
+
+
+def test_an_empty_name_is_no_missing_resource() -> None:
+    empty = TRACE + LIB + "OSError: Incorrect path_or_model_id: ''. Please provide either the path to a local folder"
+    assert cause_of(run(0, "", CLONE), run(1, empty)).cause == "repository_error"
+    named = TRACE + LIB + "OSError: Incorrect path_or_model_id: 'ckpt/best'. Please provide either the path"
+    assert cause_of(run(0, "", CLONE), run(1, named)).cause == "resource"
+
+
+def test_a_script_the_agent_wrote_in_place_of_the_repositorys_is_no_experiment() -> None:
+    missing = TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'data/dev.jsonl'"
+    own = 'Traceback (most recent call last):\n  File "/content/mine.py", line 3, in <module>\n' + "KeyError: 'qas'"
+    for write in (
+        step(
+            2, Action(type="edit", content="mine.py\n<<<BEFORE_EDIT>>>\n<<<AFTER_EDIT>>>\nimport json"), "Edit was ok"
+        ),
+        run(2, "", "with open('mine.py', 'w') as f:\n    f.write(code)"),
+        run(2, "", "!echo 'import json' > mine.py"),
+    ):
+        cause = cause_of(run(0, "", CLONE), run(1, missing), write, run(3, own, "!python mine.py"))
+        assert (cause.cause, cause.step, cause.quote) == ("no_experiment", 3, "KeyError: 'qas'")
+        assert "a script it wrote itself (mine.py)" in cause.reason
+    # The agent's script was a helper, and the repository's script ran last: its missing file is the cause.
+    helper = cause_of(
+        run(0, "", CLONE), run(1, "", "!echo 'import json' > mine.py"), run(2, "", "!python mine.py"), run(3, missing)
+    )
+    assert (helper.cause, helper.step) == ("resource", 3)
+    # Its own script failing for want of a dependency is still the environment.
+    module = TRACE + "ModuleNotFoundError: No module named 'wandb'"
+    env = cause_of(run(0, "", CLONE), run(1, "", "!echo 'import wandb' > mine.py"), run(2, module, "!python mine.py"))
+    assert env.cause == "environment"
+
+
 def test_a_timed_out_install_is_a_failed_install() -> None:
     cause = cause_of(run(0, "", CLONE), run(1, "Collecting torch==1.4", "!pip install torch==1.4", outcome="timeout"))
     assert cause.cause == "environment"
@@ -450,6 +570,8 @@ def test_swe_agent_budget_spent_reading_files_is_not_compute(run_name: str) -> N
             if cause is not None:
                 causes.append(cause.cause)
     assert causes.count("compute") < 0.2 * len(causes), (causes.count("compute"), len(causes))
+    text = " ".join(DOC.read_text(encoding="utf-8").split())
+    assert f"{causes.count('compute')} of {len(causes)} ({run_name.split('_')[1].title()})" in text
 
 
 @settings(max_examples=200, deadline=None)

@@ -13,21 +13,24 @@ from hypothesis import strategies as st
 from tests.helpers import step, trajectory
 
 from super_bench.analysis import _resolve, analyze_failure
-from super_bench.analysis._resolve import _PASSED, Run, _Installed, _norm, _resolutions
+from super_bench.analysis._resolve import _NOT_PAST, _PASSED, Run, _Installed, _norm, _resolutions
 from super_bench.analysis._signals import Problem
 from super_bench.scoring import Metrics
 
-KINDS = ["environment", "resource", "compute", "repository_error", "early", "other"]
+KINDS = ["environment", "resource", "compute", "repository_error", "agent", "early", "other"]
 KEYS = ["ModuleNotFoundError: a", "ImportError: b", "command: x", "404", "RuntimeError: c", "pip", "OSError: d"]
 
 
 def _resolved_by_every_later_run(problem: Problem, run: Run, later: list[Run]) -> bool:
-    """The rule as first written: each run against every later one."""
+    """The rule as first written: each run against every later one (one that ended on a failure of the kind
+    that does not get past the problem's, ``_NOT_PAST``, does not count)."""
+    not_past = None if problem.key.startswith(_PASSED) else _NOT_PAST.get(problem.kind)
     for other in later:
         if not other.started:
             continue
         final = other.final
-        if other.identity & run.identity and (final is None or final.key != problem.key):
+        past = final is None or (final.key != problem.key and final.kind != not_past)
+        if other.identity & run.identity and past:
             return True
         if (
             problem.key.startswith(_PASSED)

@@ -27,7 +27,8 @@ TRACE = 'Traceback (most recent call last):\n  File "/content/proj/train.py", li
 def episode(last_output: str = TRACE + "KeyError: 'label'") -> Trajectory:
     return trajectory(
         step(0, Action.execute("!git clone https://github.com/someone/proj.git"), "Cloning into 'proj'..."),
-        step(1, Action.execute("!python proj/train.py"), TRACE + "FileNotFoundError: [Errno 2] No such file: 'x'"),
+        # A failed download that the next run got past (it ended on something else): the rules leave it.
+        step(1, Action.execute("!wget https://example.org/x.csv"), "Connecting...\nERROR 404: Not Found."),
         step(2, Action.execute("!python proj/train.py"), last_output),
     )
 
@@ -50,14 +51,14 @@ def test_a_judge_that_confirms_keeps_the_evidence_and_signs_it() -> None:
     assert judged.by == "judge:mock/judge" and judged.reason == "The repository's loader raised a KeyError."
     sent = model.requests[0].messages
     assert sent[0]["role"] == "system" and "KeyError: 'label'" in sent[1]["content"]
-    assert "FileNotFoundError" in sent[1]["content"]  # the errors of every run, not only the last
+    assert "ERROR 404" in sent[1]["content"]  # the errors of every run, not only the last
 
 
 def test_a_judge_that_corrects_moves_the_evidence_to_its_step() -> None:
     traj = episode()
     judged = judge_failure(traj, rules(traj), MockModel("j", replies=["```json\n" + verdict("resource", 1) + "\n```"]))
     assert (judged.cause, judged.step, judged.by) == ("resource", 1, "judge:mock/j")
-    assert judged.quote == "FileNotFoundError: [Errno 2] No such file: 'x'"
+    assert judged.quote == "ERROR 404: Not Found."
 
 
 @pytest.mark.parametrize(

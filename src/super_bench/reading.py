@@ -202,7 +202,10 @@ def _swe_command(step: Step, code: str, open_file: str | None) -> Deed | None:
     if command == "create":
         path = words[1].split()[0] if len(words) > 1 else shown
         return Deed(step, "edit", command, path, applied=not FAILED_EDIT.search(output))
-    return Deed(step, "edit", command, shown or open_file, applied=not FAILED_EDIT.search(output))
+    # An edit that took is answered with the file's new window; anything else changed nothing (an ``edit``
+    # without its line range, one that fell through to IPython's own ``%edit``, one run as Python).
+    applied = window is not None and not FAILED_EDIT.search(output)
+    return Deed(step, "edit", command, shown or open_file, applied=applied)
 
 
 def _cell(step: Step, code: str) -> Deed:

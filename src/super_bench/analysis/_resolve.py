@@ -3,7 +3,9 @@
 A *run* is an execute step that runs a script or a module (``python train.py``, ``bash run.sh``,
 ``python -m x``) or Python code, or a wait on such a cell. An error a run met is **resolved** when a later
 run of the same script gets past it: it ends without that error, having started (a syntax error, a bad
-command line or a broken shell script stops it before it starts, and so proves nothing). A
+command line or a broken shell script stops it before it starts, and so proves nothing). A wrong-version
+library is not got past by runs that fail in code the agent changed (it patched around it), nor a missing
+file by runs that fail in the repository's code (on empty or stand-in data). A
 ``ModuleNotFoundError`` followed by a pip install and a run that fails elsewhere, or succeeds, is resolved;
 one seen again in the last run is not.
 
@@ -28,6 +30,10 @@ _CAUSES: tuple[str, ...] = ("environment", "resource", "compute", "repository_er
 # An error in code the agent changed is its own: the experiment was never run as it stands.
 _AS_CAUSE: dict[str, Cause] = {"agent": "no_experiment"}
 _VERSION_MISMATCH = ("AttributeError", "TypeError")
+# Problems a later run gets past only by ending on something other than a failure of the given kind: a library
+# of the wrong version that the agent patched around in its code, to fail in its own patches; a file that was
+# missing, got round so that the repository's code then failed (on empty data, or a stand-in for it).
+_NOT_PAST: dict[str, str] = {"environment": "agent", "resource": "repository_error"}
 # Problems any later run resolves by getting past them (ending on something else): a missing module or
 # command, a failed download. The agent may have found another way (a pip install, another source).
 _PASSED = ("ModuleNotFoundError", "ImportError", "command:", "404")
@@ -140,22 +146,29 @@ def _resolutions(attempts: list[Run]) -> list[bool]:
     something else). One pass from the end, so an episode of thousands of runs costs as many steps: for each
     script, the distinct ways its later runs ended, two at most (two differ, so one differs from any problem)."""
     endings: dict[str, set[str | None]] = {}  # script -> how later runs of it ended (a problem's key, or None)
+    # Per kind of _NOT_PAST: the same, leaving out the later runs that do not get past that kind of problem.
+    past: dict[str, dict[str, set[str | None]]] = {kind: {} for kind in _NOT_PAST}
     passed_later = False
     resolved = [False] * len(attempts)
     for i in range(len(attempts) - 1, -1, -1):
         run = attempts[i]
         problem = run.final
         if problem is not None:
+            later = past[problem.kind] if problem.kind in past and not problem.key.startswith(_PASSED) else endings
             resolved[i] = (problem.key.startswith(_PASSED) and passed_later) or any(
                 len(ends) > 1 or (len(ends) == 1 and problem.key not in ends)
-                for ends in (endings.get(name, set()) for name in run.identity)
+                for ends in (later.get(name, set()) for name in run.identity)
             )
         if run.started:
             final = run.final
+            tables = [endings] + [
+                past[k] for k, not_past in _NOT_PAST.items() if final is None or final.kind != not_past
+            ]
             for name in run.identity:
-                ends = endings.setdefault(name, set())
-                if len(ends) < 2:
-                    ends.add(None if final is None else final.key)
+                for table in tables:
+                    ends = table.setdefault(name, set())
+                    if len(ends) < 2:
+                        ends.add(None if final is None else final.key)
             if final is not None and final.kind not in ("environment", "resource", "other"):
                 passed_later = True
     return resolved

@@ -2,12 +2,13 @@
 
 In order (docs/failure-analysis.md tells it with examples):
 
-1. ``agent_format``: most of the agent's actions were invalid.
+1. ``agent_format``: most of the agent's actions, or two in three of those that tried something, were refused.
 2. An answer whose values the run printed: ``wrong_result``, or ``no_experiment`` when the task's
    landmarks and entrypoint (those it defines) were all missed, so that what ran was not the experiment.
-3. Else the blockers never resolved (see ``_blockers``): ``environment`` before ``resource`` before
+3. Else ``no_experiment`` where the episode ended on a script the agent wrote itself (``_substitute``).
+4. Else the blockers never resolved (see ``_resolve``): ``environment`` before ``resource`` before
    ``compute`` before ``repository_error``, as each can cause the next.
-4. Else a budget stop right after a run that went through is ``compute``; anything else ``no_experiment``.
+5. Else a budget stop right after a run that went through is ``compute``; anything else ``no_experiment``.
 """
 
 from __future__ import annotations
@@ -18,16 +19,24 @@ from super_bench._names import BUDGET_STOPS
 from super_bench.analysis._model import QUOTE_CHARS, Cause, FailureCause, fully_succeeded
 from super_bench.analysis._resolve import Blocker, blockers, runs
 from super_bench.analysis._signals import last_line, strip_ansi
+from super_bench.analysis._substitute import substitute
 from super_bench.reading import FAILED_EDIT, Deed, read_trajectory
 from super_bench.scoring import Metrics, ProvenanceStatus, answer_provenance
 from super_bench.trajectory import Step, Trajectory
 
 _SHOWN = ("observed", "partly_observed", "given")
+_READING = ("view", "search", "shell", "submit")
 # Each can cause the next; an error in code the agent changed ranks with the repository's own.
 _PRIORITY: dict[Cause, int] = {"environment": 0, "resource": 1, "compute": 2, "repository_error": 3, "no_experiment": 3}
 _MADE_UP = re.compile(
     r"[^.\n]*\b(?:dummy|mock|fake|synthetic|placeholder|made[- ]up|manually create|sample data)\b[^.\n]*", re.I
 )
+# What an agent says, submitting, when the values asked for were not to be had: what it submits is no result.
+_UNAVAILABLE = re.compile(
+    r"[^.\n]*\b(?:not available|unavailable|(?:could not|unable to) (?:obtain|determine))\b[^.\n]*",
+    re.I,
+)
+_THOUGHT_CHARS = 4000
 _REASONS = {
     "environment": "installing or importing a dependency failed and was never fixed",
     "resource": "a file, dataset or model the run needs was never found",
@@ -49,7 +58,10 @@ def analyze_failure(
     steps = trajectory.agent_steps
     deeds = [d for d in read_trajectory(trajectory) if not d.step.pre_executed]
     refused = [d for d in deeds if d.refused]
-    if deeds and len(refused) * 2 > len(deeds):
+    # What the agent tried to do, not what it read: reading files and listing folders change nothing, so an
+    # agent that read between its refused attempts still did nothing (two in three attempts came to nothing).
+    tried = [d for d in deeds if d.refused or d.kind not in _READING]
+    if deeds and (len(refused) * 2 > len(deeds) or len(refused) * 3 > len(tried) * 2):
         first = refused[0].step
         invalid = sum(d.kind == "invalid" for d in refused)
         return _cause(
@@ -57,8 +69,8 @@ def analyze_failure(
             first,
             _refusal(first),
             0.8,
-            f"{len(refused)} of {len(deeds)} actions were invalid ({invalid}), edits that did not apply or "
-            f"malformed commands ({len(refused) - invalid})",
+            f"{len(refused)} of {len(deeds)} actions ({len(tried)} not reading files) were invalid ({invalid}), "
+            f"edits that did not apply or malformed commands ({len(refused) - invalid})",
         )
     shown = _shown_answer(trajectory, steps, answer_provenance)
     if shown is not None:
@@ -77,9 +89,18 @@ def analyze_failure(
             return _cause(
                 "no_experiment",
                 made_up,
-                _MADE_UP.search(made_up.thought or "").group(0),  # type: ignore[union-attr]
+                _MADE_UP.search(_said(made_up)).group(0),  # type: ignore[union-attr]
                 0.6,
                 f"the values came from data or numbers the agent made up (step {made_up.index} says so)",
+            )
+        unavailable = _said_unavailable(steps)
+        if unavailable is not None:
+            return _cause(
+                "no_experiment",
+                unavailable,
+                _UNAVAILABLE.search(_said(unavailable)).group(0),  # type: ignore[union-attr]
+                0.6,
+                f"the agent submitted values it said it did not have (step {unavailable.index} says so)",
             )
         crash = _crashed_after(deeds, step)
         if crash is not None:
@@ -96,6 +117,17 @@ def analyze_failure(
             why = "the run printed the values it reported, and they do not match"
         return _cause("wrong_result", step, line, 0.8, why)
     every = runs(deeds)
+    own = substitute(deeds, every)
+    if own is not None:
+        line = own.final.line if own.final is not None else last_line(own.step.raw_output)
+        return _cause(
+            "no_experiment",
+            own.step,
+            line,
+            0.5,
+            f"the agent ended on a script it wrote itself ({', '.join(sorted(own.identity))}), in place of the "
+            "repository's: no run of the experiment asked for went through",
+        )
     found = blockers(steps, every)
     if found:
         best = min(found, key=lambda b: (_PRIORITY[b.cause], b.first))
@@ -157,9 +189,21 @@ def _made_up(steps: list[Step], shown: Step | None) -> Step | None:
     for step in steps:
         if limit is not None and step.index > limit:
             break
-        if step.thought and _MADE_UP.search(step.thought):
+        if _MADE_UP.search(_said(step)):
             return step
     return None
+
+
+def _said_unavailable(steps: list[Step]) -> Step | None:
+    """The submission, where the agent's thought with it says the values were not to be had."""
+    last = next((s for s in reversed(steps) if s.action.type == "submit"), None)
+    return last if last is not None and _UNAVAILABLE.search(_said(last)) else None
+
+
+def _said(step: Step) -> str:
+    """A step's thought, in its first characters: what the rules look for in it is said early, and a thought
+    of any length is read in bounded time."""
+    return (step.thought or "")[:_THOUGHT_CHARS]
 
 
 def _refusal(step: Step) -> str:

@@ -49,6 +49,7 @@ _MISSING = re.compile(
     r"couldn't find|Could not find|\bhas no [\w ]*files\b|404",
     re.IGNORECASE,
 )
+_EMPTY_NAME = re.compile(r":\s*''(?:$|[\s.,;])")
 _RESOURCE_ERRORS = ("FileNotFoundError", "DatasetNotFoundError", "EntryNotFoundError", "RepositoryNotFoundError")
 _DOWNLOAD_404 = re.compile(r"ERROR 404|HTTP Error 404|404 Client Error|404: Not Found")
 _NOT_FOUND_CMD = re.compile(r"^(?:.*?: )?(?:line \d+: )?(?P<cmd>\S+): (?:command )?not found$")
@@ -246,7 +247,12 @@ def _classify(
         if "relative import" in message or (module and module.group(1).split(".")[0] in local):
             return Problem("other", key, line, index)
         return Problem("environment", key, line, index)
-    if name in _RESOURCE_ERRORS or (name in ("OSError", "ValueError", "AssertionError") and _MISSING.search(message)):
+    missing = name in _RESOURCE_ERRORS or (
+        name in ("OSError", "ValueError", "AssertionError") and _MISSING.search(message)
+    )
+    # An empty name (``Incorrect path_or_model_id: ''``) is no file or model that could not be had: the code
+    # built no path at all, a bug of whoever wrote it.
+    if missing and not _EMPTY_NAME.search(message):
         return Problem("resource", key, line, index)
     if _API_CHANGED.search(line):
         return Problem("environment", key, line, index)  # the installed library's API is not the one the code uses
