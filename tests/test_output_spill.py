@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from tests.helpers import make_task
 from tests.test_landmark_search import FLAGS, _compiles, _pattern, _plain
 
-from super_bench import Action, Environment, score_trajectory
+from super_bench import Action, Environment, RunConfig, run, score_trajectory
 from super_bench.environment import EnvConfig
 from super_bench.kernel import output as output_module
 from super_bench.kernel import spill as spill_module
@@ -182,7 +182,6 @@ def test_an_output_file_planted_as_a_link_is_not_followed(tmp_path: Path, plante
 
 def test_a_spilled_file_holds_no_more_than_the_tasks_disk_limit(tmp_path: Path) -> None:
     limit = 4096
-    file = SpillFile(tmp_path / "0.txt", 1_000_000, max_bytes=limit)
     with _small(_BLOCK=100, _COMPACT=1000):
         file = SpillFile(tmp_path / "1.txt", 1_000_000, max_bytes=limit)
         biggest = 0
@@ -279,3 +278,25 @@ def test_a_memory_error_or_full_disk_while_spilling_ends_the_step_with_an_error_
         assert _read(record / after.output_file.name) == ("y" * 30 + "\n") * 300
     finally:
         env.close()
+
+
+def test_a_task_run_again_starts_with_no_output_files_of_the_run_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spill_module, "SPILL_CHARS", 1000)
+    actions = tmp_path / "actions.json"
+    code = "for i in range(300): print('x' * 30)\nprint('training finished: accuracy 0.9137')"
+    actions.write_text(
+        json.dumps([{"type": "execute", "content": code}, {"type": "submit", "content": {"accuracy": 0.9137}}])
+    )
+    task = make_task(landmarks=[r"accuracy 0\.9\d+"], answer={"accuracy": 0.9137})
+    sandbox = SandboxConfig(backend="local", root=tmp_path / "sandboxes")
+    config = RunConfig(env=EnvConfig(cell_timeout=60, sandbox=sandbox), agent=f"replay:{actions}", out=tmp_path / "run")
+    first = run(config, tasks=[task], progress=False)
+    task_dir = tmp_path / "run" / "tasks" / task.task_id
+    assert _read(task_dir / "outputs" / "0.txt").endswith("x" * 30 + "\ntraining finished: accuracy 0.9137\n")
+    assert first.results[0].metrics.landmarks == 1.0
+    (task_dir / "outputs" / "7.txt").write_text("left by the run before")
+    again = run(config.model_copy(update={"redo": True}), tasks=[task], progress=False)
+    assert sorted(p.name for p in (task_dir / "outputs").iterdir()) == ["0.txt"]
+    assert again.results[0].metrics.landmarks == 1.0

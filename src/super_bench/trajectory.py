@@ -234,7 +234,8 @@ class Trajectory(Model):
             path = path / "trajectory.json"
         trajectory = cls.model_validate_json(read_regular(path))
         for step in trajectory.steps:
-            step.kept_in(path.parent)
+            if step.output_file is not None:  # (a private attribute counts in ==: set only where it is used)
+                step.kept_in(path.parent)
         return trajectory
 
 
