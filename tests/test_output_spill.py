@@ -28,7 +28,7 @@ from super_bench.environment import EnvConfig
 from super_bench.kernel import output as output_module
 from super_bench.kernel import spill as spill_module
 from super_bench.kernel.output import OutputBuffer, cap_text, clean_and_cap
-from super_bench.kernel.spill import Spilled, SpillFile, SpillFolder
+from super_bench.kernel.spill import Spilled, SpillFile, SpillFolder, joined
 from super_bench.sandbox import SandboxConfig
 from super_bench.scoring import windows
 from super_bench.scoring.landmarks import landmark_steps
@@ -300,3 +300,24 @@ def test_a_task_run_again_starts_with_no_output_files_of_the_run_before(
     again = run(config.model_copy(update={"redo": True}), tasks=[task], progress=False)
     assert sorted(p.name for p in (task_dir / "outputs").iterdir()) == ["0.txt"]
     assert again.results[0].metrics.landmarks == 1.0
+
+
+@pytest.mark.parametrize(("first_in_file", "second_in_file"), [(True, False), (False, True), (True, True)])
+def test_two_results_of_one_cell_join_into_one_file(tmp_path: Path, first_in_file: bool, second_in_file: bool) -> None:
+    """A pre-executed cell's output before and after its interrupt, one of them or both in files."""
+    folder = SpillFolder(tmp_path)
+
+    def part(text: str, in_file: bool) -> str | Spilled:
+        if not in_file:
+            return text
+        path = folder()
+        path.write_text(text, encoding="utf-8")
+        return Spilled(path, len(text), dropped=3)
+
+    first, second = part("before é\n" * 3, first_in_file), part("after 😀\n" * 2, second_in_file)
+    result = joined(first, second, folder)
+    assert isinstance(result, Spilled)
+    assert _read(result.path) == "before é\n" * 3 + "after 😀\n" * 2 and result.chars == 27 + 16
+    assert result.dropped == 3 * (first_in_file + second_in_file)
+    assert [p.name for p in (tmp_path / "outputs").iterdir()] == [result.path.name]  # the parts' files let go
+    assert joined("a", "b", None) == "ab"

@@ -85,8 +85,8 @@ def _holds(record: Path, name: str, piece: str, window: int) -> bool:
 
 
 def _whole(pattern: regex.Pattern[str], record: Path, name: str, timeout: float) -> bool:
-    with open_output(record, name) as file:
-        text = file.read().replace("\n", " ")
+    with open_output(record, name) as file:  # its blocks, then the text: twice the output, for a moment
+        text = "".join([block.replace("\n", " ") for block in blocks(file)])
     return pattern.search(text, timeout=timeout) is not None
 
 
