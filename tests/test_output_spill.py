@@ -321,3 +321,15 @@ def test_two_results_of_one_cell_join_into_one_file(tmp_path: Path, first_in_fil
     assert result.dropped == 3 * (first_in_file + second_in_file)
     assert [p.name for p in (tmp_path / "outputs").iterdir()] == [result.path.name]  # the parts' files let go
     assert joined("a", "b", None) == "ab"
+
+
+def test_a_surrogate_pair_split_across_pieces_is_one_character_in_the_file_and_a_lone_half_is_replaced(
+    tmp_path: Path,
+) -> None:
+    with _small(_BLOCK=1):
+        buffer = OutputBuffer(1000, SpillFolder(tmp_path), spill_chars=0)
+        for piece in ["a\ud83d", "\ude00b", "\ud800", "c\udbff"]:
+            buffer.append(piece)
+        result = buffer.finish()
+    assert isinstance(result, Spilled)
+    assert _read(result.path) == "a😀b\ufffdc\ufffd" and result.chars == 6

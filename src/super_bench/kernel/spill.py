@@ -94,7 +94,8 @@ class SpillFile:
             self._pending, self._pending_size, text = [text[-1]], 1, text[:-1]
         if not text:
             return
-        data = valid_text(text).encode("utf-8")
+        text = valid_text(text)  # counted as written: a pair rejoined across pieces is one character
+        data = text.encode("utf-8")
         _put(self._fd, data, self._end)
         self._blocks.append(_Block(self._end, len(data), len(text)))
         self._end += len(data)
