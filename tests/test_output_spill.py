@@ -182,7 +182,7 @@ def test_an_output_file_planted_as_a_link_is_not_followed(tmp_path: Path, plante
 
 def test_a_spilled_file_holds_no_more_than_the_tasks_disk_limit(tmp_path: Path) -> None:
     limit = 4096
-    with _small(_BLOCK=100, _COMPACT=1000):
+    with _small(_BLOCK=100):  # the compaction at its own size: the disk limit alone bounds the file
         file = SpillFile(tmp_path / "1.txt", 1_000_000, max_bytes=limit)
         biggest = 0
         for i in range(2000):

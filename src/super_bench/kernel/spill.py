@@ -114,7 +114,9 @@ class SpillFile:
                 self._chars -= gone.chars
                 self.dropped += gone.chars
                 self._dead += gone.size
-            if self._dead > self.compact_at and self._dead > self._end - self._dead:
+            # With a disk limit, sooner: the file stays within twice the limit while the output comes.
+            threshold = self.compact_at if self.max_bytes is None else min(self.compact_at, self.max_bytes // 2)
+            if self._dead > threshold and self._dead > self._end - self._dead:
                 self._compact()
 
     def _split(self) -> None:
