@@ -10,6 +10,7 @@ directory, opened without following a link.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import io
 import os
@@ -35,13 +36,9 @@ class OutputFile(Model):
     chars: int = Field(ge=0, description="Characters of raw output the file holds")
 
 
-def open_output(directory: Path, name: str) -> io.TextIOWrapper:
-    """The spilled output ``name`` of the record in ``directory``, open for reading as text (newlines as they are),
+def open_output(directory: Path, name: str) -> io.FileIO:
+    """The spilled output ``name`` of the record in ``directory``, open for reading (``blocks`` reads its text),
     through neither a linked folder nor a linked file (``UnsafeFileError``)."""
-    return io.TextIOWrapper(_open_raw(directory, name), encoding="utf-8", errors="replace", newline="")
-
-
-def _open_raw(directory: Path, name: str) -> io.FileIO:
     folder, _, file = name.partition("/")
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
@@ -65,10 +62,15 @@ def _open_raw(directory: Path, name: str) -> io.FileIO:
     return io.FileIO(fd, "r")
 
 
-def blocks(file: io.TextIOWrapper, size: int = BLOCK) -> Iterator[str]:
-    """The file's text, ``size`` characters at a time."""
-    while block := file.read(size):
-        yield block
+def blocks(file: io.FileIO, size: int = BLOCK) -> Iterator[str]:
+    """The file's text, newlines as they are, in blocks of at most ``size`` characters (``size`` bytes decoded at a
+    time: a text file's reader would read it 8 KiB at a time)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    while data := file.read(size):
+        if text := decoder.decode(data):
+            yield text
+    if text := decoder.decode(b"", final=True):
+        yield text
 
 
 def excerpt(directory: Path, output: OutputFile, limit: int, head_fraction: float = 0.1) -> str:
@@ -76,12 +78,11 @@ def excerpt(directory: Path, output: OutputFile, limit: int, head_fraction: floa
     read from the file without holding more of it than that."""
     if output.chars <= limit:
         with open_output(directory, output.name) as file:
-            return file.read()
+            return "".join(blocks(file))
     head_size = int(limit * head_fraction)
     tail_size = limit - head_size
-    with open_output(directory, output.name) as file:
-        head = file.read(head_size)
-    with _open_raw(directory, output.name) as raw:
+    with open_output(directory, output.name) as raw:
+        head = raw.read(4 * head_size).decode("utf-8", "replace")[:head_size]
         # A character is at most 4 bytes: the tail's characters lie in the file's last 4 * tail_size bytes.
         end = raw.seek(0, os.SEEK_END)
         raw.seek(max(0, end - 4 * tail_size - 3))

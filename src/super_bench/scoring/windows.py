@@ -42,17 +42,25 @@ def search_file(pattern: regex.Pattern[str], piece: str, record: Path, name: str
     import regex
 
     window, overlap = WINDOW, min(OVERLAP, WINDOW // 2)  # read here, so that a test can make them small
-    if piece and not _holds(record, name, piece, window):
-        return False
     source = pattern.pattern
-    verbose = bool(pattern.flags & regex.VERBOSE)
-    if verbose or any(s in source for s in _READS_PAST) or _backreference(source):
+    unsafe = bool(pattern.flags & regex.VERBOSE) or any(s in source for s in _READS_PAST) or _backreference(source)
+    # A piece longer than the overlap could straddle two windows unseen: looked for on its own first.
+    alone = bool(piece) and (unsafe or len(piece) > overlap)
+    if alone and not _holds(record, name, piece, window):
+        return False
+    if unsafe:
         return _whole(pattern, record, name, timeout)
     ends = any(s in source for s in _READS_END)
+    seen = not piece or alone
     for text, first, last in _windows(record, name, window, overlap):
+        if not seen and piece not in text:
+            continue  # every match holds the piece: none lies whole in this window
+        seen = True
         match = pattern.search(text, 0 if first else 1, timeout=timeout)
         if match is not None and (last or not ends or match.end() < len(text)):
             return True
+    if not seen:
+        return False  # the piece is nowhere in the output
     if not any(c in source for c in "*+{") and len(source) < overlap - 2:
         return False  # every match is shorter than the overlap: some window held it whole
     return _whole(pattern, record, name, timeout)
@@ -61,10 +69,11 @@ def search_file(pattern: regex.Pattern[str], piece: str, record: Path, name: str
 def _windows(record: Path, name: str, window: int, overlap: int) -> Iterator[tuple[str, bool, bool]]:
     """The output with newlines as spaces, in windows: each with whether it is the first and the last."""
     with open_output(record, name) as file:
+        read = blocks(file, window)
         carry, first = "", True
-        ahead = file.read(window)
+        ahead = next(read, "")
         while True:
-            block, ahead = ahead, file.read(window)
+            block, ahead = ahead, next(read, "")
             text = carry + block.replace("\n", " ")
             yield text, first, not ahead
             if not ahead:
