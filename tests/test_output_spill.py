@@ -139,7 +139,11 @@ def test_landmarks_in_outputs_kept_in_files_are_found_where_the_whole_outputs_se
             else Step(index=i, action=Action.execute("1"), output=text, start_time=T0, end_time=T0)
             for i, (text, in_file) in enumerate(outputs)
         ]
-        assert landmark_steps(landmarks, steps) == _plain(landmarks, texts)
+        held = [
+            Step(index=i, action=Action.execute("1"), output=t, start_time=T0, end_time=T0) for i, t in enumerate(texts)
+        ]
+        # The answer of the outputs held in memory (the scorer's in-memory path), and of the plain search.
+        assert landmark_steps(landmarks, steps) == landmark_steps(landmarks, held) == _plain(landmarks, texts)
 
 
 def test_a_landmark_is_found_in_a_file_by_windows_or_refuted_by_its_piece_without_reading_it_whole(
