@@ -41,18 +41,22 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PIECES = st.text(alphabet=st.sampled_from("ab \n\n\r\r\x1b[32m]\\\x07\x00é€😀"), max_size=40)
 
 
+_SIZES = {
+    "_BLOCK": (spill_module, "_BLOCK"),  # a spilled block
+    "_COMPACT": (spill_module, "_COMPACT"),  # dropped bytes before a compaction
+    "SPILL_CHARS": (spill_module, "SPILL_CHARS"),  # output held in memory
+    "CLEAN_BLOCK": (output_module, "_BLOCK"),  # a block of lines cleaned at once
+    "WINDOW": (windows, "WINDOW"),  # a landmark's search window
+    "OVERLAP": (windows, "OVERLAP"),
+}
+
+
 @contextlib.contextmanager
 def _small(**sizes: int) -> Iterator[None]:
     """The block, compaction and window sizes of the modules made small, so that a few characters exercise them."""
     with pytest.MonkeyPatch.context() as patch:
         for name, value in sizes.items():
-            module = {"_BLOCK": spill_module, "_COMPACT": spill_module, "SPILL_CHARS": spill_module}.get(name)
-            if name == "CLEAN_BLOCK":
-                patch.setattr(output_module, "_BLOCK", value)
-            elif name in ("WINDOW", "OVERLAP"):
-                patch.setattr(windows, name, value)
-            else:
-                patch.setattr(module, name, value)
+            patch.setattr(*_SIZES[name], value)
         yield
 
 
