@@ -29,6 +29,7 @@ from super_bench.kernel import output as output_module
 from super_bench.kernel import spill as spill_module
 from super_bench.kernel.output import OutputBuffer, cap_text, clean_and_cap
 from super_bench.kernel.spill import Spilled, SpillFile, SpillFolder, joined
+from super_bench.runner.rescore import rescore
 from super_bench.sandbox import SandboxConfig
 from super_bench.scoring import windows
 from super_bench.scoring.landmarks import landmark_steps
@@ -293,17 +294,24 @@ def test_a_task_run_again_starts_with_no_output_files_of_the_run_before(
 ) -> None:
     monkeypatch.setattr(spill_module, "SPILL_CHARS", 1000)
     actions = tmp_path / "actions.json"
-    code = "for i in range(300): print('x' * 30)\nprint('training finished: accuracy 0.9137')"
+    # The landmark in the middle: the head and tail the trajectory keeps (1,000 characters) do not hold it.
+    code = "for i in range(100): print('x' * 30)\nprint('training finished: accuracy 0.9137')\n"
+    code += "for i in range(200): print('y' * 30)"
     actions.write_text(
         json.dumps([{"type": "execute", "content": code}, {"type": "submit", "content": {"accuracy": 0.9137}}])
     )
     task = make_task(landmarks=[r"accuracy 0\.9\d+"], answer={"accuracy": 0.9137})
     sandbox = SandboxConfig(backend="local", root=tmp_path / "sandboxes")
-    config = RunConfig(env=EnvConfig(cell_timeout=60, sandbox=sandbox), agent=f"replay:{actions}", out=tmp_path / "run")
+    env = EnvConfig(cell_timeout=60, observation_limit=1000, sandbox=sandbox)
+    config = RunConfig(env=env, agent=f"replay:{actions}", out=tmp_path / "run")
     first = run(config, tasks=[task], progress=False)
     task_dir = tmp_path / "run" / "tasks" / task.task_id
-    assert _read(task_dir / "outputs" / "0.txt").endswith("x" * 30 + "\ntraining finished: accuracy 0.9137\n")
+    assert "accuracy 0.9137" in _read(task_dir / "outputs" / "0.txt")
+    assert "accuracy 0.9137" not in Trajectory.load(task_dir).steps[0].raw_output
     assert first.results[0].metrics.landmarks == 1.0
+    # Re-scored offline, in place or in a copy, the landmark is found in the file as the run found it.
+    assert rescore(tmp_path / "run").results[0].metrics.landmarks == 1.0
+    assert rescore(tmp_path / "run", out=tmp_path / "copy").results[0].metrics.landmarks == 1.0
     (task_dir / "outputs" / "7.txt").write_text("left by the run before")
     again = run(config.model_copy(update={"redo": True}), tasks=[task], progress=False)
     assert sorted(p.name for p in (task_dir / "outputs").iterdir()) == ["0.txt"]

@@ -232,11 +232,14 @@ class Trajectory(Model):
         most ``MAX_RECORD_BYTES`` (``_files.read_regular``: a FIFO or a huge sparse file is refused at once)."""
         if path.is_dir():
             path = path / "trajectory.json"
-        trajectory = cls.model_validate_json(read_regular(path))
-        for step in trajectory.steps:
+        return cls.model_validate_json(read_regular(path)).kept_in(path.parent)
+
+    def kept_in(self, record: Path) -> Trajectory:
+        """This trajectory, the output files its steps name (``Step.output_file``) read from ``record``."""
+        for step in self.steps:
             if step.output_file is not None:  # (a private attribute counts in ==: set only where it is used)
-                step.kept_in(path.parent)
-        return trajectory
+                step.kept_in(record)
+        return self
 
 
 def metadata_problem(value: Any) -> str | None:

@@ -60,6 +60,13 @@ def find_landmarks(landmarks: Sequence[str], chunks: Chunks) -> list[int | None]
     # Outputs kept in files are searched there (below); the text of theirs joined here is only a head and a tail.
     in_files = chunks.texts is outputs
     spilled = [(s.index, s) for s in chunks.steps if in_files and s.output_record is not None]
+    unread = [s.index for s in chunks.steps if in_files and s.output_file is not None and s.output_record is None]
+    if unread and landmarks:
+        log.warning(
+            "steps %s keep their outputs in files, but the trajectory was not read from its folder "
+            "(Trajectory.load): their landmarks are searched in the head and tail they keep",
+            unread,
+        )
     searched = dict(pending)
     for steps, joined in chunks:
         if not pending:
