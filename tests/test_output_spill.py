@@ -172,8 +172,9 @@ def test_a_trajectory_names_an_output_file_only_in_its_own_outputs_folder(name: 
         OutputFile(name=name, chars=1)
 
 
-@pytest.mark.parametrize("planted", ["file", "folder"])
+@pytest.mark.parametrize("planted", ["file", "folder", "fifo"])
 def test_an_output_file_planted_as_a_link_is_not_followed(tmp_path: Path, planted: str) -> None:
+    """Nor waited on, where it is a FIFO."""
     secret = tmp_path / "secret.txt"
     secret.write_text("training finished: accuracy 0.9137\n")
     record = tmp_path / "record"
@@ -181,6 +182,9 @@ def test_an_output_file_planted_as_a_link_is_not_followed(tmp_path: Path, plante
     if planted == "file":
         (record / "outputs" / "0.txt").unlink()
         (record / "outputs" / "0.txt").symlink_to(secret)
+    elif planted == "fifo":
+        (record / "outputs" / "0.txt").unlink()
+        os.mkfifo(record / "outputs" / "0.txt")
     else:
         elsewhere = tmp_path / "elsewhere"
         (record / "outputs").rename(elsewhere)
