@@ -153,7 +153,9 @@ def harness_run(
     result = json.loads((out / "results.jsonl").read_text().splitlines()[0])
     steps = Trajectory.load(out / "tasks" / "huge-output").steps
     cell = (steps[1].start_time - steps[0].start_time).total_seconds()
-    return wall, cell, peak_kib / 1024, result, len(steps[0].raw_output)
+    first = steps[0]
+    kept = first.output_file.chars if first.output_file is not None else len(first.raw_output)
+    return wall, cell, peak_kib / 1024, result, kept
 
 
 def raw_cell(code: str, root: Path) -> float:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
 
@@ -29,10 +30,11 @@ from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, pars
 from super_bench.budget import BudgetLeft
 from super_bench.edit import EditFailed, apply_edit, parse_edit
 from super_bench.errors import EnvironmentClosedError, KernelError, SandboxError, SuperBenchError
-from super_bench.kernel import CellResult, NotebookKernel, cap_text, clean_and_cap
+from super_bench.kernel import CellResult, NotebookKernel, Spilled, SpillFolder, cap_text, clean_and_cap, joined
 from super_bench.kernel.recovery import Broken, KernelRecovery, limit_note
 from super_bench.sandbox import Sandbox, SandboxConfig, create_sandbox
 from super_bench.sandbox.base import MAX_EDIT_BYTES, FileTooLargeError
+from super_bench.spilled import OutputFile, excerpt
 from super_bench.tasks.model import Task
 from super_bench.trajectory import (
     Figure,
@@ -86,10 +88,15 @@ class Environment:
         *,
         sandbox_factory: Callable[[SandboxConfig, str], Sandbox] = create_sandbox,
         on_step: Callable[[Step], None] | None = None,
+        record: Path | None = None,
     ) -> None:
+        """``record``: the folder of the task's record (the run directory's task folder), where a step's output
+        too long to hold in memory is written (``outputs/``, see ``spilled``); without one, every output is held
+        in memory."""
         self.config = config or EnvConfig()
         self._sandbox_factory = sandbox_factory
         self._on_step = on_step
+        self._spill = None if record is None else SpillFolder(record, self.config.sandbox.disk_limit)
         # Shown each piece of a running cell's output as it arrives, in the thread that steps (a terminal's
         # live view: ``super-bench play``); the step's observation is recorded as ever.
         self.on_output: Callable[[str], None] | None = None
@@ -234,6 +241,7 @@ class Environment:
             startup_timeout=self.config.startup_timeout,
             interrupt_grace=self.config.interrupt_grace,
         )
+        self._kernel.spill = self._spill
         self._kernel.start()
 
     def close(self) -> Trajectory | None:
@@ -416,12 +424,18 @@ class Environment:
         pre_executed: bool = False,
     ) -> Step:
         trajectory = self.trajectory
+        output, output_file = result.output, None
+        if isinstance(output, Spilled) and self._spill is not None:
+            # The whole output stays in its file; the step keeps its head and tail, as the model's are cut.
+            output_file = OutputFile(name=self._spill.name(output), chars=output.chars)
+            output = excerpt(self._spill.record, output_file, self.config.observation_limit)
         step = Step(
             index=len(trajectory.steps),
             thought=thought,
             action=result.action or action,
             observation=result.observation,
-            output=None if result.output == result.observation else result.output,
+            output=None if output == result.observation and output_file is None else output,
+            output_file=output_file,
             figures=list(result.figures),
             outcome=result.outcome,
             exit_code=result.exit_code,
@@ -431,6 +445,8 @@ class Environment:
         )
         if result.dropped:
             step.metadata["output_dropped"] = result.dropped
+        if self._spill is not None and output_file is not None:
+            step.kept_in(self._spill.record)
         trajectory.steps.append(step)
         if not pre_executed:
             self._agent_steps += 1
@@ -460,7 +476,7 @@ class Environment:
         if result.state == "running":
             rest = self._kernel_call(self.kernel.interrupt)
             result = CellResult(
-                result.output + rest.output,
+                joined(result.output, rest.output, self._spill),
                 rest.state,
                 rest.exit_code,
                 rest.error_name,
@@ -540,6 +556,8 @@ class Environment:
         try:
             shown = clean_and_cap(output, self.config.observation_limit)
         except MemoryError:  # the output is let go, and the step ends with an error that says so
+            if isinstance(output, Spilled):
+                output.path.unlink(missing_ok=True)
             output = shown = messages.output_out_of_memory(len(output))
             dropped, outcome = dropped + len(result.output), "error" if outcome == "ok" else outcome
         observation = prefix + shown + notes
@@ -623,7 +641,7 @@ class _Outcome(NamedTuple):
     """What an action handler produced."""
 
     observation: str
-    output: str | None
+    output: str | Spilled | None
     outcome: StepOutcome
     exit_code: int | None = None
     figures: tuple[Figure, ...] = ()

@@ -146,6 +146,18 @@ def kernel_died(cause: str, *, restart_failed: str = "", log: str = "") -> str:
     return note + (f"\nLast lines of the kernel's log:\n{log}" if log else "")
 
 
+def output_dropped(chars: int) -> str:
+    """The marker where the middle of a cell's output past its ceiling was dropped."""
+    return f"\n[... {chars:,} characters of output dropped by super-bench ...]\n"
+
+
+def output_not_written(chars: int, error: OSError) -> str:
+    return (
+        f"[super-bench: the harness could not write this cell's output to its file ({chars:,} characters by then: "
+        f"{error.strerror or error}); the output was let go and the rest of it ignored. Print less, or free disk]\n"
+    )
+
+
 def output_out_of_memory(chars: int) -> str:
     return (
         f"[super-bench: the harness ran out of memory holding this cell's output ({chars:,} characters by then); "

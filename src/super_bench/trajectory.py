@@ -12,7 +12,7 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from pydantic_core import to_json
 
 from super_bench import messages
@@ -20,6 +20,7 @@ from super_bench._files import read_regular
 from super_bench._names import BUDGET_STOPS, BudgetStop
 from super_bench._pydantic import Model
 from super_bench.actions import Action, content_problem, valid_text
+from super_bench.spilled import OutputFile
 
 # 2: each step says whether it ended the episode (terminated, truncated, stop_reason). Version 1 files
 # load as they are: their steps read as not having ended it.
@@ -80,7 +81,12 @@ class Step(Model):
     action: Action
     observation: str = Field("", description="What the agent was shown: cleaned, capped, with harness notes")
     output: str | None = Field(
-        None, description="The raw, uncleaned output, kept for grading when it differs from the observation"
+        None,
+        description="The raw, uncleaned output, kept for grading when it differs from the observation; its head and "
+        "tail only where the whole is in a file (output_file)",
+    )
+    output_file: OutputFile | None = Field(
+        None, description="The file beside the trajectory that holds the raw output, where it was too long to hold"
     )
     figures: list[Figure] = Field(
         default_factory=list, description="Images the cell displayed, in order; the text shows where (<Figure ...>)"
@@ -98,6 +104,9 @@ class Step(Model):
     start_time: datetime
     end_time: datetime
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # The folder of the record this step belongs to, where its output_file lies: set by the environment that
+    # made the step, or by ``Trajectory.load``.
+    _record: Path | None = PrivateAttr(None)
 
     @field_validator("thought", "observation", "output")
     @classmethod
@@ -109,6 +118,16 @@ class Step(Model):
     def raw_output(self) -> str:
         """The output to grade: the raw text where kept, else the observation (they were equal)."""
         return self.observation if self.output is None else self.output
+
+    @property
+    def output_record(self) -> Path | None:
+        """The folder that holds ``output_file`` (None where the step has none, or was not read from a record)."""
+        return self._record if self.output_file is not None else None
+
+    def kept_in(self, record: Path) -> Step:
+        """This step, its ``output_file`` read from ``record``."""
+        self._record = record
+        return self
 
     @property
     def duration(self) -> float:
@@ -213,7 +232,14 @@ class Trajectory(Model):
         most ``MAX_RECORD_BYTES`` (``_files.read_regular``: a FIFO or a huge sparse file is refused at once)."""
         if path.is_dir():
             path = path / "trajectory.json"
-        return cls.model_validate_json(read_regular(path))
+        return cls.model_validate_json(read_regular(path)).kept_in(path.parent)
+
+    def kept_in(self, record: Path) -> Trajectory:
+        """This trajectory, the output files its steps name (``Step.output_file``) read from ``record``."""
+        for step in self.steps:
+            if step.output_file is not None:  # (a private attribute counts in ==: set only where it is used)
+                step.kept_in(record)
+        return self
 
 
 def metadata_problem(value: Any) -> str | None:

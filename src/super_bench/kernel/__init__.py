@@ -2,5 +2,17 @@
 
 from super_bench.kernel.client import CellResult, NotebookKernel
 from super_bench.kernel.output import OutputBuffer, cap_text, clean_and_cap, clean_output, strip_ansi
+from super_bench.kernel.spill import Spilled, SpillFolder, joined
 
-__all__ = ["CellResult", "NotebookKernel", "OutputBuffer", "cap_text", "clean_and_cap", "clean_output", "strip_ansi"]
+__all__ = [
+    "CellResult",
+    "NotebookKernel",
+    "OutputBuffer",
+    "SpillFolder",
+    "Spilled",
+    "cap_text",
+    "clean_and_cap",
+    "clean_output",
+    "joined",
+    "strip_ansi",
+]

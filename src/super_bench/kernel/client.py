@@ -23,6 +23,7 @@ from jupyter_client.connect import channel_socket_types
 from super_bench import messages
 from super_bench.errors import KernelError
 from super_bench.kernel.output import OutputBuffer
+from super_bench.kernel.spill import Spilled, SpillFolder
 from super_bench.sandbox.base import KernelProcess, Sandbox
 from super_bench.trajectory import Figure
 
@@ -52,9 +53,10 @@ MAX_FRAME_BYTES = 32 << 20
 
 @dataclass
 class CellResult:
-    """What a cell produced since it started, or since the last result for the same cell."""
+    """What a cell produced since it started, or since the last result for the same cell: its output as text,
+    or in a file where it was too long to hold (``kernel.spill``)."""
 
-    output: str
+    output: str | Spilled
     state: CellState
     exit_code: int | None = None
     error_name: str | None = None
@@ -75,7 +77,8 @@ class _RunningCell:
     figures: list[Figure] = field(default_factory=list)
     figure_chars: int = 0
     figures_dropped: int = 0  # base64 characters of images not kept
-    lost: int | None = None  # characters of output let go when holding them raised MemoryError
+    lost: int | None = None  # characters of output let go when holding them raised MemoryError (or OSError)
+    lost_to: OSError | None = None  # the error writing its file raised, where that was the cause
     echo: Callable[[str], None] | None = None  # shown each piece of output as it arrives (play's terminal)
 
     def add(self, text: str) -> None:
@@ -90,12 +93,16 @@ class _RunningCell:
             self.buffer.append(text)
         except MemoryError:
             self._lose(len(text))
+        except OSError as e:  # writing the output's file: a full disk, say
+            self._lose(len(text), e)
 
-    def _lose(self, more: int) -> None:
-        """Let the output go after a ``MemoryError``: the step ends with an error that says so."""
+    def _lose(self, more: int, error: OSError | None = None) -> None:
+        """Let the output go after a ``MemoryError`` (or an ``OSError`` writing its file): the step ends with an
+        error that says so."""
         self.lost = len(self.buffer) + more
+        self.lost_to = error
         self.buffer.clear()
-        self.error_name = self.error_name or "MemoryError"
+        self.error_name = self.error_name or ("MemoryError" if error is None else "OSError")
 
     def keep_figure(self, data: dict[str, Any]) -> None:
         """Keep the image of a display output, if it has one that fits; else say in the text why not."""
@@ -117,15 +124,19 @@ class _RunningCell:
 
     def result(self, state: CellState, exit_code: int | None = None) -> CellResult:
         """What the cell produced since the last result; the next result starts afresh."""
-        # Joined once (a cell's output may be 100 MB), its blocks let go as soon as it is.
+        # Joined once (a cell's output may be 100 MB), its blocks let go as soon as it is; or its file finished.
+        text: str | Spilled = ""
         if self.lost is None:
             try:
-                text = self.buffer.text()
+                text = self.buffer.finish()
             except MemoryError:
                 self._lose(0)
+            except OSError as e:
+                self._lose(0, e)
         if self.lost is not None:
-            text, self.figures = messages.output_out_of_memory(self.lost), []
-            self.buffer.dropped, self.lost = self.lost, None
+            lost, error = self.lost, self.lost_to
+            text = messages.output_out_of_memory(lost) if error is None else messages.output_not_written(lost, error)
+            self.figures, self.buffer.dropped, self.lost, self.lost_to = [], lost, None, None
             state = "error" if state == "ok" else state  # a finished cell's step ends with the error
         dropped, figures = self.buffer.dropped + self.figures_dropped, self.figures
         self.buffer.clear()
@@ -215,6 +226,8 @@ class NotebookKernel:
         self._process: KernelProcess | None = None
         self._client: _Client | None = None
         self._cell: _RunningCell | None = None
+        # Names a new file for a cell's output too long to hold in memory (``kernel.spill``); None: held in memory.
+        self.spill: SpillFolder | None = None
         # Called with each piece of a cell's output as the kernel sends it (streams, displays, errors), in
         # the thread that runs or waits for the cell: a terminal shows a long cell's progress as Jupyter does.
         self.on_output: Callable[[str], None] | None = None
@@ -329,7 +342,8 @@ class NotebookKernel:
             raise KernelError("a cell is still running; wait for it or interrupt it first")
         client = self._require_client()
         msg_id = client.execute(code, store_history=True, allow_stdin=False, user_expressions=_USER_EXPRESSIONS)
-        self._cell = _RunningCell(msg_id, OutputBuffer(self.max_output_chars), runs_code=bool(code.strip()))
+        buffer = OutputBuffer(self.max_output_chars, self.spill)
+        self._cell = _RunningCell(msg_id, buffer, runs_code=bool(code.strip()))
         return self._collect(time.monotonic() + timeout)
 
     def wait(self, timeout: float) -> CellResult:

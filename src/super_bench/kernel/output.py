@@ -11,8 +11,14 @@ import re
 from collections import deque
 from collections.abc import Iterator
 
-# CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and lone ESC pairs.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+from super_bench import messages
+from super_bench.kernel import spill as spill_module
+from super_bench.kernel.spill import Spilled, SpillFile, SpillFolder
+from super_bench.spilled import OUTPUTS, blocks, open_output
+
+# CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and lone ESC pairs; none spans a line,
+# so that a text cleaned a block of lines at a time gives what it gives in one pass.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 # Control characters a terminal would not print; newline, tab and carriage return are handled apart.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _BLOCK = 1 << 20
@@ -69,18 +75,27 @@ def _shown(text: str, start: int, end: int) -> str:
     return text[redraw + 1 if redraw >= 0 else start : stop] + newline
 
 
-def clean_and_cap(text: str, limit: int, head_fraction: float = 0.1) -> str:
+def clean_and_cap(text: str | Spilled, limit: int, head_fraction: float = 0.1) -> str:
     """``cap_text(clean_output(text), limit, head_fraction)``, holding no more than about ``limit``
-    characters of the cleaned text at a time (not all of it, as that would: a copy of a flood)."""
+    characters of the cleaned text at a time (not all of it, as that would: a copy of a flood); of an output in a
+    file, reading it a block at a time."""
+    if isinstance(text, Spilled):
+        return _clean_and_cap(_file_blocks(text), limit, head_fraction)
     if len(text) <= _BLOCK or limit <= 0:
         return cap_text(clean_output(text), limit, head_fraction)
+    return _clean_and_cap(_blocks(text), limit, head_fraction)
+
+
+def _clean_and_cap(blocks: Iterator[str], limit: int, head_fraction: float) -> str:
+    if limit <= 0:
+        return "".join(map(_clean, blocks))
     head_size = int(limit * head_fraction)
     tail_size = limit - head_size
     whole: list[str] | None = []  # all of it, while it still fits in the limit
     head: list[str] = []
     tail: deque[str] = deque()
     total = kept_head = kept_tail = 0
-    for block in _blocks(text):
+    for block in blocks:
         cleaned = _clean(block)
         total += len(cleaned)
         if whole is not None:
@@ -101,6 +116,35 @@ def clean_and_cap(text: str, limit: int, head_fraction: float = 0.1) -> str:
         f"{''.join(head)[:head_size]}\n[... {total - head_size - tail_size:,} characters omitted ...]\n"
         f"{ending[len(ending) - tail_size :]}"
     )
+
+
+def _file_blocks(output: Spilled) -> Iterator[str]:
+    """The output in its file as ``_blocks`` gives a text: blocks of whole lines of about a megabyte; a line
+    longer than that which holds a carriage return, as what it shows past its last redraw (the line itself is never
+    held: only the text after its latest carriage return). A line longer than a block with no carriage return is
+    held whole, as ``_blocks`` holds it."""
+    with open_output(output.path.parent.parent, f"{OUTPUTS}/{output.path.name}") as file:
+        line: list[str] = []  # the pieces of the line not yet ended
+        size = 0
+        for block in blocks(file, _BLOCK):
+            cut = block.rfind("\n") + 1
+            if cut:
+                yield "".join([*line, block[:cut]])
+                line, size = [], 0
+            rest = block[cut:]
+            if not rest:
+                continue
+            line.append(rest)
+            size += len(rest)
+            if size > _BLOCK and "\r" in rest:
+                # Only the text after the last carriage return that something follows can show; the trailing
+                # ones stay, for what comes next.
+                text = "".join(line)
+                redraw = text.rstrip("\r").rfind("\r")
+                line = [text[redraw + 1 :]]
+                size = len(line[0])
+        if line:
+            yield "".join(line)
 
 
 def _clean(text: str) -> str:
@@ -139,12 +183,19 @@ class OutputBuffer:
     oldest blocks are let go as newer ones arrive, so the buffer holds about ``max_chars`` and one block (1.5
     times ``max_chars`` at most).
 
+    Given ``spill`` (the folder of the task's spilled outputs), an output longer than ``spill_chars``
+    (``SPILL_CHARS`` by default) goes on in a file there instead (``kernel.spill``), and ``finish`` gives the file:
+    the harness then holds about two blocks of it, whatever its length.
+
     Nothing here touches the interpreter's internals, so a ``MemoryError`` raised in it is an ordinary
     exception: the kernel client then lets the buffer go and ends the step with an error that says so.
     """
 
-    def __init__(self, max_chars: int) -> None:
-        self.max_chars = max_chars
+    def __init__(self, max_chars: int, spill: SpillFolder | None = None, spill_chars: int | None = None) -> None:
+        self._max_chars = max_chars
+        self._spill = spill
+        self._spill_chars = spill_module.SPILL_CHARS if spill_chars is None else spill_chars
+        self._file: SpillFile | None = None
         self._head: list[str] = []  # the first blocks, once the ceiling has been passed
         self._head_size = 0
         self._chunks: deque[str] = deque()  # the blocks after the head
@@ -154,11 +205,29 @@ class OutputBuffer:
         self._cut = False  # the ceiling was passed: the head is kept apart, the middle dropped
         self.dropped = 0
 
+    @property
+    def max_chars(self) -> int:
+        return self._max_chars
+
+    @max_chars.setter
+    def max_chars(self, chars: int) -> None:
+        self._max_chars = chars
+        if self._file is not None:
+            self._file.max_chars = chars
+
     def __len__(self) -> int:
+        if self._file is not None:
+            return len(self._file)
         return self._head_size + self._size + self.dropped
 
     def append(self, text: str) -> None:
         if not text:
+            return
+        if self._file is not None:
+            self._file.append(text)
+            return
+        if self._spill is not None and not self._cut and self._size + len(text) > self._spill_chars:
+            self._start_spill(text)
             return
         self._pending.append(text)
         self._pending_size += len(text)
@@ -173,6 +242,19 @@ class OutputBuffer:
                 self._trim(exact=False)
             elif self._size > self.max_chars * 1.5:  # rarely: small outputs never pay for any of this
                 self._split()
+
+    def _start_spill(self, text: str) -> None:
+        """Go on in a file: what is held so far first, then ``text``; the memory is let go."""
+        assert self._spill is not None
+        file = SpillFile(self._spill(), self.max_chars, self._spill.disk_limit)
+        try:
+            for piece in [*self._chunks, *self._pending, text]:
+                file.append(piece)
+        except BaseException:
+            file.discard()
+            raise
+        self._file = file
+        self._chunks, self._size, self._pending, self._pending_size = deque(), 0, [], 0
 
     def _gather(self) -> None:
         """The pending pieces, one block at the end of ``_chunks``."""
@@ -228,10 +310,21 @@ class OutputBuffer:
             self._trim(exact=True)
         if not self.dropped:
             return "".join([*self._head, *self._chunks])
-        return (
-            f"{''.join(self._head)}\n[... {self.dropped:,} characters of output dropped by super-bench ...]\n"
-            f"{''.join(self._chunks)}"
-        )
+        return f"{''.join(self._head)}{messages.output_dropped(self.dropped)}{''.join(self._chunks)}"
+
+    def finish(self) -> str | Spilled:
+        """The kept output (``text``), or the file that holds it where it went to one; ``dropped`` says how much
+        was left out. The file is the caller's from here on."""
+        if self._file is None:
+            return self.text()
+        file, self._file = self._file, None
+        try:
+            spilled = file.finish()
+        except BaseException:
+            file.discard()
+            raise
+        self.dropped = spilled.dropped
+        return spilled
 
     def take(self) -> str:
         """Return the text and empty the buffer (``clear``)."""
@@ -240,7 +333,10 @@ class OutputBuffer:
         return text
 
     def clear(self) -> None:
-        """Empty the buffer: the ceiling and the drop count start afresh."""
+        """Empty the buffer (its file removed, if it has one): the ceiling and the drop count start afresh."""
+        if self._file is not None:
+            self._file.discard()
+            self._file = None
         self._head, self._head_size, self._chunks, self._size = [], 0, deque(), 0
         self._pending, self._pending_size = [], 0
         self._cut, self.dropped = False, 0

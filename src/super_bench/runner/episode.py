@@ -79,12 +79,14 @@ class Cancellation:
 class _CancellableEnvironment(Environment):
     """Checks for cancellation before and after every step (pre-executed cells included)."""
 
-    def __init__(self, config: EnvConfig, cancellation: Cancellation, on_step: Callable[[Step], None]) -> None:
-        def record(step: Step) -> None:
+    def __init__(
+        self, config: EnvConfig, cancellation: Cancellation, on_step: Callable[[Step], None], record: Path
+    ) -> None:
+        def logged(step: Step) -> None:
             on_step(step)
             cancellation.check()
 
-        super().__init__(config, on_step=record)
+        super().__init__(config, on_step=logged, record=record)
         self._cancellation = cancellation
 
     def step(self, action: Action | dict[str, Any], thought: str | None = None, metadata: Any = None) -> Step:
@@ -149,10 +151,14 @@ def _play(
     return None, None
 
 
-def _environment(env_config: EnvConfig, cancellation: Cancellation | None, step_log: _StepLog) -> Environment:
+def _environment(
+    env_config: EnvConfig, cancellation: Cancellation | None, step_log: _StepLog, task_dir: Path
+) -> Environment:
+    # The task's folder is its record: an output too long to hold goes to a file there (outputs/), kept with the
+    # trajectory that names it.
     if cancellation is None:
-        return Environment(env_config, on_step=step_log)
-    env = _CancellableEnvironment(env_config, cancellation, step_log)
+        return Environment(env_config, on_step=step_log, record=task_dir)
+    env = _CancellableEnvironment(env_config, cancellation, step_log, task_dir)
     cancellation.watch(env)
     return env
 
@@ -173,7 +179,7 @@ class Prepared:
         cls, task: Task, env_config: EnvConfig, task_dir: Path, cancellation: Cancellation | None, slot: Slot
     ) -> Prepared:
         step_log = _StepLog(task_dir / "steps.jsonl")  # opened at the first step, once the episode has begun
-        env = _environment(env_config, cancellation, step_log)
+        env = _environment(env_config, cancellation, step_log, task_dir)
         slot.usage = env.resource_usage
         return cls(task, env, step_log, slot, cancellation)
 

@@ -131,8 +131,9 @@ def trajectory_files(run: Path) -> list[tuple[str, str]]:
 def read_trajectory(path: str) -> Trajectory:
     """The trajectory at ``path`` (one of ``trajectory_files``). Not Trajectory.load: it first asks whether the
     path is a folder. A trajectory.json that is a link, a FIFO or larger than any run writes is refused at once
-    (``UnsafeFileError``, an ``OSError``), never followed, waited on or read whole."""
-    return Trajectory.model_validate_json(read_regular(path))
+    (``UnsafeFileError``, an ``OSError``), never followed, waited on or read whole. The outputs its steps keep in
+    files are read from beside it."""
+    return Trajectory.model_validate_json(read_regular(path)).kept_in(Path(path).parent)
 
 
 def _rescoring_of(target: RunDir, source: RunDir) -> bool:

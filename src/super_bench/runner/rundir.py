@@ -9,6 +9,7 @@
       summary.json                 means, confidence intervals and counts (Summary)
       tasks/<name>/trajectory.json, trajectory.ipynb
       tasks/<name>/steps.jsonl     only while the task runs: its steps so far
+      tasks/<name>/outputs/<n>.txt a step's output too long to hold in memory (Step.output_file)
       tasks/<name>@<k>/            epoch k (from 2 on) of a run with --epochs
                                    (<name>: the task id, or a readable form of it and a hash; task_dirname)
       verify.jsonl, verify-summary.json, verify/<name>/   written by `super-bench verify` (runner.verify)

@@ -13,6 +13,8 @@ A time limit costs a few microseconds a search, more than the search of a short 
 the outputs that hold the text every match of the pattern contains (``required_text``) are searched: that
 text is looked for in the outputs joined (``texts.Chunks``), many steps at once. An output is copied with its
 newlines as spaces once, for all the landmarks that search it, and the copy is let go with its chunk of steps.
+An output kept in a file (``Step.output_file``) is searched there, a window at a time (``windows``), with the
+answer the whole of it gives.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from super_bench.scoring.texts import Chunks, Text, outputs
+from super_bench.scoring.windows import search_file
 from super_bench.tasks.model import compile_landmark
 from super_bench.trajectory import Step
 
@@ -54,6 +57,17 @@ def find_landmarks(landmarks: Sequence[str], chunks: Chunks) -> list[int | None]
     # spaces is in the output as printed whenever it is in the output with newlines as spaces, so it is
     # looked for in the joined outputs as they are, and only the outputs that hold it are searched.
     pending = {i: (compile_landmark(landmark), _required_piece(landmark)) for i, landmark in enumerate(landmarks)}
+    # Outputs kept in files are searched there (below); the text of theirs joined here is only a head and a tail.
+    in_files = chunks.texts is outputs
+    spilled = [(s.index, s) for s in chunks.steps if in_files and s.output_record is not None]
+    unread = [s.index for s in chunks.steps if in_files and s.output_file is not None and s.output_record is None]
+    if unread and landmarks:
+        log.warning(
+            "steps %s keep their outputs in files, but the trajectory was not read from its folder "
+            "(Trajectory.load): their landmarks are searched in the head and tail they keep",
+            unread,
+        )
+    searched = dict(pending)
     for steps, joined in chunks:
         if not pending:
             break
@@ -61,6 +75,9 @@ def find_landmarks(landmarks: Sequence[str], chunks: Chunks) -> list[int | None]
         for i, (pattern, piece) in list(pending.items()):
             k = _find_piece(joined, piece, 0)
             while k is not None:
+                if in_files and steps[k].output_record is not None:
+                    k = _find_piece(joined, piece, k + 1)
+                    continue
                 if k not in flat:
                     flat[k] = joined.texts[k].replace("\n", " ")
                 try:
@@ -82,7 +99,38 @@ def find_landmarks(landmarks: Sequence[str], chunks: Chunks) -> list[int | None]
                     del pending[i]
                     break
                 k = _find_piece(joined, piece, k + 1)
+    for i, (pattern, piece) in searched.items():
+        for index, step in spilled:
+            first = found[i]
+            if first is not None and first <= index:
+                break
+            if _search_file(i, pattern, piece, step):
+                found[i] = index
+                break
     return found
+
+
+def _search_file(i: int, pattern: regex.Pattern[str], piece: str, step: Step) -> bool:
+    """Whether landmark ``i`` matches the output ``step`` keeps in a file; a search that runs out of time, or a
+    file that cannot be read, counts as no match, with a warning."""
+    record, output_file = step.output_record, step.output_file
+    if record is None or output_file is None:
+        return False
+    try:
+        return search_file(pattern, piece, record, output_file.name, SEARCH_TIMEOUT)
+    except TimeoutError:
+        log.warning(
+            "landmark %d (%r) searched the output of step %d for more than %g s; not found there",
+            i,
+            pattern.pattern,
+            step.index,
+            SEARCH_TIMEOUT,
+        )
+    except OSError as e:
+        log.warning(
+            "landmark %d: the output of step %d could not be read from %s: %s", i, step.index, output_file.name, e
+        )
+    return False
 
 
 def _find_piece(joined: Text, piece: str, k: int) -> int | None:
