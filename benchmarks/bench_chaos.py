@@ -15,7 +15,6 @@ the rows to compare with.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import signal
@@ -24,10 +23,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-from common import Row, super_bench, table
+from common import Row, scored_rows, super_bench, table
 
+from super_bench.sandbox.conformance import pids_with
+from super_bench.sandbox.lifetime.supervisor import watchdog_command
 from super_bench.sandbox.limits.memory import cgroup_parent
 
 
@@ -50,14 +50,14 @@ def rows(kills: int, epochs: int, seed: int, sandbox: str, after: tuple[float, f
             )
             time.sleep(chance.uniform(*after))
             if attempt == kills - 1:  # the last: harness and watchdog together
-                for pid in _watchdogs(harness.pid):
+                for pid in pids_with(watchdog_command()[-1], parent=harness.pid):
                     os.kill(pid, signal.SIGKILL)
             harness.kill()
             harness.wait()
             print(f"kill {attempt + 1}: {_count(out)} rows", file=sys.stderr)
         final = subprocess.run([*common, "--out", str(out)], env=env, capture_output=True, text=True)
         time.sleep(2)  # the watchdogs of the killed attempts end theirs
-        kept, clean_rows = _rows(out), _rows(clean)
+        kept, clean_rows = scored_rows(out), scored_rows(clean)
         leftover_cgroups = _task_cgroups() - cgroups_before
         return [
             Row("chaos", f"{kills} SIGKILLs + resumes: exit status of the last resume", str(final.returncode)),
@@ -65,7 +65,7 @@ def rows(kills: int, epochs: int, seed: int, sandbox: str, after: tuple[float, f
             Row("chaos", "rows equal to the clean run's", str(sum(kept.get(k) == v for k, v in clean_rows.items()))),
             Row("chaos", "super-bench-* temporary folders left", str(len(list(tmp.glob("super-bench-*"))))),
             Row("chaos", "task memory cgroups left", str(len(leftover_cgroups))),
-            Row("chaos", "processes left", str(len(_naming(str(tmp))))),
+            Row("chaos", "processes left", str(len(pids_with(str(tmp), environment=True)))),
         ]
 
 
@@ -74,40 +74,6 @@ def _count(out: Path) -> int:
         return len((out / "results.jsonl").read_text().splitlines())
     except OSError:
         return 0
-
-
-def _rows(out: Path) -> dict[tuple[str, int], Any]:
-    """Each row's task and epoch, with what it scored."""
-    found = {}
-    for line in (out / "results.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        found[(row["task_id"], row["epoch"])] = (row["status"], row["metrics"], row["submission"], row["n_steps"])
-    return found
-
-
-def _watchdogs(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                if parent == pid and b"watchdog" in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except (OSError, ValueError, IndexError):
-                continue
-    return found
-
-
-def _naming(text: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if text.encode() in (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def _task_cgroups() -> set[str]:

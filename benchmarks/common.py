@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import platform
@@ -15,6 +16,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 BACKENDS = ("local", "bwrap", "docker")
 
@@ -83,6 +85,16 @@ def super_bench() -> list[str]:
         return [str(script)]
     found = shutil.which("super-bench")
     return [found] if found else [sys.executable, "-m", "super_bench"]
+
+
+def scored_rows(out: Path) -> dict[tuple[str, int], tuple[Any, ...]]:
+    """The rows of the run in ``out`` by task and epoch, each with what decides its score (status, metrics,
+    submission, steps): what a run stopped and resumed must share with a clean run of the same settings."""
+    found = {}
+    for line in (out / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        found[(row["task_id"], row["epoch"])] = (row["status"], row["metrics"], row["submission"], row["n_steps"])
+    return found
 
 
 def timed(command: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[float, str]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -187,3 +188,18 @@ def test_the_soak_benchmark_samples_the_harness_and_stops_it(benchmarks: ModuleT
     assert int(rows["2 workers, 0.3 min: rows finished"].ours) >= 0  # how many: the machine's pace, not judged
     rise = rows["harness RSS rise once warm (largest)"]
     assert rise.ours.endswith(" MB") and rise.met is not None
+
+
+@pytest.mark.slow
+def test_the_full_disk_benchmark_fills_the_run_directorys_disk_and_resumes(benchmarks: ModuleType) -> None:
+    import bench_full_disk
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    # Filled after the first of 6 rows: the run cannot have ended by then.
+    rows = {r.case.split(":")[0]: r for r in bench_full_disk.rows(3, 1, "4m", "local", ("tinyreg", "tinyreg-lr"))}
+    missed = [f"{r.case}: {r.ours}" for r in rows.values() if r.met is False]
+    assert not missed, missed  # exit status 74, one error line, every row whole, the resume equal to a clean run
+    assert [r.ours for case, r in rows.items() if case.startswith("filled after")] == ["74"]
+    assert rows["resume"].ours == "0, 6 (6)" and rows["rows equal to the clean run's"].ours == "6"
+    assert rows["the error"].ours.startswith("error: cannot write the run directory ")

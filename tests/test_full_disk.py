@@ -15,6 +15,11 @@ from typing import Any
 
 import pytest
 
+import super_bench as sb
+from super_bench.errors import RunDirWriteError
+from super_bench.runner.results import TaskResult
+from super_bench.tasks.model import Task
+
 pytestmark = pytest.mark.slow
 
 RUN = [sys.executable, "-m", "super_bench", "run", "--sandbox", "local", "--workers", "2"]
@@ -96,6 +101,37 @@ def test_a_disk_that_fills_during_a_run_stops_it_cleanly_and_the_resume_ends_as_
     assert f"{len(lines)} of 9" in resumed.stderr or len(scored(out)) == 9
     assert scored(out) == scored(clean)
     assert not (out / ".reserve").exists()
+
+
+class _FillAtTheEnd:
+    """A reporter that fills the run directory's disk once the last row is written, before the run's end writes its
+    summary."""
+
+    def __init__(self, disk: Path, rows: int) -> None:
+        self.disk, self.rows = disk, rows
+
+    def begin(self, total: int, finished: list[TaskResult]) -> None: ...
+    def task_started(self, task: Task) -> None: ...
+    def task_retried(self, result: TaskResult) -> None: ...
+
+    def task_finished(self, result: TaskResult) -> None:
+        self.rows -= 1
+        if self.rows == 0:
+            fill(self.disk)
+
+
+def test_a_disk_that_fills_before_the_summary_is_written_stops_the_run_as_any_full_disk(small_disk: Any) -> None:
+    """The writes at a run's end (summary.json) are guarded as the rows are: the same stop (RunDirWriteError, which
+    the command reports with status 74), every row kept, and a resume that writes the summary."""
+    disk = small_disk("4m")
+    out = disk / "run"
+    settings: dict[str, Any] = {"task_ids": ["tinyreg", "tinyreg-lr"], "env": {"sandbox": {"backend": "local"}}}
+    with pytest.raises(RunDirWriteError, match="no space left on device; the run stopped"):
+        sb.run(out=out, reporter=_FillAtTheEnd(disk, 2), **settings)
+    assert len((out / "results.jsonl").read_bytes().splitlines()) == 2 and not (out / "summary.json").exists()
+    (disk / "filler").unlink()
+    outcome = sb.run(out=out, progress=False, **settings)
+    assert [r.task_id for r in outcome.results] == ["tinyreg", "tinyreg-lr"] and (out / "summary.json").is_file()
 
 
 def test_a_run_without_the_room_it_needs_is_refused_before_it_starts(small_disk: Any) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from super_bench.sandbox.conformance import pids_with
 from super_bench.sandbox.lifetime.scratch import (
     CGROUP_NOTE,
     clear_scratch,
@@ -25,35 +26,10 @@ from super_bench.sandbox.lifetime.scratch import (
     scratch_dir,
     sweep,
 )
+from super_bench.sandbox.lifetime.supervisor import watchdog_command
 from super_bench.sandbox.limits.memory import cgroup_parent
 
 pytestmark = pytest.mark.slow
-
-
-def processes_naming(text: str) -> list[int]:
-    """Processes whose command line or environment names ``text``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if text.encode() in (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-def children(pid: int) -> list[tuple[int, bytes]]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append((int(entry.name), (entry / "cmdline").read_bytes()))
-            except (OSError, ValueError, IndexError):
-                continue
-    return found
 
 
 def test_a_resume_after_harness_and_watchdog_are_killed_together_leaves_nothing(tmp_path: Path) -> None:
@@ -71,11 +47,11 @@ def test_a_resume_after_harness_and_watchdog_are_killed_together_leaves_nothing(
     scratch = tmp / scratch_dir(out, None).name  # in its TMPDIR
     try:
         deadline = time.monotonic() + 180
-        while len(list(scratch.glob(f"{CGROUP_NOTE}*"))) < 2 or len(processes_naming(str(scratch))) < 2:
+        while len(list(scratch.glob(f"{CGROUP_NOTE}*"))) < 2 or len(pids_with(str(scratch), environment=True)) < 2:
             assert time.monotonic() < deadline and harness.poll() is None, "the tasks' kernels never started"
             time.sleep(0.1)
         time.sleep(2)  # in the sleeping cells
-        (watchdog,) = [pid for pid, cmdline in children(harness.pid) if b"watchdog" in cmdline]
+        (watchdog,) = pids_with(watchdog_command()[-1], parent=harness.pid)
         os.kill(watchdog, signal.SIGKILL)
         os.kill(harness.pid, signal.SIGKILL)
         harness.wait(timeout=30)
@@ -85,7 +61,7 @@ def test_a_resume_after_harness_and_watchdog_are_killed_together_leaves_nothing(
     # Left behind: the kernels, their cgroups, the killed harness's git configuration.
     cgroups = [note.read_text() for note in scratch.glob(f"{CGROUP_NOTE}*")]
     assert len(cgroups) == 2 and all(os.path.isdir(c) for c in cgroups)
-    assert processes_naming(str(scratch))
+    assert pids_with(str(scratch), environment=True)
     assert glob.glob(str(tmp / f"super-bench-git-{harness.pid}-*"))
 
     actions.write_text(json.dumps([{"type": "execute", "content": "import time; time.sleep(0)"}]))
@@ -93,7 +69,7 @@ def test_a_resume_after_harness_and_watchdog_are_killed_together_leaves_nothing(
     assert resumed.returncode == 0, resumed.stderr
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["task_id"] for r in rows) == ["tinyreg", "tinyreg-lr"]
-    assert not processes_naming(str(scratch)) and not processes_naming(str(tmp))
+    assert not pids_with(str(scratch), environment=True) and not pids_with(str(tmp), environment=True)
     assert not any(os.path.exists(c) for c in cgroups)
     assert str(tmp_path) not in Path("/proc/mounts").read_text()
     assert sorted(p.name for p in tmp.iterdir()) == [], "temporary folders left"
@@ -135,9 +111,9 @@ def test_a_ray_run_leaves_no_temporary_folder(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
     deadline = time.monotonic() + 30  # Ray's workers end a moment after the driver
-    while processes_naming(str(tmp)) and time.monotonic() < deadline:
+    while pids_with(str(tmp), environment=True) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not processes_naming(str(tmp))
+    assert not pids_with(str(tmp), environment=True)
     assert sorted(p.name for p in tmp.glob("super-bench-*")) == []
 
 

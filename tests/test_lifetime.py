@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,24 @@ def test_the_watchdog_imports_nothing_of_the_harness_but_the_reaper(tmp_path: Pa
     assert {name for name in imported if "super_bench" in name} == {reaper.__name__}
     assert not imported & {"pydantic", "rich", "jupyter_client", "site", "super_bench"}
     assert not marked.exists()  # it still does its work: the harness went away, what it registered went too
+
+
+def test_a_harness_that_exits_has_waited_for_its_watchdog(tmp_path: Path) -> None:
+    """A command that has returned has nothing of its own still running: at its exit the harness closes its
+    watchdog's pipe and waits while the watchdog removes what was still registered and ends."""
+    left = tmp_path / "left"
+    left.mkdir()
+    for i in range(2000):  # enough that removing it takes the watchdog a while after the pipe closes
+        (left / str(i)).touch()
+    code = (
+        "from super_bench.sandbox.lifetime import supervisor\n"
+        f"supervisor.register('dir', {str(left)!r})\n"
+        "print(supervisor._watchdog._process.pid)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert not left.exists(), "the harness exited before its watchdog had removed what was registered"
+    assert not Path(f"/proc/{int(proc.stdout)}").exists(), "the watchdog outlived the harness's exit"
 
 
 def _spawn_in_child(marker: str) -> None:

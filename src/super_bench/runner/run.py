@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from super_bench.agents import create_agent
 from super_bench.demo import DEMO_URL_PREFIX
-from super_bench.errors import ConfigError, RunDirError
+from super_bench.errors import ConfigError, RunDirError, RunDirWriteError
 from super_bench.runner import guard
 from super_bench.runner.adopt import previous_manifest
 from super_bench.runner.config import Reporter, RunConfig
@@ -110,8 +110,9 @@ def _run(
             log.info("removed %s, left behind by an earlier attempt at this run", leftover)
         try:
             return _resume(config, tasks, run_dir, make_executor, reporter, env, scratch)
-        except OSError as e:  # a write of the run directory failed: its disk is full or failing
-            if (full := guard.disk_error(e)) is None:
+        except (OSError, RunDirError) as e:  # a write of the run directory failed: its disk is full or failing
+            # A run file's write (the summary at the end, run.json, tasks.jsonl) says so as a RunDirError.
+            if isinstance(e, RunDirWriteError) or (full := guard.disk_error(e)) is None:
                 raise
             raise guard.write_error(run_dir.path, full) from e
         finally:

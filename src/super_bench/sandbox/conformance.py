@@ -267,19 +267,27 @@ def _network_off(cls: type[Sandbox], config: SandboxConfig) -> None:
         sandbox.stop()
 
 
-def pids_with(text: str) -> list[int]:
-    """Host PIDs of live (not zombie) processes whose command line contains ``text``."""
+def pids_with(text: str, *, environment: bool = False, parent: int | None = None) -> list[int]:
+    """Host PIDs of live (not zombie) processes other than this one whose command line contains ``text`` (or,
+    with ``environment``, whose command line or environment does: what a run left behind names its folders
+    there); with ``parent``, only that process's children."""
     found = []
+    needle = text.encode()
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
             try:
-                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                    cmdline = f.read()
                 with open(f"/proc/{entry.name}/stat") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
+                    state, ppid = f.read().rsplit(")", 1)[1].split()[:2]
+                if state == "Z" or (parent is not None and int(ppid) != parent):
+                    continue
+                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                    named = needle in f.read()
+                if not named and environment:
+                    with open(f"/proc/{entry.name}/environ", "rb") as f:
+                        named = needle in f.read()
+            except (OSError, ValueError):
                 continue
-            if text.encode() in cmdline and state != "Z":
+            if named:
                 found.append(int(entry.name))
     return found
 

@@ -8,11 +8,13 @@
   only writer is the harness. Sandboxes register what they create (process groups, marker
   values, cgroups, containers, task file systems, directories) and unregister it when they stop. When the harness
   dies, however it dies (SIGKILL included), the pipe closes, and the watchdog kills and removes
-  whatever is still registered.
+  whatever is still registered. When the harness exits as it should, the pipe is closed and the watchdog
+  waited for (``close``): a command that has returned has nothing of its own still running.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import queue
@@ -88,6 +90,20 @@ class _Watchdog:
             except OSError:
                 self._process = None  # it died: the next registration starts another
 
+    def close(self, timeout: float) -> None:
+        """End the watchdog: close its pipe, so that it removes what is still registered and exits, and wait for
+        it up to ``timeout`` seconds (past that it goes on alone, as it would if the harness were killed)."""
+        with self._lock:
+            process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
     @staticmethod
     def _start() -> subprocess.Popen[bytes]:
         # Its own session: a Ctrl-C or a signal to the harness's process group must not reach it first.
@@ -102,6 +118,15 @@ class _Watchdog:
 
 _watchdog = _Watchdog()
 os.register_at_fork(after_in_child=_forked)
+# What the watchdog may still have to remove at a normal exit (a proxy's folder, a task a stop left) takes it
+# well under a second; a cgroup's or a container's end can take longer, and is left to it past this.
+_EXIT_WAIT = 10.0
+
+
+@atexit.register
+def close() -> None:
+    """Close the watchdog and wait for it (at this process's normal exit; a later registration starts another)."""
+    _watchdog.close(_EXIT_WAIT)
 
 
 def watchdog_command() -> list[str]:
