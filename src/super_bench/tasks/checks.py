@@ -21,11 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from super_bench.errors import TaskSourceError
-from super_bench.sandbox import SANDBOXES, resolve_backend
-from super_bench.sandbox.base import SandboxConfig
-from super_bench.sandbox.mirrors.git_repos import base_url
-from super_bench.sandbox.mirrors.preflight import mirror_problems
-from super_bench.sandbox.mirrors.serving import git_mirrors
+from super_bench.sandbox import SANDBOXES, SandboxConfig, resolve_backend
+from super_bench.sandbox.supply import base_url, git_mirrors, mirror_problems
 from super_bench.tasks.model import MASKED_CATEGORIES, Task, compile_landmark
 from super_bench.tasks.regex_check import DEFAULT_TIMEOUT, slow_patterns
 from super_bench.tasks.repos import RepoCache, available_offline, find_files, list_files, resolve_commit

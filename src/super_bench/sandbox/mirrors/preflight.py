@@ -27,7 +27,7 @@ from super_bench.sandbox.mirrors.git_repos import base_url, repository_kind
 from super_bench.sandbox.mirrors.serving import git_mirrors
 
 if TYPE_CHECKING:
-    from super_bench.sandbox.base import SandboxConfig
+    from super_bench.sandbox.config import SandboxConfig
 
 # What git reads of a repository to serve it through the pack protocol (upload-pack, pack-objects).
 _SERVED = ("HEAD", "config", "packed-refs", "shallow", "refs", "objects")

@@ -38,7 +38,7 @@ from super_bench.sandbox.mirrors.git_repos import base_url, expand_mirrors
 from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 
 if TYPE_CHECKING:
-    from super_bench.sandbox.base import SandboxConfig
+    from super_bench.sandbox.config import SandboxConfig
 
 # The oldest pip with --uploaded-prior-to; older ones ignore PIP_UPLOADED_PRIOR_TO without a word.
 PIP_WITH_UPLOAD_FILTER = (26, 0)
