@@ -41,7 +41,7 @@ def describe_supply(config: SandboxConfig) -> dict[str, Any]:
     offline bundle and what it holds, the package index and date, the Hugging Face cache."""
     info: dict[str, Any] = {}
     mirrors = {
-        url: {"path": path, "kind": repository_kind(Path(path)), "head": _head(path)}
+        url: {"path": path, "kind": repository_kind(Path(path)), "head": _head(path, config)}
         for url, path in git_mirrors(config, demo_suite=False).items()
     }
     if mirrors:
@@ -60,13 +60,16 @@ def describe_supply(config: SandboxConfig) -> dict[str, Any]:
     return info
 
 
-def _head(path: str) -> str | None:
+def _head(path: str, config: SandboxConfig) -> str | None:
     """The commit a mirror's HEAD names (a repository or a bundle), or None where git cannot tell."""
-    # Mirrors are often another user's: the ownership check is lifted for this read, as the pre-flight's is.
-    env = {**os.environ, "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0"}
-    command = ["git", "-c", "safe.directory=*", "ls-remote", path, "HEAD"]
+    # Read as agent code's clone reads it: mirrors are often another user's, and git's ownership check is
+    # relaxed only by protected configuration such as the generated system file (not ``-c`` for upload-pack).
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_SYSTEM": str(git_config_file(config))}
+    env.pop("GIT_CONFIG_NOSYSTEM", None)
     try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=GIT_TIMEOUT)
+        done = subprocess.run(
+            ["git", "ls-remote", path, "HEAD"], env=env, capture_output=True, text=True, timeout=GIT_TIMEOUT
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     words = done.stdout.split() if done.returncode == 0 else []
