@@ -2,7 +2,7 @@
 
 This package's face is all that code outside it imports (``pyproject.toml``'s contract "The sandbox's face"
 holds it so): the names exported here (the ``Sandbox`` contract of ``base``, ``SandboxConfig`` and the build
-records of ``config``, the registry and its helpers, ``ProcessSandbox`` for plug-ins, the run's scratch
+records of ``config``, with its parts, the registry and its helpers, ``ProcessSandbox`` for plug-ins, the run's scratch
 directory and leftovers), ``supply`` (what a task may fetch: mirrors and the package cache) and
 ``conformance`` (the checks every backend must pass). The rest is grouped by concern: ``backends`` (the
 backends and what they share), ``kernel`` (the kernel's runtime directory and environment), ``pyenv`` (task
@@ -29,7 +29,15 @@ from super_bench.sandbox.base import (
     SandboxDescription,
     Usage,
 )
-from super_bench.sandbox.config import BuildReport, BuildRequest, SandboxConfig
+from super_bench.sandbox.config import (
+    BuildReport,
+    BuildRequest,
+    DockerSettings,
+    LimitSettings,
+    PlaceSettings,
+    SandboxConfig,
+    SupplySettings,
+)
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import remove_tree
 from super_bench.sandbox.lifetime.scratch import clear_scratch, private_temp, scratch_dir
@@ -138,13 +146,17 @@ __all__ = [
     "BuildReport",
     "BuildRequest",
     "CommandResult",
+    "DockerSettings",
     "FileTooLargeError",
     "KernelLaunch",
     "KernelProcess",
+    "LimitSettings",
+    "PlaceSettings",
     "ProcessSandbox",
     "Sandbox",
     "SandboxConfig",
     "SandboxDescription",
+    "SupplySettings",
     "Usage",
     "check_backend",
     "clear_scratch",

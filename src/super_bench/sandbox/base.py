@@ -101,6 +101,7 @@ class Sandbox(LimitClock, ABC):
     """One task's isolated place to run a kernel and commands."""
 
     name: ClassVar[str]
+    config: SandboxConfig  # the clock reads its limits; a backend, all of it
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         super().__init__()

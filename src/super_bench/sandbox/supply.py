@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from super_bench.sandbox.backends.support import scrubbed_environ
-from super_bench.sandbox.config import SandboxConfig
+from super_bench.sandbox.config import SupplySettings
 from super_bench.sandbox.mirrors.git_repos import base_url, repository_kind
 from super_bench.sandbox.mirrors.offline_bundle import BundledRepository, OfflineBundle
 from super_bench.sandbox.mirrors.preflight import GIT_TIMEOUT, check_mirrors, mirror_problems
@@ -28,14 +28,14 @@ from super_bench.sandbox.mirrors.settings import read_packages_as_of
 from super_bench.sandbox.packages.task_access import known_upstreams
 
 
-def pip_environ(config: SandboxConfig) -> dict[str, str]:
+def pip_environ(config: SupplySettings) -> dict[str, str]:
     """The environment of a pip the harness runs for tasks' packages (``super-bench mirror``'s wheels): the
     host's, scrubbed as agent code's is, with pip's index, date and sources as agent code's pip gets them."""
     pip = {k: v for k, v in mirror_environ(config).items() if k.startswith("PIP_")}
     return {**scrubbed_environ(), **pip}
 
 
-def describe_supply(config: SandboxConfig) -> dict[str, Any]:
+def describe_supply(config: SupplySettings) -> dict[str, Any]:
     """Where the tasks' repositories and packages come from, when not from the network as of today (what
     ``run.json`` records under ``sandbox``): each git mirror with its kind and the commit its HEAD was at, the
     offline bundle and what it holds, the package index and date, the Hugging Face cache."""
@@ -60,7 +60,7 @@ def describe_supply(config: SandboxConfig) -> dict[str, Any]:
     return info
 
 
-def _head(path: str, config: SandboxConfig) -> str | None:
+def _head(path: str, config: SupplySettings) -> str | None:
     """The commit a mirror's HEAD names (a repository or a bundle), or None where git cannot tell."""
     # Read as agent code's clone reads it: mirrors are often another user's, and git's ownership check is
     # relaxed only by protected configuration such as the generated system file (not ``-c`` for upload-pack).

@@ -11,14 +11,14 @@ from super_bench._sizes import human_size
 from super_bench.errors import SandboxError
 
 if TYPE_CHECKING:
-    from super_bench.sandbox.config import SandboxConfig
+    from super_bench.sandbox.config import LimitSettings
 
 
 class LimitClock:
     """The wall clock and the disk limit's end of one task; ``Sandbox`` is one (a backend starts the clock in
     ``start``, stops it in ``stop``, and kills what the task runs in ``_wall_time_passed``)."""
 
-    config: SandboxConfig
+    config: LimitSettings
 
     def __init__(self) -> None:
         self._deadline: float | None = None
