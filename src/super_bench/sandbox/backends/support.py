@@ -2,7 +2,7 @@
 harness's credentials or configuration; ``passed_environ``: what the user passes on purpose), the per-process
 limits (``prlimit``, the system's, by its absolute path: ``lifetime.programs``), a task directory, a kernel
 run as a host child process and the wait for its sockets, and a file operation's failure as an ``OSError``.
-Private to the backends: plug-ins subclass ``ProcessSandbox`` instead.
+Private to ``sandbox/`` (the backends, and ``supply``'s pip environment): plug-ins subclass ``ProcessSandbox``.
 """
 
 from __future__ import annotations
