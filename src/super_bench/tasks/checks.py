@@ -7,7 +7,7 @@
 - The repository can be cloned, the commit is in it, and the entrypoint is a file of that commit.
   Repositories that need the network are skipped when ``offline`` is set (the demo suite's are
   read from the bundled copies, mirrored ones from their mirrors).
-- Each git mirror given could serve agent code's clones (``sandbox.mirrors.preflight``), as a run checks
+- Each git mirror given could serve agent code's clones (``sandbox.supply.mirror_problems``), as a run checks
   before its first task; here for the default sandbox.
 """
 
