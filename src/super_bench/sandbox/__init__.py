@@ -1,9 +1,9 @@
 """Sandboxes: where a task's kernel and commands run (``local``, ``bwrap``, ``docker``).
 
 This package's face is all that code outside it imports (``pyproject.toml``'s contract "The sandbox's face"
-holds it so): the names exported here (the ``Sandbox`` contract of ``base``, ``SandboxConfig`` and the build
-records of ``config``, with its parts, the registry and its helpers, ``ProcessSandbox`` for plug-ins, the run's scratch
-directory and leftovers), ``supply`` (what a task may fetch: mirrors and the package cache) and
+holds it so): the names exported here (the ``Sandbox`` contract of ``base``; ``SandboxConfig``, its parts and
+the build records of ``config``; the registry and its helpers; ``ProcessSandbox`` for plug-ins; the run's
+scratch directory and leftovers), ``supply`` (what a task may fetch: mirrors and the package cache) and
 ``conformance`` (the checks every backend must pass). The rest is grouped by concern: ``backends`` (the
 backends and what they share), ``kernel`` (the kernel's runtime directory and environment), ``pyenv`` (task
 Python environments), ``packages`` (the package cache), ``mirrors`` (git and package mirrors, offline
