@@ -14,7 +14,7 @@ from tests.helpers import make_task
 from tests.sandboxes import backend_settings, tiny_wheel
 
 from super_bench.sandbox import SandboxConfig
-from super_bench.sandbox.base import passed_environ, scrubbed_environ
+from super_bench.sandbox.backends.support import passed_environ, scrubbed_environ
 
 BACKENDS = ["local", "bwrap"]
 # What pip in the task sees of its configuration, and whether it finds a package only the host's wheel folders hold.

@@ -6,6 +6,7 @@ built-in backends run the suite in tests/test_sandbox_conformance.py.)"""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -66,6 +67,15 @@ def doc_blocks() -> tuple[str, str]:
     toml = re.search(r"```toml\n(.*?)```", section, re.S)
     assert python and toml, "the section lost its plug-in's code blocks"
     return python.group(1), toml.group(1)
+
+
+def test_the_docs_plugin_imports_only_the_sandboxs_face() -> None:
+    source, _ = doc_blocks()
+    imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)}
+    imported |= {
+        alias.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import) for alias in node.names
+    }
+    assert imported == {"super_bench.sandbox"}
 
 
 BROKEN = """from super_bench.errors import SandboxError

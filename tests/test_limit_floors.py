@@ -17,7 +17,7 @@ from super_bench import EnvConfig, Environment, SandboxConfig
 from super_bench._sizes import human_size, parse_size
 from super_bench.errors import ConfigError
 from super_bench.sandbox import check_backend
-from super_bench.sandbox.base import MIN_DISK_LIMIT
+from super_bench.sandbox.config import MIN_DISK_LIMIT
 from super_bench.sandbox.limits.memory import KERNEL_MEMORY, memory_mechanism
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 from tests.helpers import REFERENCE_REPOS, REFERENCE_TRAJECTORIES, cli, make_task
@@ -18,12 +19,12 @@ from tests.mirror_fixtures import GIT_ENV, git, give_away, make_mirror, make_rep
 from tests.sandboxes import backend_settings
 
 from super_bench import run
+from super_bench.cli import main
 from super_bench.environment import EnvConfig
 from super_bench.errors import SandboxError
 from super_bench.report.notebooks import notebook_trajectory
-from super_bench.sandbox import SandboxConfig, check_backend
-from super_bench.sandbox.mirrors.preflight import mirror_problems
-from super_bench.sandbox.mirrors.serving import git_config_file
+from super_bench.sandbox import SandboxConfig, check_backend, supply
+from super_bench.sandbox.supply import git_config_file, mirror_problems
 from super_bench.tasks.model import Task
 
 URL = "https://git.invalid/lab/proj"
@@ -132,6 +133,28 @@ def test_a_run_stops_before_its_first_task_on_a_mirror_missing_a_blob(tmp_path: 
             env=EnvConfig(sandbox=SandboxConfig(backend="local", git_mirrors={URL: mirror})),
         )
     assert not (tmp_path / "run").exists()  # no task started, nothing recorded as the agent's
+
+
+def test_a_run_of_the_command_line_checks_its_mirrors_once_and_records_each_mirrors_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mirror = make_mirror(tmp_path / "mirrors" / "proj.git", "bare", "served")
+    checked: list[SandboxConfig] = []
+    real = supply.check_mirrors
+
+    def counted(config: SandboxConfig, *args: Any, **kwargs: Any) -> None:
+        checked.append(config)
+        real(config, *args, **kwargs)
+
+    monkeypatch.setattr(supply, "check_mirrors", counted)
+    out = tmp_path / "run"
+    args = ["run", "--sandbox", "local", "--limit", "1", "--out", str(out), "--git-mirror", f"{URL}={mirror}"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert [config.git_mirrors for config in checked] == [{URL: mirror}]
+    head = git("-c", "safe.directory=*", f"--git-dir={mirror}", "rev-parse", "HEAD").strip()
+    recorded = json.loads((out / "run.json").read_text())["sandbox"]["git_mirrors"]
+    assert recorded == {URL: {"path": str(mirror), "kind": "bare", "head": head}}
 
 
 @AS_ROOT

@@ -25,7 +25,7 @@ from super_bench.errors import ConfigError
 from super_bench.sandbox import _auto_backend, create_sandbox, resolve_backend
 from super_bench.sandbox.backends import bwrap
 from super_bench.sandbox.backends.bwrap import bwrap_problem
-from super_bench.sandbox.base import scrubbed_environ
+from super_bench.sandbox.backends.support import scrubbed_environ
 
 SUPER_BENCH = [sys.executable, "-m", "super_bench"]
 

@@ -22,7 +22,7 @@ _EXPORTS = {
     "Environment": "super_bench.environment",
     "Metrics": "super_bench.scoring",
     "RunConfig": "super_bench.runner.config",
-    "SandboxConfig": "super_bench.sandbox.base",
+    "SandboxConfig": "super_bench.sandbox",
     "Step": "super_bench.trajectory",
     "SuperBenchError": "super_bench.errors",
     "Task": "super_bench.tasks.model",
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from super_bench.runner.config import RunConfig
     from super_bench.runner.rescore import rescore
     from super_bench.runner.run import run
-    from super_bench.sandbox.base import SandboxConfig
+    from super_bench.sandbox import SandboxConfig
     from super_bench.scoring import Metrics, score_trajectory
     from super_bench.scoring.answer import score_answer
     from super_bench.tasks.loaders import load_tasks

@@ -32,8 +32,7 @@ from super_bench.edit import EditFailed, apply_edit, parse_edit
 from super_bench.errors import EnvironmentClosedError, KernelError, SandboxError, SuperBenchError
 from super_bench.kernel import CellResult, NotebookKernel, Spilled, SpillFolder, cap_text, clean_and_cap, joined
 from super_bench.kernel.recovery import Broken, KernelRecovery, limit_note
-from super_bench.sandbox import Sandbox, SandboxConfig, create_sandbox
-from super_bench.sandbox.base import MAX_EDIT_BYTES, FileTooLargeError
+from super_bench.sandbox import MAX_EDIT_BYTES, FileTooLargeError, Sandbox, SandboxConfig, create_sandbox
 from super_bench.spilled import OutputFile, excerpt
 from super_bench.tasks.model import Task
 from super_bench.trajectory import (

@@ -105,7 +105,7 @@ class Default:
 
 
 ENV = "super_bench.environment:EnvConfig."
-SANDBOX = "super_bench.sandbox.base:SandboxConfig."
+SANDBOX = "super_bench.sandbox:SandboxConfig."
 RUN = "super_bench.runner.config:RunConfig."
 
 

@@ -191,8 +191,7 @@ def run_command(
     from super_bench.models import ModelOptions
     from super_bench.runner.config import RayOptions, RunConfig
     from super_bench.runner.progress import RunProgress
-    from super_bench.runner.run import pinned_commits, run
-    from super_bench.sandbox import check_backend
+    from super_bench.runner.run import run
 
     started()
     config = RunConfig(
@@ -231,8 +230,6 @@ def run_command(
     tasks = config.load()
     if not tasks:
         raise click.UsageError("no tasks selected")
-    # Before the progress bar, so that a missing sandbox or a mirror agent code cannot clone is one clear message.
-    check_backend(config.env.sandbox, pinned_commits(tasks))
     # Named now, so that an interrupted run can say where it is and how to resume it.
     config.out = out or config.default_out()
     run_dir = config.out

@@ -42,7 +42,7 @@ _BUILD_FLAGS = {
     "--backend",  # its earlier name, still accepted
     "backend",
     metavar="BACKEND",
-    default=Default("super_bench.sandbox.base:SandboxConfig.backend"),
+    default=Default("super_bench.sandbox:SandboxConfig.backend"),
     show_default=True,
     help="Whose environment to build: auto, local, bwrap, docker or a plug-in's name. docker: the task image; "
     "local and bwrap: the base environment task environments are layered over.",
@@ -123,8 +123,7 @@ def build_command(
     list that cannot be had here are reported and left out; runs record how the environment
     differs from the paper's.
     """
-    from super_bench.sandbox import SANDBOXES, BuildRequest, resolve_backend
-    from super_bench.sandbox.pyenv.super_base import BUILD_COST, COLAB_REQUIREMENTS
+    from super_bench.sandbox import BUILD_COST, DEFAULT_REQUIREMENTS, SANDBOXES, BuildRequest, resolve_backend
 
     name = resolve_backend(backend)
     cls = SANDBOXES.get(name)
@@ -139,7 +138,7 @@ def build_command(
         console.print(f"Building SUPER's task environment: {cost}. The bundled demo tasks do not need it.")
         if not yes and sys.stdin.isatty():
             click.confirm("Go on?", abort=True)
-    request = BuildRequest(requirements=requirements or COLAB_REQUIREMENTS, **given)
+    request = BuildRequest(requirements=requirements or DEFAULT_REQUIREMENTS, **given)
     report = cls.build(request, console.print)
     console.print(f"Built {escape(report.built)}")
     for heading, text in report.notes:
@@ -218,7 +217,7 @@ def _as_of(value: str | None) -> date | datetime | None:
     """``--packages-as-of``, read as ``run`` reads it; a bad date is a usage error naming the option."""
     if value is None:
         return None
-    from super_bench.sandbox.mirrors.settings import read_packages_as_of
+    from super_bench.sandbox.supply import read_packages_as_of
 
     try:
         return read_packages_as_of(value)

@@ -24,7 +24,7 @@ from super_bench import messages
 from super_bench.errors import KernelError
 from super_bench.kernel.output import OutputBuffer
 from super_bench.kernel.spill import Spilled, SpillFolder
-from super_bench.sandbox.base import KernelProcess, Sandbox
+from super_bench.sandbox import KernelProcess, Sandbox
 from super_bench.trajectory import Figure
 
 CellState = Literal["ok", "error", "running", "died"]

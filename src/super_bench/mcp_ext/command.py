@@ -30,7 +30,7 @@ from super_bench.errors import AgentError
 from super_bench.mcp_ext.episode import ClientAgent, ToolCallError
 from super_bench.mcp_ext.http import BackgroundServer, http_app
 from super_bench.mcp_ext.tools import build_server, task_text
-from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox import supervisor
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step
 

@@ -24,7 +24,7 @@ from super_bench.runner.records import RunManifest
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.run import record_tasks
 from super_bench.runner.rundir import RunDir
-from super_bench.sandbox.lifetime.scratch import scratch_dir
+from super_bench.sandbox import scratch_dir
 from super_bench.tasks.loaders import find_task
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step, StopReason

@@ -29,7 +29,6 @@ from super_bench.tasks.loaders import TASK_FILE_SUFFIXES
 if TYPE_CHECKING:
     from super_bench.runner.config import RunConfig
     from super_bench.runner.rundir import RunDir
-    from super_bench.sandbox import SandboxConfig
 
 
 def _is_named_source(source: str) -> bool:
@@ -130,6 +129,7 @@ def build_manifest(config: RunConfig, run_dir: RunDir, previous: RunManifest | N
     from super_bench._version import __version__
 
     now = datetime.now().astimezone()
+    supply = describe_backend(config.env.sandbox).supply
     executor = Executor(
         name=config.executor, workers=config.workers, epochs=config.epochs, task_threads=config.task_threads()
     )
@@ -144,47 +144,14 @@ def build_manifest(config: RunConfig, run_dir: RunDir, previous: RunManifest | N
         created_at=(previous.created_at if previous is not None else None) or now,
         identity=identity(config),
         tasks=_task_source(config, run_dir),
-        sandbox={"backend": resolve_backend(config.env.sandbox.backend), **_mirrors(config.env.sandbox)},
+        # Where the tasks' repositories and packages came from (mirrors, index, date), as the sandbox tells it.
+        sandbox={"backend": resolve_backend(config.env.sandbox.backend), **(supply or {})},
         executor=executor,
         config=config.model_dump(mode="json"),
     )
     if previous is not None:
         manifest.resumed_at = [*previous.resumed_at, now]
     return manifest
-
-
-def _mirrors(sandbox: SandboxConfig) -> dict[str, Any]:
-    """Where the tasks' repositories and packages came from, when not from the network as of today:
-    each git mirror with the commit its HEAD was at, the package index and date, the HF cache."""
-    from super_bench.errors import TaskSourceError
-    from super_bench.sandbox.mirrors.git_repos import repository_kind
-    from super_bench.sandbox.mirrors.serving import git_mirrors, upload_cutoff
-    from super_bench.tasks.repos import git
-
-    info: dict[str, Any] = {}
-    mirrors = {}
-    for url, path in git_mirrors(sandbox, demo_suite=False).items():
-        try:
-            head = git("ls-remote", path, "HEAD", mirrors=sandbox, timeout=60).split()[0]
-        except (TaskSourceError, IndexError):
-            head = None
-        mirrors[url] = {"path": path, "kind": repository_kind(Path(path)), "head": head}
-    if mirrors:
-        info["git_mirrors"] = mirrors
-    if sandbox.offline_bundle is not None:
-        from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
-
-        bundle = OfflineBundle.open(sandbox.offline_bundle)
-        info["offline_bundle"] = {"path": str(sandbox.offline_bundle), **bundle.model_dump(mode="json")}
-    if sandbox.pip_index is not None:
-        info["pip_index"] = sandbox.pip_index
-    cutoff = upload_cutoff(sandbox)
-    if cutoff is not None:
-        info["packages_as_of"] = str(sandbox.packages_as_of)
-        info["packages_uploaded_before"] = cutoff.isoformat()
-    if sandbox.hf_cache is not None:
-        info["hf_cache"] = str(sandbox.hf_cache)
-    return info
 
 
 def _task_source(config: RunConfig, run_dir: RunDir) -> TaskSource:
@@ -250,7 +217,7 @@ def add_task_environment(manifest: RunManifest, config: RunConfig, run_dir: RunD
 
 def record_upstreams(manifest: RunManifest, config: RunConfig, run_dir: RunDir) -> None:
     """At the end of a run, the package cache's upstream indexes, where a task's install has found them."""
-    from super_bench.sandbox.packages.task_access import known_upstreams
+    from super_bench.sandbox.supply import known_upstreams
 
     cache = manifest.sandbox.get("package_cache")
     if not isinstance(cache, dict) or cache.get("upstreams") is not None:

@@ -78,17 +78,26 @@ class RunProgress:
             console=self.console,
         )
         self.bar: TaskID | None = None
+        self._within = self._drawn = False  # the bar is drawn live from ``begin`` to the end of ``with``
         self.running = self.failed = self.infra = self.retried = self.finished_now = 0
         self.usage = Usage()
 
     def __enter__(self) -> RunProgress:
-        self.progress.start()
+        # Drawn from ``begin`` on: what stops a run before it begins (a sandbox that cannot run, a mirror agent
+        # code cannot clone) is said alone, with no empty bar above it.
+        self._within = True
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
+        self._within = False
+        if self._drawn:
+            self._drawn = False
+            self.progress.stop()
 
     def begin(self, total: int, finished: list[TaskResult]) -> None:
+        if self._within and not self._drawn:
+            self._drawn = True
+            self.progress.start()
         if self.header:
             self.console.print(self.header, highlight=False, soft_wrap=True)  # a path stays whole
         for result in finished:

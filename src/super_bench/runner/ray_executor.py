@@ -24,8 +24,8 @@ from super_bench.errors import ConfigError
 from super_bench.runner.episode import Cancelled, run_episode
 from super_bench.runner.executors import EpisodeSpec, Executor, WorkItem
 from super_bench.runner.results import TaskResult
-from super_bench.sandbox.lifetime.scratch import private_temp
-from super_bench.sandbox.mirrors.serving import release_git_config_dir
+from super_bench.sandbox import private_temp
+from super_bench.sandbox.supply import release_git_config_dir
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.model import Task
 

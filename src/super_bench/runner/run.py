@@ -27,8 +27,7 @@ from super_bench.runner.manifest import (
 )
 from super_bench.runner.results import Tally, TaskResult
 from super_bench.runner.rundir import RunDir, RunOutcome
-from super_bench.sandbox import SandboxConfig, check_backend, describe_backend
-from super_bench.sandbox.lifetime.scratch import clear_scratch, scratch_dir
+from super_bench.sandbox import SandboxConfig, check_backend, clear_scratch, describe_backend, scratch_dir
 from super_bench.tasks.model import Task
 
 if TYPE_CHECKING:

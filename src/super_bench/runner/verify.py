@@ -46,9 +46,7 @@ from super_bench.runner.verify_records import (
     read_rows,
     summarize_verification,
 )
-from super_bench.sandbox import check_backend, describe_backend
-from super_bench.sandbox.lifetime.reaper import remove_tree
-from super_bench.sandbox.lifetime.scratch import clear_scratch, scratch_dir
+from super_bench.sandbox import check_backend, clear_scratch, describe_backend, remove_tree, scratch_dir
 from super_bench.scoring import ScoreMode, submission_of, trace_answer
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory, atomic_write

@@ -1,11 +1,14 @@
 """Sandboxes: where a task's kernel and commands run (``local``, ``bwrap``, ``docker``).
 
-The public entry points are here, in ``base`` (the ``Sandbox`` contract and ``SandboxConfig``), ``process``
-(``ProcessSandbox``, the base of a plug-in run as host processes, also exported here) and ``conformance``; the rest
-is grouped by concern: ``backends`` (the backends themselves), ``kernel`` (the kernel's runtime directory and
-environment), ``pyenv`` (task Python environments), ``packages`` (the package cache), ``mirrors`` (git and
-package mirrors, offline bundles), ``limits`` (memory, disk) and ``lifetime`` (the watchdog, the reaper,
-scratch and build directories).
+This package's face is all that code outside it imports (``pyproject.toml``'s contract "The sandbox's face"
+holds it so): the names exported here (the ``Sandbox`` contract of ``base``; ``SandboxConfig``, its parts and
+the build records of ``config``; the registry and its helpers; ``ProcessSandbox`` for plug-ins; the run's
+scratch directory and leftovers), ``supply`` (what a task may fetch: mirrors and the package cache) and
+``conformance`` (the checks every backend must pass). The rest is grouped by concern: ``backends`` (the
+backends and what they share), ``kernel`` (the kernel's runtime directory and environment), ``pyenv`` (task
+Python environments), ``packages`` (the package cache), ``mirrors`` (git and package mirrors, offline
+bundles), ``limits`` (memory, disk, the wall clock) and ``lifetime`` (the watchdog, the reaper, scratch and
+build directories).
 """
 
 from __future__ import annotations
@@ -17,18 +20,35 @@ from typing import TYPE_CHECKING, Any
 
 from super_bench._registry import Registry
 from super_bench.sandbox.base import (
-    BuildReport,
-    BuildRequest,
+    MAX_EDIT_BYTES,
     CommandResult,
+    FileTooLargeError,
+    KernelLaunch,
     KernelProcess,
     Sandbox,
-    SandboxConfig,
     SandboxDescription,
     Usage,
 )
+from super_bench.sandbox.config import (
+    BuildReport,
+    BuildRequest,
+    DockerSettings,
+    LimitSettings,
+    PlaceSettings,
+    SandboxConfig,
+    SupplySettings,
+)
+from super_bench.sandbox.lifetime import supervisor
+from super_bench.sandbox.lifetime.reaper import remove_tree
+from super_bench.sandbox.lifetime.scratch import clear_scratch, private_temp, scratch_dir
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from super_bench.sandbox.process import ProcessSandbox
+
+    BUILD_COST: str
+    DEFAULT_REQUIREMENTS: Path
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +76,11 @@ def __getattr__(name: str) -> Any:
         from super_bench.sandbox.process import ProcessSandbox
 
         return ProcessSandbox
+    # What ``super-bench sandbox build`` installs by default, and what that costs: read only by that command.
+    if name in ("BUILD_COST", "DEFAULT_REQUIREMENTS"):
+        from super_bench.sandbox.pyenv import super_base
+
+        return super_base.BUILD_COST if name == "BUILD_COST" else super_base.COLAB_REQUIREMENTS
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -84,7 +109,7 @@ def _auto_backend() -> str:
 def check_backend(config: SandboxConfig, commits: Mapping[str, Collection[str]] | None = None) -> type[Sandbox]:
     """The configured backend's class, after checking that it can run here and that agent code can clone every
     git mirror (``commits``: repository URL -> the commits tasks pin there); else one clear ``SandboxError``."""
-    from super_bench.sandbox.mirrors.preflight import check_mirrors
+    from super_bench.sandbox.supply import check_mirrors
 
     cls = sandbox_class(config)
     cls.check(config)
@@ -93,8 +118,14 @@ def check_backend(config: SandboxConfig, commits: Mapping[str, Collection[str]] 
 
 
 def describe_backend(config: SandboxConfig, *, packages: bool = False) -> SandboxDescription:
-    """What runs of ``config`` record and say of the backend it names (see ``Sandbox.describe``)."""
-    return sandbox_class(config).describe(config, packages=packages)
+    """What runs of ``config`` record and say of the backend it names (see ``Sandbox.describe``), with where
+    its tasks fetch from (``supply``: the same for every backend, so added here where a backend gives none)."""
+    description = sandbox_class(config).describe(config, packages=packages)
+    if description.supply is None:
+        from super_bench.sandbox.supply import describe_supply
+
+        description = description.model_copy(update={"supply": describe_supply(config)})
+    return description
 
 
 def sandbox_class(config: SandboxConfig) -> type[Sandbox]:
@@ -108,19 +139,33 @@ def create_sandbox(config: SandboxConfig, label: str = "task") -> Sandbox:
 
 
 __all__ = [
+    "BUILD_COST",
+    "DEFAULT_REQUIREMENTS",
+    "MAX_EDIT_BYTES",
     "SANDBOXES",
     "BuildReport",
     "BuildRequest",
     "CommandResult",
+    "DockerSettings",
+    "FileTooLargeError",
+    "KernelLaunch",
     "KernelProcess",
+    "LimitSettings",
+    "PlaceSettings",
     "ProcessSandbox",
     "Sandbox",
     "SandboxConfig",
     "SandboxDescription",
+    "SupplySettings",
     "Usage",
     "check_backend",
+    "clear_scratch",
     "create_sandbox",
     "describe_backend",
+    "private_temp",
+    "remove_tree",
     "resolve_backend",
     "sandbox_class",
+    "scratch_dir",
+    "supervisor",
 ]

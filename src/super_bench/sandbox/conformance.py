@@ -26,7 +26,8 @@ from typing import Any
 
 from super_bench._pydantic import Model
 from super_bench.errors import SandboxError
-from super_bench.sandbox.base import KernelLaunch, Sandbox, SandboxConfig, SandboxDescription, Usage
+from super_bench.sandbox.base import KernelLaunch, Sandbox, SandboxDescription, Usage
+from super_bench.sandbox.config import SandboxConfig
 
 _SECRET = "SUPER_BENCH_CONFORMANCE_TOKEN"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.host import HostSandbox
-from super_bench.sandbox.base import SandboxConfig
+from super_bench.sandbox.config import SandboxConfig
 
 
 class ProcessSandbox(HostSandbox):

@@ -7,7 +7,7 @@
 - The repository can be cloned, the commit is in it, and the entrypoint is a file of that commit.
   Repositories that need the network are skipped when ``offline`` is set (the demo suite's are
   read from the bundled copies, mirrored ones from their mirrors).
-- Each git mirror given could serve agent code's clones (``sandbox.mirrors.preflight``), as a run checks
+- Each git mirror given could serve agent code's clones (``sandbox.supply.mirror_problems``), as a run checks
   before its first task; here for the default sandbox.
 """
 
@@ -21,11 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from super_bench.errors import TaskSourceError
-from super_bench.sandbox import SANDBOXES, resolve_backend
-from super_bench.sandbox.base import SandboxConfig
-from super_bench.sandbox.mirrors.git_repos import base_url
-from super_bench.sandbox.mirrors.preflight import mirror_problems
-from super_bench.sandbox.mirrors.serving import git_mirrors
+from super_bench.sandbox import SANDBOXES, SandboxConfig, resolve_backend
+from super_bench.sandbox.supply import base_url, git_mirrors, mirror_problems
 from super_bench.tasks.model import MASKED_CATEGORIES, Task, compile_landmark
 from super_bench.tasks.regex_check import DEFAULT_TIMEOUT, slow_patterns
 from super_bench.tasks.repos import RepoCache, available_offline, find_files, list_files, resolve_commit

@@ -1,6 +1,6 @@
 """Making an offline bundle (``super-bench mirror``): each task repository as a git bundle with HEAD
 at the task's commit, and optionally a wheelhouse of what the gold solutions ``pip install``.
-The format is described in :mod:`super_bench.sandbox.mirrors.offline_bundle`."""
+The format is ``OfflineBundle``'s (``super_bench.sandbox.supply``)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from datetime import datetime
 from pathlib import Path
 
 from super_bench.errors import SandboxError, TaskSourceError
-from super_bench.sandbox.base import SandboxConfig, scrubbed_environ
-from super_bench.sandbox.mirrors.offline_bundle import BundledRepository, OfflineBundle
-from super_bench.sandbox.mirrors.serving import check_task_pip, mirror_environ
+from super_bench.sandbox import SandboxConfig
+from super_bench.sandbox.supply import BundledRepository, OfflineBundle, check_task_pip, pip_environ
 from super_bench.tasks.model import Task
 from super_bench.tasks.repos import clone, find_files, git, list_files, resolve_commit
 
@@ -123,8 +122,7 @@ def fetch_wheels(requirements: Requirements, wheels: Path, python: str, mirrors:
     command = [python, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels), *requirements.specifiers]
     for file in requirements.files:
         command += ["-r", str(file)]
-    # pip's index, date and sources as agent code's pip gets them.
-    env = {**scrubbed_environ(), **{k: v for k, v in mirror_environ(mirrors).items() if k.startswith("PIP_")}}
+    env = pip_environ(mirrors)  # pip's index, date and sources as agent code's pip gets them
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=_PIP_TIMEOUT, env=env)
     except subprocess.TimeoutExpired as e:

@@ -17,8 +17,8 @@ from types import TracebackType
 
 from super_bench import demo
 from super_bench.errors import SuperBenchError, TaskSourceError
-from super_bench.sandbox.base import SandboxConfig
-from super_bench.sandbox.mirrors.serving import git_config_file
+from super_bench.sandbox import SandboxConfig
+from super_bench.sandbox.supply import git_config_file
 
 GIT_TIMEOUT = 600.0
 

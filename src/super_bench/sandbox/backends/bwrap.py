@@ -51,7 +51,9 @@ from typing import ClassVar
 
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.host import HostSandbox
-from super_bench.sandbox.base import MAX_EDIT_BYTES, FileTooLargeError, SandboxConfig, file_io
+from super_bench.sandbox.backends.support import file_io
+from super_bench.sandbox.base import MAX_EDIT_BYTES, FileTooLargeError
+from super_bench.sandbox.config import SandboxConfig
 from super_bench.sandbox.lifetime.programs import SYSTEM_PATH, agent_env_prefix, find_program, program
 from super_bench.sandbox.lifetime.reaper import MARKER
 from super_bench.sandbox.mirrors.serving import check_readable_by_all, git_config_dir, mirror_paths

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_engine import Engine
-from super_bench.sandbox.base import SandboxConfig
+from super_bench.sandbox.config import SandboxConfig
 
 DISK_MECHANISM = (
     "a watch on what the task directory and the container's own layer hold together (every few seconds): past "

@@ -50,23 +50,23 @@ from super_bench.sandbox.backends.container_image import (
     image_environment,
     image_info,
 )
-from super_bench.sandbox.base import (
-    MAX_EDIT_BYTES,
-    BuildReport,
-    BuildRequest,
-    CommandResult,
-    KernelLaunch,
-    KernelProcess,
+from super_bench.sandbox.backends.support import (
     PopenKernelProcess,
-    Sandbox,
-    SandboxConfig,
-    SandboxDescription,
-    Usage,
     await_kernel,
     file_io,
     make_task_dir,
     passed_environ,
 )
+from super_bench.sandbox.base import (
+    MAX_EDIT_BYTES,
+    CommandResult,
+    KernelLaunch,
+    KernelProcess,
+    Sandbox,
+    SandboxDescription,
+    Usage,
+)
+from super_bench.sandbox.config import BuildReport, BuildRequest, SandboxConfig
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree

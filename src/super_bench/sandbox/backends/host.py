@@ -29,24 +29,24 @@ from typing import Any, ClassVar
 
 from super_bench._sizes import human_size
 from super_bench.errors import SandboxError, SuperBenchError
-from super_bench.sandbox.base import (
-    MAX_EDIT_BYTES,
-    BuildReport,
-    BuildRequest,
-    CommandResult,
-    FileTooLargeError,
-    KernelLaunch,
+from super_bench.sandbox.backends.support import (
     PopenKernelProcess,
-    Sandbox,
-    SandboxConfig,
-    SandboxDescription,
-    Usage,
     await_kernel,
     make_task_dir,
     passed_environ,
     rlimit_prefix,
     scrubbed_environ,
 )
+from super_bench.sandbox.base import (
+    MAX_EDIT_BYTES,
+    CommandResult,
+    FileTooLargeError,
+    KernelLaunch,
+    Sandbox,
+    SandboxDescription,
+    Usage,
+)
+from super_bench.sandbox.config import BuildReport, BuildRequest, SandboxConfig
 from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.programs import agent_env_prefix, helper_environ

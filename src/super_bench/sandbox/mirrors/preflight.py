@@ -27,7 +27,7 @@ from super_bench.sandbox.mirrors.git_repos import base_url, repository_kind
 from super_bench.sandbox.mirrors.serving import git_mirrors
 
 if TYPE_CHECKING:
-    from super_bench.sandbox.base import SandboxConfig
+    from super_bench.sandbox.config import SupplySettings
 
 # What git reads of a repository to serve it through the pack protocol (upload-pack, pack-objects).
 _SERVED = ("HEAD", "config", "packed-refs", "shallow", "refs", "objects")
@@ -38,7 +38,7 @@ GIT_TIMEOUT = 600.0
 
 
 def mirror_problems(
-    config: SandboxConfig, commits: Mapping[str, Collection[str]] | None = None, *, other_user: bool = False
+    config: SupplySettings, commits: Mapping[str, Collection[str]] | None = None, *, other_user: bool = False
 ) -> list[str]:
     """Why each git mirror of ``config`` (its own and its offline bundle's) could not serve a clone to agent code.
 
@@ -54,7 +54,7 @@ def mirror_problems(
 
 
 def check_mirrors(
-    config: SandboxConfig, commits: Mapping[str, Collection[str]] | None = None, *, other_user: bool = False
+    config: SupplySettings, commits: Mapping[str, Collection[str]] | None = None, *, other_user: bool = False
 ) -> None:
     """Raise one ``SandboxError`` listing every mirror problem (see ``mirror_problems``)."""
     problems = mirror_problems(config, commits, other_user=other_user)

@@ -38,7 +38,7 @@ from super_bench.sandbox.mirrors.git_repos import base_url, expand_mirrors
 from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 
 if TYPE_CHECKING:
-    from super_bench.sandbox.base import SandboxConfig
+    from super_bench.sandbox.config import SupplySettings
 
 # The oldest pip with --uploaded-prior-to; older ones ignore PIP_UPLOADED_PRIOR_TO without a word.
 PIP_WITH_UPLOAD_FILTER = (26, 0)
@@ -48,7 +48,7 @@ HOST_GIT_SYSTEM_CONFIG = "/etc/gitconfig"
 _NAME_CHARS = string.ascii_letters + string.digits + "-_."
 
 
-def git_mirrors(config: SandboxConfig, *, demo_suite: bool = True) -> dict[str, str]:
+def git_mirrors(config: SupplySettings, *, demo_suite: bool = True) -> dict[str, str]:
     """Every repository URL agent code gets from a mirror, and the mirror's path; the configured
     mirrors win over an offline bundle's, which win over the demo suite's."""
     mirrors = {}
@@ -106,7 +106,7 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def git_config_file(config: SandboxConfig, shown_at: Callable[[str], str] = str) -> Path:
+def git_config_file(config: SupplySettings, shown_at: Callable[[str], str] = str) -> Path:
     """The generated git configuration for ``config``, written once under a name that is its digest, in a
     private directory of this process (``git_config_dir``; not in the home: the sandboxes show it).
     ``shown_at``: where agent code sees a mirror's path, in a sandbox that shows it elsewhere."""
@@ -154,7 +154,7 @@ def release_git_config_dir() -> None:
             _private = None
 
 
-def upload_cutoff(config: SandboxConfig) -> datetime | None:
+def upload_cutoff(config: SupplySettings) -> datetime | None:
     """The moment before which packages must have been uploaded: the end of the ``packages_as_of``
     day (UTC) for a date, the moment itself for a date and time."""
     return None if config.packages_as_of is None else cutoff_of(config.packages_as_of)
@@ -167,14 +167,14 @@ def cutoff_of(value: date | datetime) -> datetime:
     return datetime.combine(value + timedelta(days=1), time(), tzinfo=timezone.utc)
 
 
-def hub_cache(config: SandboxConfig) -> Path | None:
+def hub_cache(config: SupplySettings) -> Path | None:
     """The hub cache inside ``hf_cache``: its ``hub`` folder (an ``HF_HOME``), else the folder itself."""
     if config.hf_cache is None:
         return None
     return config.hf_cache / "hub" if (config.hf_cache / "hub").is_dir() else config.hf_cache
 
 
-def mirror_environ(config: SandboxConfig, shown_at: Callable[[str], str] = str) -> dict[str, str]:
+def mirror_environ(config: SupplySettings, shown_at: Callable[[str], str] = str) -> dict[str, str]:
     """Environment variables that point agent code's git, pip and Hugging Face at the mirrors; ``shown_at``
     says where agent code sees a host path (a sandbox may show the mirrors elsewhere)."""
     env = {"GIT_CONFIG_SYSTEM": shown_at(str(git_config_file(config, shown_at)))}
@@ -205,7 +205,7 @@ def mirror_environ(config: SandboxConfig, shown_at: Callable[[str], str] = str) 
     return env
 
 
-def mirror_paths(config: SandboxConfig) -> list[str]:
+def mirror_paths(config: SupplySettings) -> list[str]:
     """Host paths an isolating sandbox shows agent code, read-only (besides ``git_config_dir``)."""
     paths = [str(demo.BUNDLES), *git_mirrors(config).values()]
     if config.offline_bundle is not None:
@@ -219,7 +219,7 @@ def mirror_paths(config: SandboxConfig) -> list[str]:
     return found
 
 
-def check_readable_by_all(config: SandboxConfig) -> None:
+def check_readable_by_all(config: SupplySettings) -> None:
     """Refuse mirrors that agent code running as a user of its own could not read (checked at their top)."""
     paths = [str(p) for p in config.git_mirrors.values()]
     paths += [str(p) for p in (config.hf_cache, config.offline_bundle) if p is not None]
@@ -232,7 +232,7 @@ def check_readable_by_all(config: SandboxConfig) -> None:
             )
 
 
-def check_task_pip(config: SandboxConfig, pip_version_output: str, python: str, *, upgradable: bool = True) -> None:
+def check_task_pip(config: SupplySettings, pip_version_output: str, python: str, *, upgradable: bool = True) -> None:
     """Refuse a task Python whose pip would ignore ``packages_as_of`` (``pip --version``'s output given).
     ``python``: what the user can name (never a path inside a sandbox); ``upgradable``: whether upgrading its
     pip is advice they can follow (else the package cache and --task-python are)."""

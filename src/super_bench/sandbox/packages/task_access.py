@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from super_bench.sandbox.base import SandboxConfig
+from super_bench.sandbox.config import SandboxConfig
 from super_bench.sandbox.lifetime.build_cache import cache_dir
 from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 from super_bench.sandbox.mirrors.serving import upload_cutoff

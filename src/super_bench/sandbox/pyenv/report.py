@@ -7,7 +7,7 @@ import re
 from pydantic import Field, computed_field
 
 from super_bench._pydantic import Model
-from super_bench.sandbox.base import SandboxConfig
+from super_bench.sandbox.config import SandboxConfig
 from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP
 from super_bench.sandbox.pyenv.super_base import (
     BUILD_COST,

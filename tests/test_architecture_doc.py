@@ -1,0 +1,73 @@
+"""docs/architecture.md agrees with the import contracts of pyproject.toml that ``lint-imports`` checks: the
+package's layer table is the declared layers, the sandbox map is the sandbox's declared rooms, and every module
+under ``sandbox/`` is either its face or forbidden to the code outside it."""
+
+from __future__ import annotations
+
+import pkgutil
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import super_bench.sandbox
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11 on; the contracts are the same on 3.10
+ROOT = Path(__file__).parents[1]
+DOC = (ROOT / "docs" / "architecture.md").read_text()
+CONTRACTS: list[dict[str, Any]] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+    "contracts"
+]
+# What code outside sandbox/ may import besides the package itself.
+FACE = {"conformance", "supply"}
+
+
+def contract(prefix: str) -> dict[str, Any]:
+    (found,) = [c for c in CONTRACTS if c["name"].startswith(prefix)]
+    return found
+
+
+def section(heading: str) -> str:
+    return DOC.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def documented_layers(heading: str) -> list[set[str]]:
+    """The names in backquotes of the second column of each row of the section's table, by its layer number."""
+    layers: dict[int, set[str]] = {}
+    for line in section(heading).splitlines():
+        row = re.match(r"\| (\d+) \| ([^|]*) \|", line)
+        if row:
+            layers.setdefault(int(row[1]), set()).update(re.findall(r"`([^`]+)`", row[2]))
+    return [layers[number] for number in sorted(layers)]
+
+
+def declared_layers(prefix: str) -> list[set[str]]:
+    return [{name.strip() for name in layer.split("|")} for layer in contract(prefix)["layers"]]
+
+
+def test_the_layer_table_is_the_declared_layers() -> None:
+    assert documented_layers("The layers") == declared_layers("Layers")
+
+
+def test_the_sandbox_map_is_the_declared_rooms() -> None:
+    assert documented_layers("The sandbox map") == declared_layers("Sandbox rooms")
+
+
+def test_every_module_under_the_sandbox_but_its_face_is_forbidden_outside_it() -> None:
+    face = contract("The sandbox's face")
+    rooms = {module.name for module in pkgutil.iter_modules(super_bench.sandbox.__path__)}
+    forbidden = {name.removeprefix("super_bench.sandbox.") for name in face["forbidden_modules"]}
+    assert forbidden <= rooms
+    assert rooms - forbidden == FACE
+    # The face is every module of the package but the sandbox, each one a source; none of the sandbox's.
+    assert face["source_modules"] == ["super_bench.*"]
+    assert all(rule.startswith("super_bench.sandbox") for rule in face["ignore_imports"])
+    said = section("The sandbox map").split("\n| Layer", 1)[0]
+    assert all(f"`{name}`" in said for name in FACE)
+    assert "No module outside `sandbox/` imports anything else under it" in said
+
+
+def test_every_name_the_face_exports_is_there() -> None:
+    missing = [name for name in super_bench.sandbox.__all__ if not hasattr(super_bench.sandbox, name)]
+    assert missing == []
