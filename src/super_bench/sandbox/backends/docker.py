@@ -24,6 +24,7 @@ import os
 import posixpath
 import shlex
 import subprocess
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +42,7 @@ from super_bench.sandbox.backends.container_disk import (
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
 from super_bench.sandbox.backends.container_exec import kill_in_container, namespace_pids, run_bounded
 from super_bench.sandbox.backends.container_files import copy_in, copy_out
+from super_bench.sandbox.backends.container_helper import SOCKET_NAME, GuardHelper, HelperGone
 from super_bench.sandbox.backends.container_image import (
     CA_BUNDLE_INSIDE,
     IMAGE_KERNEL_BOOT,
@@ -67,7 +69,7 @@ from super_bench.sandbox.base import (
     make_task_dir,
     passed_environ,
 )
-from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
+from super_bench.sandbox.kernel.runtime_dir import KernelFiles, KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import CONTAINER_LABEL, runtime_tag
@@ -95,6 +97,11 @@ SHARED_INSIDE = "/opt/super-bench/shared"
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
 _GUARD = (Path(__file__).resolve().parents[1] / "data" / "container_guard.py").read_text()
+# Engines and images found, by the settings that name them: (when, engine, image).
+_FOUND: dict[tuple[str | None, str | None], tuple[float, Engine, str]] = {}
+_FOUND_FOR = 60.0
+# Seconds a container's guard may take to listen (it does within a tenth of a second on an idle machine).
+_GUARD_WAIT = 10.0
 _NO_LINKS = "links cannot cross the container's boundary (the cache is on the host, the task's packages in its layer)"
 
 # Starts the kernel in a process group of its own (so that interrupts and kills reach what it
@@ -116,9 +123,8 @@ os.execvp(sys.argv[3], sys.argv[3:])
 class DockerSandbox(Sandbox):
     name = "docker"
     isolates: ClassVar[bool] = True
-    # The container's main process ends it a minute after the wall-time limit counted from its start (the
-    # backstop should harness and watchdog both be gone): a container started ahead would lose its wait.
-    starts_ahead: ClassVar[bool] = False
+    # A container started ahead has its guard count its lifetime from the task's start (``start_clock``).
+    starts_ahead: ClassVar[bool] = True
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         super().__init__(config, label)
@@ -135,6 +141,7 @@ class DockerSandbox(Sandbox):
         self._oom_seen = 0
         self._packages: PackageSession | None = None
         self._disk_watched: Callable[[], int] | None = None
+        self._helper: GuardHelper | None = None  # the guard's connection (None: an engine command per operation)
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
@@ -173,7 +180,20 @@ class DockerSandbox(Sandbox):
     @staticmethod
     def engine_for(config: SandboxConfig) -> tuple[Engine, str]:
         """The engine, configured as it runs here, and the image tasks run in; ``SandboxError`` where either
-        is missing."""
+        is missing. Found once a minute at most for the same settings (each look is an engine command per image,
+        and every task of a run asks): an image removed meanwhile fails the container's start, saying so."""
+        if config.ca_bundle is not None and not config.ca_bundle.is_file():
+            raise SandboxError(f"--ca-bundle {config.ca_bundle}: no such file")
+        key = (config.engine, config.image)
+        found = _FOUND.get(key)
+        if found is not None and time.monotonic() - found[0] < _FOUND_FOR:
+            return found[1], found[2]
+        engine, image = DockerSandbox._find_engine(config)
+        _FOUND[key] = (time.monotonic(), engine, image)
+        return engine, image
+
+    @staticmethod
+    def _find_engine(config: SandboxConfig) -> tuple[Engine, str]:
         engine = find_engine(config.engine)
         image = config.image or default_image(engine)
         if not image_exists(engine, image):
@@ -187,8 +207,6 @@ class DockerSandbox(Sandbox):
                     "--kernel-only (about 8 GB)"
                 )
             )
-        if config.ca_bundle is not None and not config.ca_bundle.is_file():
-            raise SandboxError(f"--ca-bundle {config.ca_bundle}: no such file")
         return find_engine(config.engine, image), image
 
     @classmethod
@@ -267,16 +285,15 @@ class DockerSandbox(Sandbox):
             self.stop()  # a start that failed half-way leaves nothing
             raise
         self._start_wall_clock()
-        main = self._inspect("{{.State.Pid}}")
-        self._main_pid = int(main) if main.isdigit() and int(main) > 0 else None
+        # The guard's connection tells its host process id too (an engine's inspect is a process of its own).
+        self._helper = GuardHelper.connect(self._runtime_sockets(), timeout=_GUARD_WAIT)
+        if self._helper is not None:
+            self._main_pid = self._helper.peer
+        else:
+            main = self._inspect("{{.State.Pid}}")
+            self._main_pid = int(main) if main.isdigit() and int(main) > 0 else None
         self._cgroup = cgroup_of(self._main_pid) if self._main_pid is not None else None
-        # Whether a file the container's root makes is the harness's own (rootless engines) or
-        # the host's root's: then the kernel's sockets must be open to the harness, and the
-        # files handed back before they are removed.
-        made = self._root / "tmp" / ".super-bench-owner"
-        if self._exec(["touch", "/tmp/.super-bench-owner"]).returncode == 0:
-            self._host_owns_files = made.stat().st_uid == os.getuid()
-            made.unlink()
+        self._host_owns_files = self._container_root_is_harness()
         if self.config.packages_as_of is not None and self._packages is None:
             # Without the package cache, the date is pip's own filter, which old pips ignore.
             try:
@@ -285,6 +302,41 @@ class DockerSandbox(Sandbox):
             except SandboxError:
                 self.stop()
                 raise
+
+    def _container_root_is_harness(self) -> bool:
+        """Whether a file the container's root makes is the harness's own (rootless engines) or the host's root's:
+        then the kernel's sockets must be open to the harness, and the files handed back before they are removed.
+        Read from the host, as the owner of the container's first process (its root, the image's user), where
+        the host sees it; otherwise from a file made in the container."""
+        if self._main_pid is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                status = Path(f"/proc/{self._main_pid}/status").read_text()
+                uids = next(line for line in status.splitlines() if line.startswith("Uid:"))
+                return int(uids.split()[2]) == os.getuid()  # the effective id, as files are made with
+        made = self.root / "tmp" / ".super-bench-owner"
+        if self._exec(["touch", "/tmp/.super-bench-owner"]).returncode == 0:
+            owned = made.stat().st_uid == os.getuid()
+            made.unlink()
+            return owned
+        return True
+
+    def start_clock(self) -> None:
+        held = self._clock_held
+        super().start_clock()
+        if held and self._root is not None:
+            self._arm_guard()
+
+    def _arm_guard(self) -> None:
+        """The guard of a container started ahead counts its lifetime from now, the task's start."""
+        if self._helper is not None:
+            try:
+                self._helper.arm()
+                return
+            except (HelperGone, OSError):
+                pass
+        command = [*self.engine.command, "kill", "--signal", "USR1", self.container]
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(command, capture_output=True, timeout=60, cwd=self.root)
 
     def _start_container(self) -> None:
         """The container (with the package cache's forwarder) and its disk watch."""
@@ -331,6 +383,12 @@ class DockerSandbox(Sandbox):
             kill_in_container(self._main_pid)
             if os.geteuid() == 0:
                 return
+        if self._helper is not None:
+            try:
+                self._helper.kill(-1)  # by the guard, which agent code cannot replace
+                return
+            except (HelperGone, OSError):
+                pass
         try:
             self._exec(["sh", "-c", "kill -KILL -1"], timeout=10)
         except (OSError, subprocess.SubprocessError):
@@ -389,8 +447,11 @@ class DockerSandbox(Sandbox):
         # The harness keeps the wall time (``_wall_time_passed``); the main process, the lifetime guard
         # (data/container_guard.py) as the container's PID 1 (not under the image's tini, where agent code could
         # stop it), ends the container a minute later, should the harness and its watchdog both be gone by then.
+        # Started ahead of its task, it counts from the task's start (``start_clock``). It serves the harness's
+        # requests (``container_helper``) on a socket in the kernels' sockets folder, to one connection only.
         lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit + 60:g}"
-        main = [*args, "--entrypoint", "python3", self._image, "-S", "-c", _GUARD, lifetime]
+        guard = [lifetime, *(["--held"] if self._clock_held else []), "--serve", f"{SOCKETS_INSIDE}/{SOCKET_NAME}"]
+        main = [*args, "--entrypoint", "python3", self._image, "-S", "-c", _GUARD, *guard]
         if self._packages is None:
             return main
         # The package cache's forwarder (data/socket_forward.py) beside the guard, from the first moment.
@@ -457,10 +518,15 @@ class DockerSandbox(Sandbox):
         if runtime is None:
             raise SandboxError("the sandbox is not started")
         files = runtime.new_kernel(SOCKETS_INSIDE)
+        kernel = ["python3", "-S", IMAGE_KERNEL_BOOT, "-f", files.connection_file, *extra_args]
+        if self._helper is not None:
+            try:
+                return self._launch_by_guard(self._helper, files, kernel, timeout)
+            except HelperGone:
+                pass  # as before the guard served: by the engine's exec
         pidfile = f"{SOCKETS_INSIDE}/{files.name}.pid"
         # umask 0 lets a harness that is not the container's root connect to the kernel's sockets.
         umask = "-" if self._host_owns_files else "0"
-        kernel = ["python3", "-S", IMAGE_KERNEL_BOOT, "-f", files.connection_file, *extra_args]
         exec_ = [*self.engine.command, "exec", "-w", "/content", self.container]
         argv = [*exec_, "python3", "-c", _LAUNCH, pidfile, umask]
         popen = supervisor.spawn(
@@ -488,6 +554,31 @@ class DockerSandbox(Sandbox):
         self._kernels.append(process)
         return await_kernel(runtime, files, process, timeout)
 
+    def _launch_by_guard(
+        self, helper: GuardHelper, files: KernelFiles, kernel: list[str], timeout: float
+    ) -> KernelLaunch:
+        """The kernel started by the container's guard, its output into the harness's log pipe."""
+        runtime = self._runtime
+        if runtime is None:
+            raise SandboxError("the sandbox is not started")
+        # umask 0 lets a harness that is not the container's root connect to the kernel's sockets.
+        pid = helper.spawn(kernel, "/content", None if self._host_owns_files else 0, files.log_fd)
+        files.release_log()  # the kernel holds the pipe now: its end is the log's end
+        main = self._main_pid
+
+        def stop() -> None:
+            # From the host among the container's own processes, where they are seen; else by the guard.
+            if main is not None:
+                kill_in_container(main, pid)
+                if os.geteuid() == 0:
+                    return
+            with contextlib.suppress(HelperGone, OSError):
+                helper.kill(pid)
+
+        process = _GuardKernel(helper, pid, stop, lambda: runtime.forget(files))
+        self._kernels.append(process)
+        return await_kernel(runtime, files, process, timeout)
+
     def kernel_log_tail(self, chars: int = 2000) -> str:
         return self._runtime.log_tail(chars) if self._runtime is not None else ""
 
@@ -506,11 +597,23 @@ class DockerSandbox(Sandbox):
 
     # Files are read, and edits written, by the engine's own copy from the host side (``container_files``):
     # nothing agent code can plant in the container runs for them.
+    # Through the guard where it serves (no program of the container's but the guard runs for them either).
     def read_file(self, path: str) -> bytes:
-        return copy_out(self.engine.command, self.container, self._absolute(path), None)[1]
+        absolute = self._absolute(path)
+        if self._helper is not None:
+            with contextlib.suppress(HelperGone):
+                return self._helper.read(absolute, None)
+        return copy_out(self.engine.command, self.container, absolute, None)[1]
 
     def edit_file(self, path: str, change: Callable[[bytes], bytes], limit: int = MAX_EDIT_BYTES) -> None:
         absolute = self._absolute(path)
+        if self._helper is not None:
+            try:
+                data = self._helper.read(absolute, limit)
+                self._helper.write(absolute, change(data), parents=False)
+                return
+            except HelperGone:
+                pass
         header, data = copy_out(self.engine.command, self.container, absolute, limit)
         copy_in(self.engine.command, self.engine.name, self.container, absolute, change(data), header)
 
@@ -519,6 +622,9 @@ class DockerSandbox(Sandbox):
         return posixpath.normpath(posixpath.join("/content", path))  # the work directory, as agent code sees it
 
     def write_file(self, path: str, data: bytes) -> None:
+        if self._helper is not None:
+            with contextlib.suppress(HelperGone):
+                return self._helper.write(self._absolute(path), data, parents=True)
         script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
         file_io(self._exec(["sh", "-c", script, "sh", path], data=data), path)
 
@@ -535,6 +641,9 @@ class DockerSandbox(Sandbox):
         if self._packages is not None:
             self._packages.close()
             self._packages = None
+        if self._helper is not None:
+            self._helper.close()
+            self._helper = None
         if not self._host_owns_files:
             uid, gid = os.getuid(), os.getgid()
             self._exec(["chown", "-R", f"{uid}:{gid}", "/content", "/root", "/tmp"], timeout=300)
@@ -564,6 +673,38 @@ class _ContainerKernel(PopenKernelProcess):
         if self.popen.poll() is None:
             self._stop()
         super().kill()
+
+
+class _GuardKernel(KernelProcess):
+    """A kernel the container's guard started: its exit status is the guard's to tell; ``kill`` kills its
+    process group (``stop``) and waits, briefly, to see it gone."""
+
+    def __init__(
+        self, helper: GuardHelper, pid: int, stop: Callable[[], None], on_kill: Callable[[], None] | None
+    ) -> None:
+        self._helper, self._pid, self._stop, self._on_kill = helper, pid, stop, on_kill
+        self._status: int | None = None
+        self._ended = False
+
+    def poll(self) -> int | None:
+        if not self._ended:
+            try:
+                running, status = self._helper.poll(self._pid)
+            except (HelperGone, OSError):
+                running, status = False, None  # the guard is gone: so is the container, or its service
+            if not running:
+                self._ended, self._status = True, status if status is not None else -9
+        return self._status if self._ended else None
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            self._stop()
+            deadline = time.monotonic() + 10
+            while self.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+        if self._on_kill is not None:
+            on_kill, self._on_kill = self._on_kill, None
+            on_kill()
 
 
 def _group_in(pidfile: Path) -> int | None:
