@@ -74,7 +74,7 @@ def test_agent_code_finds_no_guard_to_connect_to_and_cannot_stand_in_for_it(env_
         "server.bind('/run/super-bench/guard.sock')\n"
         "server.listen(8)\n"
         "threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()\n"
-        "open('/content/m.py', 'w').write('x = 1\\n')"
+        "_ = open('/content/m.py', 'w').write('x = 1\\n')"
     )
     assert env.step(Action.execute(impostor)).observation == "False\n"
     assert _edit(env, "/content/m.py", "x = 1", "x = 2").outcome == "ok"

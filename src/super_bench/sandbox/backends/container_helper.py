@@ -84,6 +84,10 @@ class GuardHelper:
                     return None
         finally:
             os.close(folder)
+        return cls._connect_to(fd, deadline)
+
+    @classmethod
+    def _connect_to(cls, fd: int, deadline: float) -> GuardHelper | None:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             if not stat.S_ISSOCK(os.fstat(fd).st_mode):
@@ -204,6 +208,25 @@ class GuardHelper:
     def kill(self, group: int) -> None:
         """SIGKILL the process group ``group`` (-1: every process of the container but its first)."""
         self.request({"op": "signal", "pid": group, "signal": 9})
+
+    def end_container(self, timeout: float = 10.0) -> bool:
+        """Have the guard exit, and with it (the container's first process) every process of the container; the
+        engine then removes the container (``--rm``). Whether the guard's end was seen (its connection closed)."""
+        try:
+            self.request({"op": "exit"})
+        except (HelperGone, OSError):
+            return False
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is None:
+            return False
+        try:
+            conn.settimeout(timeout)
+            return conn.recv(1) == b""
+        except OSError:
+            return False
+        finally:
+            conn.close()
 
     def arm(self) -> None:
         """Start the guard's count of the container's lifetime (a container started ahead: its task begins)."""

@@ -641,13 +641,14 @@ class DockerSandbox(Sandbox):
         if self._packages is not None:
             self._packages.close()
             self._packages = None
-        if self._helper is not None:
-            self._helper.close()
-            self._helper = None
         if not self._host_owns_files:
             uid, gid = os.getuid(), os.getgid()
             self._exec(["chown", "-R", f"{uid}:{gid}", "/content", "/root", "/tmp"], timeout=300)
-        remove_container(self.engine.command, self.container)
+        # The guard's exit ends every process of the container at once, and the engine removes the container
+        # (started with --rm) beside what comes next; without it, the engine's rm, waited for.
+        helper, self._helper = self._helper, None
+        if helper is None or not helper.end_container() or not _ended(self._main_pid):
+            remove_container(self.engine.command, self.container)
         supervisor.unregister("container", [*self.engine.command, self.container])
         if self._runtime is not None:
             self._runtime.close()
@@ -705,6 +706,24 @@ class _GuardKernel(KernelProcess):
         if self._on_kill is not None:
             on_kill, self._on_kill = self._on_kill, None
             on_kill()
+
+
+def _ended(main_pid: int | None, timeout: float = 5.0) -> bool:
+    """Whether the container's first process has ended (a zombie, or gone), waiting up to ``timeout``: as the
+    first process of its PID namespace, it ends only once every other process there has been killed."""
+    if main_pid is None:
+        return False
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            status = Path(f"/proc/{main_pid}/stat").read_text()
+        except OSError:
+            return True
+        if status.rpartition(")")[2].split()[:1] in (["Z"], ["X"]):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
 
 
 def _group_in(pidfile: Path) -> int | None:

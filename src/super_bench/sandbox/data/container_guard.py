@@ -13,7 +13,8 @@ harness: a peer whose process this namespace cannot see), then closes and remove
 in the container can connect after it. Over that connection it does what the harness would otherwise start a
 ``docker exec`` or ``docker cp`` for, each a process of the engine's: start a kernel (its log pipe passed
 along), tell whether a process it started has ended, signal a process group or every process but itself, and
-read or write a file. It does these as agent code could (the same user, in the container's own root), so it
+read or write a file, and end the container (its own exit: as PID 1, every process of the
+container goes with it). It does these as agent code could (the same user, in the container's own root), so it
 gives agent code nothing it lacks. Messages are a 4-byte length and a JSON header, then the bytes the header
 counts.
 
@@ -181,6 +182,8 @@ def _handle(header: dict[str, Any], payload: bytes, fds: list[int]) -> tuple[dic
         elif pid > 1:
             os.killpg(pid, sig)
         return {}, b""
+    if op == "exit":  # the task ends: the container with it (the engine removes it, started with --rm)
+        return {}, b""
     if op == "read":
         return _read(header)
     if op == "write":
@@ -201,13 +204,18 @@ def _serve_one(conn: socket.socket) -> None:
         for fd in fds:
             os.close(fd)
     _send(conn, reply, data)
+    if header.get("op") == "exit":
+        sys.exit(0)
 
 
 def _listen(path: str) -> socket.socket:
+    """Listening at ``path`` by the time the path is there (bound and listening under another name first)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    os.chmod(path, 0o666)  # a harness that is not the container's root connects too
+    staged = f"{path}.{os.getpid()}"
+    listener.bind(staged)
+    os.chmod(staged, 0o666)  # a harness that is not the container's root connects too
     listener.listen(4)
+    os.rename(staged, path)
     return listener
 
 
