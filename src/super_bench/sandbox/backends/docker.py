@@ -141,6 +141,7 @@ class DockerSandbox(Sandbox):
         self._oom_seen = 0
         self._packages: PackageSession | None = None
         self._disk_watched: Callable[[], int] | None = None
+        self._shared_paths: dict[str, str] | None = None
         self._helper: GuardHelper | None = None  # the guard's connection (None: an engine command per operation)
 
     @classmethod
@@ -482,11 +483,14 @@ class DockerSandbox(Sandbox):
     def _shared(self) -> dict[str, str]:
         """What the harness shares read-only (git's mirror rules, the demo bundles, mirrors, offline bundles, a
         Hugging Face cache), by host path, and where agent code sees it: neutral places, so that nothing of
-        the host's layout (a checkout, a home) shows."""
-        shared = {str(git_config_dir()): f"{SHARED_INSIDE}/git"}
-        for i, path in enumerate(mirror_paths(self.config)):
-            shared.setdefault(path, f"{SHARED_INSIDE}/mirrors/{i}")
-        return shared
+        the host's layout (a checkout, a home) shows. Found once per sandbox (``shown_at`` asks for every
+        variable of the environment)."""
+        if self._shared_paths is None:
+            shared = {str(git_config_dir()): f"{SHARED_INSIDE}/git"}
+            for i, path in enumerate(mirror_paths(self.config)):
+                shared.setdefault(path, f"{SHARED_INSIDE}/mirrors/{i}")
+            self._shared_paths = shared
+        return self._shared_paths
 
     def shown_at(self, host: str) -> str:
         """Where agent code sees a host path the harness shares."""
