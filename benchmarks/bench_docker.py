@@ -13,6 +13,10 @@ load average is printed with every run: other work on it slows every variant, so
 pair mean much.
 
     python benchmarks/bench_docker.py [--set masked] [--repeats 3] [--workers 2] [--engine-per-operation]
+    python benchmarks/bench_docker.py --starts [--repeats 3]
+
+``--starts``: a sandbox's start, its kernel's start and its stop alone, in bwrap and docker, one at a time and two
+at once, to see what the container adds to each.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -200,6 +205,49 @@ def rows(task_set: str = "masked", repeats: int = 3, workers: int = 2, before: b
     return found
 
 
+def start_rows(rounds: int = 3) -> list[Row]:
+    """A sandbox's start, its kernel's start and its stop, in bwrap and docker in turn, one at a time and two at
+    once (as 2 workers run them): medians of each part, in seconds."""
+    from super_bench.kernel.client import NotebookKernel
+    from super_bench.sandbox import create_sandbox
+
+    root = Path(tempfile.mkdtemp(prefix="bench-docker-starts-"))
+
+    def one(backend: str, into: list[tuple[float, float, float]]) -> None:
+        for _ in range(rounds):
+            sandbox = create_sandbox(SandboxConfig(backend=backend, root=root))
+            start = time.perf_counter()
+            sandbox.start()
+            started = time.perf_counter()
+            kernel = NotebookKernel(sandbox, max_output_chars=1 << 20, startup_timeout=120, interrupt_grace=5)
+            kernel.start()
+            ready = time.perf_counter()
+            kernel.shutdown()
+            sandbox.stop()
+            into.append((started - start, ready - started, time.perf_counter() - ready))
+
+    found = []
+    for at_once in (1, 2):
+        for backend in ("bwrap", "docker"):
+            parts: list[tuple[float, float, float]] = []
+            threads = [threading.Thread(target=one, args=(backend, parts)) for _ in range(at_once)]
+            load = os.getloadavg()[0]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            sandbox, kernel, stop = (statistics.median(p) for p in zip(*parts))
+            found.append(
+                Row(
+                    "docker vs bwrap, starts",
+                    f"{backend}, {at_once} at a time (load average {load:.1f})",
+                    f"sandbox start {sandbox:.2f} s, kernel start {kernel:.2f} s, stop {stop:.2f} s",
+                )
+            )
+            print(f"  {found[-1].case}: {found[-1].ours}", file=sys.stderr)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", default="masked", choices=["expert", "masked", "auto"])
@@ -208,7 +256,13 @@ def main() -> None:
     parser.add_argument(
         "--engine-per-operation", action="store_true", help="A third run per repeat: docker as before its guard served."
     )
+    parser.add_argument(
+        "--starts", action="store_true", help="Only the sandbox, kernel and stop times, one and two at a time."
+    )
     args = parser.parse_args()
+    if args.starts:
+        print(table(start_rows(args.repeats)))
+        return
     print(table(rows(args.set, args.repeats, args.workers, args.engine_per_operation)))
 
 

@@ -194,3 +194,33 @@ def test_any_reply_is_data_within_the_limit_or_a_clear_failure(reply: bytes, lim
     except (HelperGone, OSError):
         return
     assert len(data) <= limit
+
+
+def test_describing_an_image_again_starts_no_container(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a task's Python in the image is was measured once and noted by the image's id."""
+    from super_bench.sandbox import SandboxConfig
+    from super_bench.sandbox.backends.docker import DockerSandbox
+
+    config = SandboxConfig(**backend_settings("docker"))
+    first = DockerSandbox.describe(config)
+    commands = _EngineCommands(monkeypatch)
+    again = DockerSandbox.describe(config)
+    assert again.task_environment == first.task_environment
+    assert not any("run" in args for args in commands.seen), commands.seen
+
+
+def test_a_container_started_ahead_holds_its_guards_count_until_its_task_starts(tmp_path: Path) -> None:
+    from super_bench.sandbox import SandboxConfig, create_sandbox
+
+    sandbox = create_sandbox(SandboxConfig(**backend_settings("docker"), root=tmp_path, wall_time_limit=600))
+    sandbox.hold_clock()
+    sandbox.start()
+    try:
+        command = Path(f"/proc/{sandbox._main_pid}/cmdline").read_bytes().split(b"\0")  # type: ignore[attr-defined]
+        assert b"--held" in command
+        sandbox.start_clock()
+        assert sandbox.wall_time_left is not None and sandbox.wall_time_left > 500
+        sandbox.write_file("x.txt", b"started")
+        assert sandbox.read_file("x.txt") == b"started"
+    finally:
+        sandbox.stop()
