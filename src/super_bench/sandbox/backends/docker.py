@@ -3,8 +3,10 @@
 
 The container lives as long as the task, so what the agent installs (pip, apt) stays across
 kernel restarts and goes with the container. The task directory's parts are mounted as on
-Colab (``/content``, ``/root``, ``/tmp``); the kernel is started with ``exec`` and talks to the
-harness over unix sockets in the runtime directory, mounted at its host path. Limits are the
+Colab (``/content``, ``/root``, ``/tmp``); the kernel is started by the container's first process, its
+lifetime guard, which serves the harness over one unix socket (``container_helper``: kernel starts, files,
+kills, the container's end, without an engine command each; where it cannot, ``exec`` and ``cp`` as before),
+and talks to the harness over unix sockets in the runtime directory, mounted at its host path. Limits are the
 engine's: memory (the container's cgroup, plus RLIMIT_DATA per process so that Python gets a
 MemoryError first), processes (pids cgroup), file size (RLIMIT_FSIZE), network (``none``),
 and wall time (kept by the harness, which kills everything in the container at the limit); the disk
@@ -30,7 +32,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from super_bench._files import read_regular
 from super_bench._sizes import human_size
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_disk import (
@@ -52,6 +53,7 @@ from super_bench.sandbox.backends.container_image import (
     image_environment,
     image_info,
 )
+from super_bench.sandbox.backends.container_kernel import ContainerKernel, GuardKernel, container_ended, group_in
 from super_bench.sandbox.base import (
     MAX_EDIT_BYTES,
     BuildReport,
@@ -59,7 +61,6 @@ from super_bench.sandbox.base import (
     CommandResult,
     KernelLaunch,
     KernelProcess,
-    PopenKernelProcess,
     Sandbox,
     SandboxConfig,
     SandboxDescription,
@@ -547,14 +548,14 @@ class DockerSandbox(Sandbox):
         def stop() -> None:
             # The pid file is the agent's to change: the group it names is killed only among the container's own
             # processes, from the host; where those cannot be seen from here, by a kill inside the container.
-            group = _group_in(host_pidfile)
+            group = group_in(host_pidfile)
             if self._main_pid is not None and group is not None and group > 1:
                 kill_in_container(self._main_pid, group)
             else:
                 with contextlib.suppress(OSError, subprocess.SubprocessError):
                     run_bounded(fallback, timeout=60, cwd=self.root)
 
-        process = _ContainerKernel(popen, stop, lambda: runtime.forget(files))
+        process = ContainerKernel(popen, stop, lambda: runtime.forget(files))
         self._kernels.append(process)
         return await_kernel(runtime, files, process, timeout)
 
@@ -579,7 +580,7 @@ class DockerSandbox(Sandbox):
             with contextlib.suppress(HelperGone, OSError):
                 helper.kill(pid)
 
-        process = _GuardKernel(helper, pid, stop, lambda: runtime.forget(files))
+        process = GuardKernel(helper, pid, stop, lambda: runtime.forget(files))
         self._kernels.append(process)
         return await_kernel(runtime, files, process, timeout)
 
@@ -651,7 +652,7 @@ class DockerSandbox(Sandbox):
         # The guard's exit ends every process of the container at once, and the engine removes the container
         # (started with --rm) beside what comes next; without it, the engine's rm, waited for.
         helper, self._helper = self._helper, None
-        if helper is None or not helper.end_container() or not _ended(self._main_pid):
+        if helper is None or not helper.end_container() or not container_ended(self._main_pid):
             remove_container(self.engine.command, self.container)
         supervisor.unregister("container", [*self.engine.command, self.container])
         if self._runtime is not None:
@@ -662,81 +663,6 @@ class DockerSandbox(Sandbox):
             remove_tree(str(self._root))
             supervisor.unregister("dir", str(self._root))
         self._root = self._runtime = None
-
-
-class _ContainerKernel(PopenKernelProcess):
-    """A kernel started with ``exec``: killing the client on the host does not kill the kernel,
-    so its process group in the container is killed first."""
-
-    def __init__(
-        self, popen: subprocess.Popen[bytes], stop: Callable[[], None], on_kill: Callable[[], None] | None = None
-    ) -> None:
-        super().__init__(popen, wrapped=True, on_kill=on_kill)
-        self._stop = stop
-
-    def kill(self) -> None:
-        if self.popen.poll() is None:
-            self._stop()
-        super().kill()
-
-
-class _GuardKernel(KernelProcess):
-    """A kernel the container's guard started: its exit status is the guard's to tell; ``kill`` kills its
-    process group (``stop``) and waits, briefly, to see it gone."""
-
-    def __init__(
-        self, helper: GuardHelper, pid: int, stop: Callable[[], None], on_kill: Callable[[], None] | None
-    ) -> None:
-        self._helper, self._pid, self._stop, self._on_kill = helper, pid, stop, on_kill
-        self._status: int | None = None
-        self._ended = False
-
-    def poll(self) -> int | None:
-        if not self._ended:
-            try:
-                running, status = self._helper.poll(self._pid)
-            except (HelperGone, OSError):
-                running, status = False, None  # the guard is gone: so is the container, or its service
-            if not running:
-                self._ended, self._status = True, status if status is not None else -9
-        return self._status if self._ended else None
-
-    def kill(self) -> None:
-        if self.poll() is None:
-            self._stop()
-            deadline = time.monotonic() + 10
-            while self.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.01)
-        if self._on_kill is not None:
-            on_kill, self._on_kill = self._on_kill, None
-            on_kill()
-
-
-def _ended(main_pid: int | None, timeout: float = 5.0) -> bool:
-    """Whether the container's first process has ended (a zombie, or gone), waiting up to ``timeout``: as the
-    first process of its PID namespace, it ends only once every other process there has been killed."""
-    if main_pid is None:
-        return False
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            status = Path(f"/proc/{main_pid}/stat").read_text()
-        except OSError:
-            return True
-        if status.rpartition(")")[2].split()[:1] in (["Z"], ["X"]):
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-
-
-def _group_in(pidfile: Path) -> int | None:
-    """The process group a kernel's launcher wrote (agent code may have written anything there)."""
-    try:
-        text = read_regular(pidfile, limit=32).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
 
 
 def describe_engine(config: SandboxConfig) -> str:
