@@ -151,7 +151,8 @@ def rows(task_set: str = "masked", repeats: int = 3, workers: int = 2, before: b
     walls: dict[str, list[float]] = {name: [] for name in variants}
     parts: list[Breakdown] = []
     loads: list[float] = []
-    one_run(tasks, "docker", workers, Path(tempfile.mkdtemp(prefix="bench-docker-warm-")))  # images, caches
+    with tempfile.TemporaryDirectory(prefix="bench-docker-warm-") as warm:
+        one_run(tasks, "docker", workers, Path(warm))  # the image's description noted, the caches filled
     for repeat in range(repeats):
         order = list(variants.items())
         for name, measure in order if repeat % 2 == 0 else reversed(order):
@@ -211,7 +212,8 @@ def start_rows(rounds: int = 3) -> list[Row]:
     from super_bench.kernel.client import NotebookKernel
     from super_bench.sandbox import create_sandbox
 
-    root = Path(tempfile.mkdtemp(prefix="bench-docker-starts-"))
+    folder = tempfile.TemporaryDirectory(prefix="bench-docker-starts-")
+    root = Path(folder.name)
 
     def one(backend: str, into: list[tuple[float, float, float]]) -> None:
         for _ in range(rounds):
@@ -245,6 +247,7 @@ def start_rows(rounds: int = 3) -> list[Row]:
                 )
             )
             print(f"  {found[-1].case}: {found[-1].ours}", file=sys.stderr)
+    folder.cleanup()
     return found
 
 
