@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import bench_analyze
 import bench_cold_start
+import bench_docker
 import bench_mcp
 import bench_output
 import bench_runner
@@ -37,6 +38,7 @@ def benchmarks(quick: bool) -> dict[str, Callable[[], list[Row]]]:
         "scaling": lambda: bench_runner.rows(
             ["expert"] if quick else ["expert", "masked", "auto"], 1, processes=False, with_ray=not quick
         ),
+        "docker": lambda: bench_docker.rows("masked", 1 if quick else 3),
         "scoring": lambda: (
             bench_scoring.rows(1000 if quick else 2000, 20 if quick else 40, repeats)
             + bench_scoring.baseline_rows(1000 if quick else 2000, 20 if quick else 40, bench_scoring.BASELINE)

@@ -18,12 +18,15 @@ inside the build.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -32,6 +35,8 @@ from typing import Any
 
 from pydantic import Field
 
+from super_bench._files import read_regular
+from super_bench._paths import cache_dir
 from super_bench._pydantic import Model
 from super_bench._version import __version__
 from super_bench.errors import SandboxError
@@ -116,16 +121,44 @@ _ENVIRONMENT = (
 
 def image_environment(engine: Engine, image: str) -> dict[str, Any] | None:
     """The task Python of ``image`` as tasks find it (``/venv/bin/python``: its full version, its pip, every
-    package on its path), from a container without network; None where it cannot be run."""
-    command = ["run", "--rm", "--network", "none", *engine.run_args, image, "/venv/bin/python", "-c", _ENVIRONMENT]
-    try:
-        proc = _engine(engine, command, capture_output=True, timeout=120)
-        found: dict[str, Any] = json.loads(proc.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
+    package on its path), from a container without network; None where it cannot be run.
+
+    A container's start costs about a second: what it found is noted in the cache directory by the image's id
+    (an image never changes under its id; a rebuild under the same tag is another id) and read from there."""
+    ident = _engine(engine, ["image", "inspect", "--format", "{{.Id}}", image], capture_output=True, timeout=60)
+    image_id = ident.stdout.strip().removeprefix("sha256:") if ident.returncode == 0 else ""
+    note = cache_dir() / "image-environments" / f"{image_id}.json" if image_id.isalnum() else None
+    found = _noted(note) if note is not None else None
+    if found is None:
+        command = ["run", "--rm", "--network", "none", *engine.run_args, image, "/venv/bin/python", "-c", _ENVIRONMENT]
+        try:
+            proc = _engine(engine, command, capture_output=True, timeout=120)
+            found = json.loads(proc.stdout)
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return None
+        if not isinstance(found, dict):
+            return None
+        if note is not None:
+            with contextlib.suppress(OSError):  # measured again next time
+                note.parent.mkdir(parents=True, exist_ok=True)
+                partial = note.with_name(f".{note.name}-{os.getpid()}-{threading.get_ident()}")
+                partial.write_text(json.dumps(found))
+                os.replace(partial, note)
     packages = found.get("packages") or {}
     pip = next((v for k, v in packages.items() if k.lower() == "pip"), None)
     return {"python": str(found.get("python")), "pip": pip, "packages": packages}
+
+
+def _noted(note: Path) -> dict[str, Any] | None:
+    """What an earlier measure of the image noted, where it reads as one."""
+    try:
+        found = json.loads(read_regular(note, limit=64 << 20))
+    except (OSError, ValueError):
+        return None
+    packages = found.get("packages") if isinstance(found, dict) else None
+    if not isinstance(packages, dict) or not all(isinstance(v, str) for v in packages.values()):
+        return None
+    return found if isinstance(found.get("python"), str) else None
 
 
 def default_image(engine: Engine) -> str:
@@ -355,8 +388,6 @@ def _build_ulimits(engine: Engine) -> list[str]:
 
 def host_ca_bundle() -> Path | None:
     """The CA bundle pip on the host uses (``PIP_CERT``, else pip's ``cert`` setting), where one is set."""
-    import os
-
     if os.environ.get("PIP_CERT"):
         return Path(os.environ["PIP_CERT"])
     proc = subprocess.run(

@@ -3,8 +3,10 @@
 
 The container lives as long as the task, so what the agent installs (pip, apt) stays across
 kernel restarts and goes with the container. The task directory's parts are mounted as on
-Colab (``/content``, ``/root``, ``/tmp``); the kernel is started with ``exec`` and talks to the
-harness over unix sockets in the runtime directory, mounted at its host path. Limits are the
+Colab (``/content``, ``/root``, ``/tmp``); the kernel is started by the container's first process, its
+lifetime guard, which serves the harness over one unix socket (``container_helper``: kernel starts, files,
+kills, the container's end, without an engine command each; where it cannot, ``exec`` and ``cp`` as before),
+and talks to the harness over unix sockets in the runtime directory, mounted at its host path. Limits are the
 engine's: memory (the container's cgroup, plus RLIMIT_DATA per process so that Python gets a
 MemoryError first), processes (pids cgroup), file size (RLIMIT_FSIZE), network (``none``),
 and wall time (kept by the harness, which kills everything in the container at the limit); the disk
@@ -24,12 +26,12 @@ import os
 import posixpath
 import shlex
 import subprocess
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from super_bench._files import read_regular
 from super_bench._sizes import human_size
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_disk import (
@@ -41,6 +43,7 @@ from super_bench.sandbox.backends.container_disk import (
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
 from super_bench.sandbox.backends.container_exec import kill_in_container, namespace_pids, run_bounded
 from super_bench.sandbox.backends.container_files import copy_in, copy_out
+from super_bench.sandbox.backends.container_helper import SOCKET_NAME, GuardHelper, HelperGone
 from super_bench.sandbox.backends.container_image import (
     CA_BUNDLE_INSIDE,
     IMAGE_KERNEL_BOOT,
@@ -50,8 +53,8 @@ from super_bench.sandbox.backends.container_image import (
     image_environment,
     image_info,
 )
+from super_bench.sandbox.backends.container_kernel import ContainerKernel, GuardKernel, container_ended, group_in
 from super_bench.sandbox.backends.support import (
-    PopenKernelProcess,
     await_kernel,
     file_io,
     make_task_dir,
@@ -67,7 +70,7 @@ from super_bench.sandbox.base import (
     Usage,
 )
 from super_bench.sandbox.config import BuildReport, BuildRequest, SandboxConfig
-from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
+from super_bench.sandbox.kernel.runtime_dir import KernelFiles, KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import CONTAINER_LABEL, runtime_tag
@@ -95,6 +98,11 @@ SHARED_INSIDE = "/opt/super-bench/shared"
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
 _GUARD = (Path(__file__).resolve().parents[1] / "data" / "container_guard.py").read_text()
+# Engines and images found, by the settings that name them: (when, engine, image).
+_FOUND: dict[tuple[str | None, str | None], tuple[float, Engine, str]] = {}
+_FOUND_FOR = 60.0
+# Seconds a container's guard may take to listen (it does within a tenth of a second on an idle machine).
+_GUARD_WAIT = 10.0
 _NO_LINKS = "links cannot cross the container's boundary (the cache is on the host, the task's packages in its layer)"
 
 # Starts the kernel in a process group of its own (so that interrupts and kills reach what it
@@ -116,9 +124,8 @@ os.execvp(sys.argv[3], sys.argv[3:])
 class DockerSandbox(Sandbox):
     name = "docker"
     isolates: ClassVar[bool] = True
-    # The container's main process ends it a minute after the wall-time limit counted from its start (the
-    # backstop should harness and watchdog both be gone): a container started ahead would lose its wait.
-    starts_ahead: ClassVar[bool] = False
+    # A container started ahead has its guard count its lifetime from the task's start (``start_clock``).
+    starts_ahead: ClassVar[bool] = True
 
     def __init__(self, config: SandboxConfig, label: str = "task") -> None:
         super().__init__(config, label)
@@ -135,6 +142,8 @@ class DockerSandbox(Sandbox):
         self._oom_seen = 0
         self._packages: PackageSession | None = None
         self._disk_watched: Callable[[], int] | None = None
+        self._shared_paths: dict[str, str] | None = None
+        self._helper: GuardHelper | None = None  # the guard's connection (None: an engine command per operation)
 
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
@@ -173,7 +182,20 @@ class DockerSandbox(Sandbox):
     @staticmethod
     def engine_for(config: SandboxConfig) -> tuple[Engine, str]:
         """The engine, configured as it runs here, and the image tasks run in; ``SandboxError`` where either
-        is missing."""
+        is missing. Found once a minute at most for the same settings (each look is an engine command per image,
+        and every task of a run asks): an image removed meanwhile fails the container's start, saying so."""
+        if config.ca_bundle is not None and not config.ca_bundle.is_file():
+            raise SandboxError(f"--ca-bundle {config.ca_bundle}: no such file")
+        key = (config.engine, config.image)
+        found = _FOUND.get(key)
+        if found is not None and time.monotonic() - found[0] < _FOUND_FOR:
+            return found[1], found[2]
+        engine, image = DockerSandbox._find_engine(config)
+        _FOUND[key] = (time.monotonic(), engine, image)
+        return engine, image
+
+    @staticmethod
+    def _find_engine(config: SandboxConfig) -> tuple[Engine, str]:
         engine = find_engine(config.engine)
         image = config.image or default_image(engine)
         if not image_exists(engine, image):
@@ -187,8 +209,6 @@ class DockerSandbox(Sandbox):
                     "--kernel-only (about 8 GB)"
                 )
             )
-        if config.ca_bundle is not None and not config.ca_bundle.is_file():
-            raise SandboxError(f"--ca-bundle {config.ca_bundle}: no such file")
         return find_engine(config.engine, image), image
 
     @classmethod
@@ -267,16 +287,15 @@ class DockerSandbox(Sandbox):
             self.stop()  # a start that failed half-way leaves nothing
             raise
         self._start_wall_clock()
-        main = self._inspect("{{.State.Pid}}")
-        self._main_pid = int(main) if main.isdigit() and int(main) > 0 else None
+        # The guard's connection tells its host process id too (an engine's inspect is a process of its own).
+        self._helper = GuardHelper.connect(self._runtime_sockets(), timeout=_GUARD_WAIT)
+        if self._helper is not None:
+            self._main_pid = self._helper.peer
+        else:
+            main = self._inspect("{{.State.Pid}}")
+            self._main_pid = int(main) if main.isdigit() and int(main) > 0 else None
         self._cgroup = cgroup_of(self._main_pid) if self._main_pid is not None else None
-        # Whether a file the container's root makes is the harness's own (rootless engines) or
-        # the host's root's: then the kernel's sockets must be open to the harness, and the
-        # files handed back before they are removed.
-        made = self._root / "tmp" / ".super-bench-owner"
-        if self._exec(["touch", "/tmp/.super-bench-owner"]).returncode == 0:
-            self._host_owns_files = made.stat().st_uid == os.getuid()
-            made.unlink()
+        self._host_owns_files = self._container_root_is_harness()
         if self.config.packages_as_of is not None and self._packages is None:
             # Without the package cache, the date is pip's own filter, which old pips ignore.
             try:
@@ -285,6 +304,41 @@ class DockerSandbox(Sandbox):
             except SandboxError:
                 self.stop()
                 raise
+
+    def _container_root_is_harness(self) -> bool:
+        """Whether a file the container's root makes is the harness's own (rootless engines) or the host's root's:
+        then the kernel's sockets must be open to the harness, and the files handed back before they are removed.
+        Read from the host, as the owner of the container's first process (its root, the image's user), where
+        the host sees it; otherwise from a file made in the container."""
+        if self._main_pid is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                status = Path(f"/proc/{self._main_pid}/status").read_text()
+                uids = next(line for line in status.splitlines() if line.startswith("Uid:"))
+                return int(uids.split()[2]) == os.getuid()  # the effective id, as files are made with
+        made = self.root / "tmp" / ".super-bench-owner"
+        if self._exec(["touch", "/tmp/.super-bench-owner"]).returncode == 0:
+            owned = made.stat().st_uid == os.getuid()
+            made.unlink()
+            return owned
+        return True
+
+    def start_clock(self) -> None:
+        held = self._clock_held
+        super().start_clock()
+        if held and self._root is not None:
+            self._arm_guard()
+
+    def _arm_guard(self) -> None:
+        """The guard of a container started ahead counts its lifetime from now, the task's start."""
+        if self._helper is not None:
+            try:
+                self._helper.arm()
+                return
+            except (HelperGone, OSError):
+                pass
+        command = [*self.engine.command, "kill", "--signal", "USR1", self.container]
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(command, capture_output=True, timeout=60, cwd=self.root)
 
     def _start_container(self) -> None:
         """The container (with the package cache's forwarder) and its disk watch."""
@@ -331,6 +385,12 @@ class DockerSandbox(Sandbox):
             kill_in_container(self._main_pid)
             if os.geteuid() == 0:
                 return
+        if self._helper is not None:
+            try:
+                self._helper.kill(-1)  # by the guard, which agent code cannot replace
+                return
+            except (HelperGone, OSError):
+                pass
         try:
             self._exec(["sh", "-c", "kill -KILL -1"], timeout=10)
         except (OSError, subprocess.SubprocessError):
@@ -389,8 +449,11 @@ class DockerSandbox(Sandbox):
         # The harness keeps the wall time (``_wall_time_passed``); the main process, the lifetime guard
         # (data/container_guard.py) as the container's PID 1 (not under the image's tini, where agent code could
         # stop it), ends the container a minute later, should the harness and its watchdog both be gone by then.
+        # Started ahead of its task, it counts from the task's start (``start_clock``). It serves the harness's
+        # requests (``container_helper``) on a socket in the kernels' sockets folder, to one connection only.
         lifetime = "infinity" if config.wall_time_limit is None else f"{config.wall_time_limit + 60:g}"
-        main = [*args, "--entrypoint", "python3", self._image, "-S", "-c", _GUARD, lifetime]
+        guard = [lifetime, *(["--held"] if self._clock_held else []), "--serve", f"{SOCKETS_INSIDE}/{SOCKET_NAME}"]
+        main = [*args, "--entrypoint", "python3", self._image, "-S", "-c", _GUARD, *guard]
         if self._packages is None:
             return main
         # The package cache's forwarder (data/socket_forward.py) beside the guard, from the first moment.
@@ -421,11 +484,14 @@ class DockerSandbox(Sandbox):
     def _shared(self) -> dict[str, str]:
         """What the harness shares read-only (git's mirror rules, the demo bundles, mirrors, offline bundles, a
         Hugging Face cache), by host path, and where agent code sees it: neutral places, so that nothing of
-        the host's layout (a checkout, a home) shows."""
-        shared = {str(git_config_dir()): f"{SHARED_INSIDE}/git"}
-        for i, path in enumerate(mirror_paths(self.config)):
-            shared.setdefault(path, f"{SHARED_INSIDE}/mirrors/{i}")
-        return shared
+        the host's layout (a checkout, a home) shows. Found once per sandbox (``shown_at`` asks for every
+        variable of the environment)."""
+        if self._shared_paths is None:
+            shared = {str(git_config_dir()): f"{SHARED_INSIDE}/git"}
+            for i, path in enumerate(mirror_paths(self.config)):
+                shared.setdefault(path, f"{SHARED_INSIDE}/mirrors/{i}")
+            self._shared_paths = shared
+        return self._shared_paths
 
     def shown_at(self, host: str) -> str:
         """Where agent code sees a host path the harness shares."""
@@ -457,10 +523,15 @@ class DockerSandbox(Sandbox):
         if runtime is None:
             raise SandboxError("the sandbox is not started")
         files = runtime.new_kernel(SOCKETS_INSIDE)
+        kernel = ["python3", "-S", IMAGE_KERNEL_BOOT, "-f", files.connection_file, *extra_args]
+        if self._helper is not None:
+            try:
+                return self._launch_by_guard(self._helper, files, kernel, timeout)
+            except HelperGone:
+                pass  # as before the guard served: by the engine's exec
         pidfile = f"{SOCKETS_INSIDE}/{files.name}.pid"
         # umask 0 lets a harness that is not the container's root connect to the kernel's sockets.
         umask = "-" if self._host_owns_files else "0"
-        kernel = ["python3", "-S", IMAGE_KERNEL_BOOT, "-f", files.connection_file, *extra_args]
         exec_ = [*self.engine.command, "exec", "-w", "/content", self.container]
         argv = [*exec_, "python3", "-c", _LAUNCH, pidfile, umask]
         popen = supervisor.spawn(
@@ -477,14 +548,39 @@ class DockerSandbox(Sandbox):
         def stop() -> None:
             # The pid file is the agent's to change: the group it names is killed only among the container's own
             # processes, from the host; where those cannot be seen from here, by a kill inside the container.
-            group = _group_in(host_pidfile)
+            group = group_in(host_pidfile)
             if self._main_pid is not None and group is not None and group > 1:
                 kill_in_container(self._main_pid, group)
             else:
                 with contextlib.suppress(OSError, subprocess.SubprocessError):
                     run_bounded(fallback, timeout=60, cwd=self.root)
 
-        process = _ContainerKernel(popen, stop, lambda: runtime.forget(files))
+        process = ContainerKernel(popen, stop, lambda: runtime.forget(files))
+        self._kernels.append(process)
+        return await_kernel(runtime, files, process, timeout)
+
+    def _launch_by_guard(
+        self, helper: GuardHelper, files: KernelFiles, kernel: list[str], timeout: float
+    ) -> KernelLaunch:
+        """The kernel started by the container's guard, its output into the harness's log pipe."""
+        runtime = self._runtime
+        if runtime is None:
+            raise SandboxError("the sandbox is not started")
+        # umask 0 lets a harness that is not the container's root connect to the kernel's sockets.
+        pid = helper.spawn(kernel, "/content", None if self._host_owns_files else 0, files.log_fd)
+        files.release_log()  # the kernel holds the pipe now: its end is the log's end
+        main = self._main_pid
+
+        def stop() -> None:
+            # From the host among the container's own processes, where they are seen; else by the guard.
+            if main is not None:
+                kill_in_container(main, pid)
+                if os.geteuid() == 0:
+                    return
+            with contextlib.suppress(HelperGone, OSError):
+                helper.kill(pid)
+
+        process = GuardKernel(helper, pid, stop, lambda: runtime.forget(files))
         self._kernels.append(process)
         return await_kernel(runtime, files, process, timeout)
 
@@ -506,11 +602,23 @@ class DockerSandbox(Sandbox):
 
     # Files are read, and edits written, by the engine's own copy from the host side (``container_files``):
     # nothing agent code can plant in the container runs for them.
+    # Through the guard where it serves (no program of the container's but the guard runs for them either).
     def read_file(self, path: str) -> bytes:
-        return copy_out(self.engine.command, self.container, self._absolute(path), None)[1]
+        absolute = self._absolute(path)
+        if self._helper is not None:
+            with contextlib.suppress(HelperGone):
+                return self._helper.read(absolute, None)
+        return copy_out(self.engine.command, self.container, absolute, None)[1]
 
     def edit_file(self, path: str, change: Callable[[bytes], bytes], limit: int = MAX_EDIT_BYTES) -> None:
         absolute = self._absolute(path)
+        if self._helper is not None:
+            try:
+                data = self._helper.read(absolute, limit)
+                self._helper.write(absolute, change(data), parents=False)
+                return
+            except HelperGone:
+                pass
         header, data = copy_out(self.engine.command, self.container, absolute, limit)
         copy_in(self.engine.command, self.engine.name, self.container, absolute, change(data), header)
 
@@ -519,6 +627,9 @@ class DockerSandbox(Sandbox):
         return posixpath.normpath(posixpath.join("/content", path))  # the work directory, as agent code sees it
 
     def write_file(self, path: str, data: bytes) -> None:
+        if self._helper is not None:
+            with contextlib.suppress(HelperGone):
+                return self._helper.write(self._absolute(path), data, parents=True)
         script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
         file_io(self._exec(["sh", "-c", script, "sh", path], data=data), path)
 
@@ -538,7 +649,11 @@ class DockerSandbox(Sandbox):
         if not self._host_owns_files:
             uid, gid = os.getuid(), os.getgid()
             self._exec(["chown", "-R", f"{uid}:{gid}", "/content", "/root", "/tmp"], timeout=300)
-        remove_container(self.engine.command, self.container)
+        # The guard's exit ends every process of the container at once, and the engine removes the container
+        # (started with --rm) beside what comes next; without it, the engine's rm, waited for.
+        helper, self._helper = self._helper, None
+        if helper is None or not helper.end_container() or not container_ended(self._main_pid):
+            remove_container(self.engine.command, self.container)
         supervisor.unregister("container", [*self.engine.command, self.container])
         if self._runtime is not None:
             self._runtime.close()
@@ -548,31 +663,6 @@ class DockerSandbox(Sandbox):
             remove_tree(str(self._root))
             supervisor.unregister("dir", str(self._root))
         self._root = self._runtime = None
-
-
-class _ContainerKernel(PopenKernelProcess):
-    """A kernel started with ``exec``: killing the client on the host does not kill the kernel,
-    so its process group in the container is killed first."""
-
-    def __init__(
-        self, popen: subprocess.Popen[bytes], stop: Callable[[], None], on_kill: Callable[[], None] | None = None
-    ) -> None:
-        super().__init__(popen, wrapped=True, on_kill=on_kill)
-        self._stop = stop
-
-    def kill(self) -> None:
-        if self.popen.poll() is None:
-            self._stop()
-        super().kill()
-
-
-def _group_in(pidfile: Path) -> int | None:
-    """The process group a kernel's launcher wrote (agent code may have written anything there)."""
-    try:
-        text = read_regular(pidfile, limit=32).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
 
 
 def describe_engine(config: SandboxConfig) -> str:
