@@ -26,7 +26,7 @@ from super_bench.errors import (
     SandboxError,
     SuperBenchError,
 )
-from super_bench.failures import Failure, classify_failure
+from super_bench.environment.failures import Failure, classify_failure
 from super_bench.sandbox import SANDBOXES
 
 

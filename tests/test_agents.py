@@ -369,7 +369,7 @@ def test_swe_agent_solves_a_demo_task_with_its_tools(env_factory: Any) -> None:
     assert cell.startswith("# swe-agent: open train.py 30\ndef swe_show(")  # the tool ran as a notebook cell
     last_prompt = model.requests[-1].messages
     assert last_prompt[-1]["content"].endswith(
-        f"(Open file: {env.kernel.cwd}/train.py)\n(Current directory: {env.kernel.cwd})"
+        f"(Open file: {env._kernel.cwd}/train.py)\n(Current directory: {env._kernel.cwd})"
     )
     assert last_prompt[-2]["content"] == f"I train.\n```\n{TRAIN}\n```"
 

@@ -21,9 +21,9 @@ from tests.helpers import assert_head_and_tail, make_task
 
 from super_bench import Action, Environment, score_trajectory
 from super_bench import trajectory as trajectory_module
-from super_bench.kernel import output as output_module
-from super_bench.kernel.output import OutputBuffer
-from super_bench.sandbox.data.kernel_boot import STREAM_PIECE
+from super_bench.environment.kernel import output as output_module
+from super_bench.environment.kernel.output import OutputBuffer
+from super_bench.sandbox.in_task.kernel_boot import STREAM_PIECE
 from super_bench.trajectory import Step, Trajectory, write_step_line
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)

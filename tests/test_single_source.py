@@ -26,7 +26,7 @@ from super_bench.construct.notebook import notebook_task
 from super_bench.environment import DEFAULT_MAX_TOKENS
 from super_bench.runner.config import RayOptions
 from super_bench.scoring import Metrics, ScoreMode
-from super_bench.server.sessions import SessionManager
+from super_bench.integrations.server.sessions import SessionManager
 from super_bench.tasks.checks import check_tasks
 from super_bench.tasks.model import DEFAULT_MIN_RUNTIME, TaskSet
 from super_bench.trajectory import StepOutcome, StopReason
@@ -213,7 +213,7 @@ def test_defaults_the_help_describes_are_the_real_ones() -> None:
 
 
 def test_other_front_ends_default_as_the_config_models() -> None:
-    from super_bench.inspect_ext.tasks import TaskOptions
+    from super_bench.integrations.inspect_ext.tasks import TaskOptions
 
     assert TaskOptions().env() == EnvConfig()
     assert TaskOptions().mode == RunConfig().mode

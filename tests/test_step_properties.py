@@ -184,7 +184,7 @@ def test_an_edit_after_the_disk_watch_fired_ends_the_episode_as_the_agents(
         step = env.step({"type": "execute", "content": "!head -c 40000000 /dev/zero > big; sleep 20"})
         if not env.done:  # the watch fired between the agent's steps
             deadline = time.monotonic() + 20
-            while not env.sandbox.disk_limit_passed and time.monotonic() < deadline:
+            while not env._sandbox.disk_limit_passed and time.monotonic() < deadline:
                 time.sleep(0.1)
             step = env.step({"type": "edit", "content": "f.txt\n<<<BEFORE_EDIT>>>\nhello\n<<<AFTER_EDIT>>>\nbye\n"})
         assert step.stop_reason == "max_disk"

@@ -58,7 +58,7 @@ AGENTS.register(
 )
 AGENTS.register(
     "mcp",
-    "super_bench.mcp_ext.command:McpCommandAgent",
+    "super_bench.integrations.mcp_ext.command:McpCommandAgent",
     extra="mcp",
     summary="mcp:COMMAND runs an external MCP client (Claude Code, Codex CLI, ...) on each task",
 )

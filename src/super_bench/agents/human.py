@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from super_bench.actions import Action
 from super_bench.agents.base import AgentOptions, refuse_model
 from super_bench.errors import AgentError
-from super_bench.kernel.output import strip_ansi
+from super_bench.environment.kernel.output import strip_ansi
 from super_bench.messages import NOTE
 from super_bench.terminal import defang, wrapped
 

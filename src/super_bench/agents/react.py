@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from super_bench.actions import Action
 from super_bench.agents.llm import FormatError, LLMAgent, Parsed
-from super_bench.edit import AFTER, BEFORE
+from super_bench.environment.edit import AFTER, BEFORE
 
 if TYPE_CHECKING:
     from super_bench.environment import Environment

@@ -98,7 +98,7 @@ def mcp_command(
     from super_bench.errors import ConfigError
 
     try:
-        from super_bench.mcp_ext import serve
+        from super_bench.integrations.mcp_ext import serve
     except ImportError as e:
         raise ConfigError(
             f"`super-bench mcp` needs the mcp extra ({e.name} is missing); "

@@ -16,7 +16,7 @@ from super_bench.cli._options import Default, budget_options, mode_option, sandb
 if TYPE_CHECKING:
     from super_bench.sandbox import SandboxConfig
 
-SESSIONS = "super_bench.server.sessions:SessionManager."
+SESSIONS = "super_bench.integrations.server.sessions:SessionManager."
 
 
 @click.command("serve")
@@ -79,7 +79,7 @@ def serve_command(
     from super_bench.errors import ConfigError
 
     try:
-        from super_bench.server.serving import make_server
+        from super_bench.integrations.server.serving import make_server
     except ImportError as e:
         raise ConfigError(
             f"`super-bench serve` needs the server extra ({e.name} is missing); "
@@ -87,7 +87,7 @@ def serve_command(
         ) from e
     from super_bench.environment import EnvConfig
     from super_bench.sandbox import check_backend
-    from super_bench.server.sessions import SessionManager
+    from super_bench.integrations.server.sessions import SessionManager
 
     check_backend(sandbox)
     if not token or not token.strip():

@@ -31,7 +31,7 @@ from super_bench._names import DiskEnforcement, MemoryEnforcement, PackageCacheM
 from super_bench._pydantic import Model
 from super_bench._sizes import human_size, parse_size
 from super_bench.errors import KernelError, SandboxError
-from super_bench.sandbox.kernel.runtime_dir import KernelFiles, KernelRuntime
+from super_bench.sandbox.launch.runtime_dir import KernelFiles, KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.programs import program
 from super_bench.sandbox.mirrors.settings import GitMirrorMap, HfCacheDir, OfflineBundleDir, PackagesAsOf, PipIndexUrl

@@ -22,7 +22,7 @@ from jupyter_client.connect import channel_socket_types
 
 from super_bench import messages
 from super_bench.errors import KernelError
-from super_bench.kernel.output import OutputBuffer
+from super_bench.environment.kernel.output import OutputBuffer
 from super_bench.sandbox.base import KernelProcess, Sandbox
 from super_bench.trajectory import Figure
 

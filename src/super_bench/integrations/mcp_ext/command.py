@@ -27,9 +27,9 @@ from typing import IO, TYPE_CHECKING
 
 from super_bench.agents.base import AgentOptions
 from super_bench.errors import AgentError
-from super_bench.mcp_ext.episode import ClientAgent, ToolCallError
-from super_bench.mcp_ext.http import BackgroundServer, http_app
-from super_bench.mcp_ext.tools import build_server, task_text
+from super_bench.integrations.mcp_ext.episode import ClientAgent, ToolCallError
+from super_bench.integrations.mcp_ext.http import BackgroundServer, http_app
+from super_bench.integrations.mcp_ext.tools import build_server, task_text
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step
