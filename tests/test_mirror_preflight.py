@@ -20,7 +20,7 @@ from tests.sandboxes import backend_settings
 from super_bench import run
 from super_bench.environment import EnvConfig
 from super_bench.errors import SandboxError
-from super_bench.report.notebooks import notebook_trajectory
+from super_bench.runner.paper_notebooks import notebook_trajectory
 from super_bench.sandbox import SandboxConfig, check_backend
 from super_bench.sandbox.mirrors.preflight import mirror_problems
 from super_bench.sandbox.mirrors.serving import git_config_file

@@ -24,9 +24,9 @@ from super_bench.construct.autogen import autogen
 from super_bench.construct.gold import gold_env
 from super_bench.construct.notebook import notebook_task
 from super_bench.environment import DEFAULT_MAX_TOKENS
+from super_bench.integrations.server.sessions import SessionManager
 from super_bench.runner.config import RayOptions
 from super_bench.scoring import Metrics, ScoreMode
-from super_bench.integrations.server.sessions import SessionManager
 from super_bench.tasks.checks import check_tasks
 from super_bench.tasks.model import DEFAULT_MIN_RUNTIME, TaskSet
 from super_bench.trajectory import StepOutcome, StopReason

@@ -18,8 +18,8 @@ from tests.trajectory_notebooks import NbStep, write_notebook
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.demo import BUNDLES
 from super_bench.errors import ConfigError, RunDirError
-from super_bench.runner.importer import import_trajectories
 from super_bench.report.viewer import build_view
+from super_bench.runner.importer import import_trajectories
 from super_bench.runner.rundir import RunDir
 from super_bench.runner.verify import verify
 from super_bench.runner.verify_env import replay_environment

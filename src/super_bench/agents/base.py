@@ -18,7 +18,7 @@ from super_bench.errors import AgentError
 from super_bench.models.base import ModelOptions
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
 
 
 @runtime_checkable
@@ -27,7 +27,7 @@ class Agent(Protocol):
 
     name: str
 
-    def run(self, env: Environment) -> None: ...
+    def run(self, env: AgentEnv) -> None: ...
 
 
 class AgentOptions(Model):

@@ -86,8 +86,8 @@ def serve_command(
             "install it with: pip install 'super-bench[server]'"
         ) from e
     from super_bench.environment import EnvConfig
-    from super_bench.sandbox import check_backend
     from super_bench.integrations.server.sessions import SessionManager
+    from super_bench.sandbox import check_backend
 
     check_backend(sandbox)
     if not token or not token.strip():

@@ -28,9 +28,9 @@ from super_bench._pydantic import Model
 from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, parse_answer, valid_text, valid_texts
 from super_bench.environment.budget import BudgetLeft
 from super_bench.environment.edit import EditFailed, apply_edit, parse_edit
-from super_bench.errors import EnvironmentClosedError, KernelError, SandboxError, SuperBenchError
 from super_bench.environment.kernel import CellResult, NotebookKernel, cap_text, clean_and_cap
 from super_bench.environment.kernel.recovery import Broken, KernelRecovery, limit_note
+from super_bench.errors import EnvironmentClosedError, KernelError, SandboxError, SuperBenchError
 from super_bench.sandbox import Sandbox, SandboxConfig, create_sandbox
 from super_bench.sandbox.base import MAX_EDIT_BYTES, FileTooLargeError
 from super_bench.tasks.model import Task

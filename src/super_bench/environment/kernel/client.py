@@ -21,8 +21,8 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.connect import channel_socket_types
 
 from super_bench import messages
-from super_bench.errors import KernelError
 from super_bench.environment.kernel.output import OutputBuffer
+from super_bench.errors import KernelError
 from super_bench.sandbox.base import KernelProcess, Sandbox
 from super_bench.trajectory import Figure
 

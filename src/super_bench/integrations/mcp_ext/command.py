@@ -35,7 +35,7 @@ from super_bench.tasks.model import Task
 from super_bench.trajectory import Step
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
 
 _TAIL = 4000  # characters of the client's output kept for the error of a client that failed
 
@@ -75,7 +75,7 @@ class McpCommandAgent:
         if settings:
             raise AgentError(f"unknown setting(s) of the mcp agent: {', '.join(settings)} (it takes timeout, grace)")
 
-    def run(self, env: Environment) -> None:
+    def run(self, env: AgentEnv) -> None:
         pre_executed = [step for step in env.trajectory.steps if step.pre_executed]
         agent = ClientAgent(self.name)
         token = secrets.token_urlsafe(24)
