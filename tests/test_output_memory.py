@@ -249,7 +249,7 @@ def test_a_memory_error_while_holding_a_cells_output_ends_its_step_with_an_error
 def test_a_memory_error_while_cleaning_the_agents_copy_ends_the_step_with_an_error(
     env: Environment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from super_bench import environment as environment_module
+    from super_bench.environment import env as environment_module
 
     _failing_once(monkeypatch, environment_module, "clean_and_cap")
     step = env.step(Action.execute("print('x' * 5000)"))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
-from super_bench.cli._options import ManyValues, ManyValuesCommand
+from super_bench.cli._options import Default, ManyValues, ManyValuesCommand
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -90,19 +90,23 @@ def _type(field: FieldInfo) -> dict[str, Any]:
     raise TypeError(f"no option can be made for a field of type {annotation!r}")
 
 
-def field_option(name: str, field: FieldInfo, *, prefix: str = "", **overrides: Any) -> click.Option:
-    """The option ``--PREFIX-NAME`` (its parameter ``PREFIX_NAME``) for ``field``; ``overrides``: click's own
-    arguments where the option needs other than what the field says (a flag's other name, say)."""
-    parameter = f"{prefix}{name}"
+def field_option(
+    owner: type[BaseModel], name: str, *, option: str | None = None, prefix: str = "", **overrides: Any
+) -> click.Option:
+    """The option ``--PREFIX-NAME`` (its parameter ``PREFIX_NAME``) for the field ``name`` of ``owner``; ``option``:
+    the option's name where it is not the field's; ``overrides``: click's own arguments where the option needs other
+    than what the field says (another flag, say)."""
+    field = owner.model_fields[name]
+    parameter = f"{prefix}{option or name}"
     flags = overrides.pop("flags", ["--" + parameter.replace("_", "-")])
-    default = field.get_default(call_default_factory=True)
     settings: dict[str, Any] = {**_type(field), "help": field.description or ""}
-    if default is not None and not settings.get("is_flag"):
-        settings.update(default=default, show_default=True)
+    if field.get_default(call_default_factory=True) is not None and not settings.get("is_flag"):
+        # Read when the option is not given, so that it is the field's default then.
+        settings.update(default=Default(f"{owner.__module__}:{owner.__qualname__}.{name}"), show_default=True)
     settings.update(overrides)
     option_class = settings.pop("cls", click.Option)
-    option: click.Option = option_class([*flags, parameter], **settings)
-    return option
+    made: click.Option = option_class([*flags, parameter], **settings)
+    return made
 
 
 def model_options(
@@ -114,4 +118,4 @@ def model_options(
 ) -> list[click.Option]:
     """An option for each of ``names``, fields of ``model``."""
     overrides = overrides or {}
-    return [field_option(name, model.model_fields[name], prefix=prefix, **overrides.get(name, {})) for name in names]
+    return [field_option(model, name, prefix=prefix, **overrides.get(name, {})) for name in names]

@@ -35,7 +35,7 @@ def _generated() -> list[click.Parameter]:
                 "task_ids": {"metavar": "ID ..."},
             },
         ),
-        field_option("agent", AgentChoice.model_fields["name"]),
+        field_option(AgentChoice, "name", option="agent"),
         *model_options(AgentChoice, ("model", "seed")),
         *model_options(
             RunConfig, ("out", "mode"), overrides={"out": {"type": click.Path(file_okay=False, path_type=Path)}}

@@ -172,11 +172,8 @@ class RunConfig(Model):
     def flat(self) -> dict[str, Any]:
         """The settings as JSON in their flat names (as run.json's ``config`` holds them)."""
         data = self.model_dump(mode="json")
-        for name, (part, field) in FLAT.items():
-            data[name] = data[part].pop(field)
-        for part in {part for part, _ in FLAT.values()}:
-            del data[part]
-        return data
+        parts = {part: data.pop(part) for part, _ in FLAT.values() if part in data}
+        return {**{name: parts[part][field] for name, (part, field) in FLAT.items()}, **data}
 
     def resolved_set(self) -> str | None:
         return default_set(self.tasks.source, self.tasks.task_set)

@@ -94,11 +94,15 @@ def flat_name(name: str) -> str:
     return name
 
 
+def flat_settings(config: RunConfig) -> dict[str, Any]:
+    """Every setting of a run by its dotted flat name (``agent``, ``ray.cpus``, ``env.sandbox.memory_limit``)."""
+    return {flat_name(name): value for name, value in settings(config).items()}
+
+
 def identity(config: RunConfig) -> dict[str, Any]:
-    """What makes two runs the same run: each setting that can change the scores, by its dotted (flat) name,
+    """What makes two runs the same run: each setting that can change the scores, by its dotted flat name,
     as JSON. Paths are made absolute, the task set and the sandbox backend resolved."""
-    named = {flat_name(name): v for name, v in settings(config).items()}
-    value = {name: _absolute(v) for name, v in named.items() if _is_identity(name)}
+    value = {name: _absolute(v) for name, v in flat_settings(config).items() if _is_identity(name)}
     source = config.tasks.source
     source = source if _is_named_source(source) else str(Path(source).expanduser().resolve())
     value.update(
