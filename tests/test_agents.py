@@ -293,7 +293,8 @@ def test_react_super_through_the_openai_provider(tmp_path: Path) -> None:
 
         # A different seed samples again.
         server.add(react("Clone.", "execute", CLONE), react("Give up.", "submit", "null"))
-        other = run(settings.model_copy(update={"seed": 2, "out": tmp_path / "seed2"}), tasks=[tinyreg()])
+        seed2 = {"agent": settings.agent.model_copy(update={"seed": 2}), "out": tmp_path / "seed2"}
+        other = run(settings.model_copy(update=seed2), tasks=[tinyreg()])
         assert len(server.requests) == 8 and other.results[0].usage.cached_calls == 0
 
 

@@ -1,7 +1,7 @@
 """Whatever an agent sends, and whenever it sends it, ``Environment.step`` answers with a step that can be
 kept: random and adversarial actions and submissions (lone surrogates, huge ints, NaN and infinities, deep
 and wide values, control characters), and actions after the wall-time limit or the disk watch has ended the
-task, never escape ``step`` and never become an ``infra_error`` (failures.py; docs/runner.md, "Failure
+task, never escape ``step`` and never become an ``infra_error`` (environment/failures.py; docs/runner.md, "Failure
 classes"). Real kernels in real sandboxes; one environment is reused while its episode goes on."""
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def serve_command(serving: Serving) -> None:
         "Send every request with the header 'Authorization: Bearer <token>'; the API description, "
         "GET /openapi.json, needs none. Ctrl-C stops the server."
     )
-    # uvicorn stops on SIGINT and SIGTERM (every session closed first: server/serving.py), then sends the
+    # uvicorn stops on SIGINT and SIGTERM (every session closed first: integrations/server/serving.py), then sends the
     # signal again; SIGTERM's then ends here too, rather than killing the process by its default action.
     previous = signal.signal(signal.SIGTERM, _stopped)
     try:
