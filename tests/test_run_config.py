@@ -44,6 +44,22 @@ def test_flat_and_grouped_names_mix_and_a_setting_given_twice_is_refused() -> No
         RunConfig.model_validate({"bogus": 1})
 
 
+def test_a_copy_takes_flat_names_too() -> None:
+    config = RunConfig(agent=AgentChoice(name="react", seed=1), execution=Execution(workers=2))
+    copy = config.model_copy(update={"seed": 2, "infra_retries": 0, "agent": "swe-agent", "out": Path("x")})
+    assert (copy.agent.name, copy.agent.seed, copy.execution.workers, copy.execution.infra_retries) == (
+        "swe-agent",
+        2,
+        2,
+        0,
+    )
+    assert copy.out == Path("x") and (config.agent.name, config.agent.seed, config.execution.infra_retries) == (
+        "react",
+        1,
+        2,
+    )
+
+
 def test_run_json_keeps_the_flat_names_and_reads_back() -> None:
     config = RunConfig(
         tasks=TaskChoice(task_ids=["tinyreg"]),

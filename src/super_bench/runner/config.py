@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -19,6 +20,9 @@ from super_bench.runner.results import TaskResult
 from super_bench.scoring import ScoreMode
 from super_bench.tasks.loaders import default_set, load_tasks
 from super_bench.tasks.model import Task
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class RayOptions(Model):
@@ -168,6 +172,20 @@ class RunConfig(Model):
                 raise ValueError(f"{name} is given twice: as {name} and as {part}.{field}")
             data[part] = {**grouped, field: value}
         return data
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update``'s settings, given in their parts or by their flat names (not validated, as
+        pydantic's copies are not)."""
+        rest = dict(update or {})
+        parts: dict[str, dict[str, Any]] = {}
+        for name in [
+            name for name in rest if name in FLAT and not (name == "agent" and not isinstance(rest[name], str))
+        ]:
+            part, field = FLAT[name]
+            parts.setdefault(part, {})[field] = rest.pop(name)
+        for part, fields in parts.items():
+            rest[part] = (rest.get(part) or getattr(self, part)).model_copy(update=fields)
+        return super().model_copy(update=rest, deep=deep)
 
     def flat(self) -> dict[str, Any]:
         """The settings as JSON in their flat names (as run.json's ``config`` holds them)."""
