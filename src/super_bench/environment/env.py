@@ -143,7 +143,8 @@ class Environment:
         """Which attempt at the task this is: 1 after ``reset``, one more after each ``new_attempt``."""
         return self._attempt
 
-    # The sandbox and the kernel are the harness's; agents use the API above (cwd, workdir, step, ...).
+    # The sandbox and the kernel are the harness's, private: agents use AgentEnv's members (cwd, workdir, step, ...);
+    # the harness's own checks (the conformance suite, tests) reach them here, the episode started.
     @property
     def _sandbox(self) -> Sandbox:
         if self._sandbox_now is None:
