@@ -209,7 +209,7 @@ def rows(task_set: str = "masked", repeats: int = 3, workers: int = 2, before: b
 def start_rows(rounds: int = 3) -> list[Row]:
     """A sandbox's start, its kernel's start and its stop, in bwrap and docker in turn, one at a time and two at
     once (as 2 workers run them): medians of each part, in seconds."""
-    from super_bench.kernel.client import NotebookKernel
+    from super_bench.environment.kernel.client import NotebookKernel
     from super_bench.sandbox import create_sandbox
 
     folder = tempfile.TemporaryDirectory(prefix="bench-docker-starts-")

@@ -194,7 +194,7 @@ def cleaning_speed(text: str, clean: object, repeats: int = 3) -> float:
 
 
 def rows(sizes: list[float], sandbox: str, repeats: int = 3) -> list[Row]:
-    from super_bench.kernel import clean_output
+    from super_bench.environment.kernel import clean_output
 
     found: list[Row] = []
     cells: dict[float, float] = {}

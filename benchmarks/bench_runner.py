@@ -69,7 +69,7 @@ def with_runner(tasks: list[Task], root: Path, name: str, **settings: object) ->
     with PrestartCount() as ahead:
         outcome = run(config, tasks=tasks)
     wall = time.perf_counter() - start
-    if config.prestart != "off" and config.executor == "local":
+    if config.execution.prestart != "off" and config.execution.executor == "local":
         print(f"  prepared ahead: {ahead.prepared}, taken: {ahead.taken}", file=sys.stderr)
     return wall, self_cpu() - cpu, outcome.results
 

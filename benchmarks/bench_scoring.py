@@ -335,7 +335,7 @@ def cleaning_rows(megabytes: float = 2.0, repeats: int = 3) -> list[Row]:
 
 def paper_rows(folder: Path | None) -> list[Row]:
     """Import the paper's trajectories; their scores against the published range."""
-    from super_bench.report.importer import find_notebooks, import_trajectories
+    from super_bench.runner.importer import find_notebooks, import_trajectories
 
     if folder is None or not folder.is_dir():
         return [Row("published figures", "the paper's trajectories", "not measured: give --paper DIR")]

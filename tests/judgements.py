@@ -15,8 +15,8 @@ from tests.helpers import REFERENCE_TRAJECTORIES
 from tests.labelled import Split, failure_labels, provenance_labels
 
 from super_bench.analysis import analyze_failure
-from super_bench.report.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
-from super_bench.report.notebooks import notebook_trajectory
+from super_bench.runner.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
+from super_bench.runner.paper_notebooks import notebook_trajectory
 from super_bench.scoring import answer_provenance
 from super_bench.trajectory import Trajectory
 

@@ -24,7 +24,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from super_bench.agents.gold import printed_answer
-from super_bench.edit import parse_edit
+from super_bench.environment.edit import parse_edit
 from super_bench.tasks.loaders import find_task
 from super_bench.tasks.model import Task
 

@@ -17,6 +17,7 @@ from tests.helpers import make_task
 
 from super_bench import Action, EnvConfig, Environment, RunConfig, SandboxConfig, Trajectory, run
 from super_bench.agents import AGENTS, replay
+from super_bench.environment.failures import Failure, classify_failure
 from super_bench.errors import (
     AgentError,
     KernelError,
@@ -26,7 +27,6 @@ from super_bench.errors import (
     SandboxError,
     SuperBenchError,
 )
-from super_bench.failures import Failure, classify_failure
 from super_bench.sandbox import SANDBOXES
 
 

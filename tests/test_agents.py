@@ -293,7 +293,8 @@ def test_react_super_through_the_openai_provider(tmp_path: Path) -> None:
 
         # A different seed samples again.
         server.add(react("Clone.", "execute", CLONE), react("Give up.", "submit", "null"))
-        other = run(settings.model_copy(update={"seed": 2, "out": tmp_path / "seed2"}), tasks=[tinyreg()])
+        seed2 = {"agent": settings.agent.model_copy(update={"seed": 2}), "out": tmp_path / "seed2"}
+        other = run(settings.model_copy(update=seed2), tasks=[tinyreg()])
         assert len(server.requests) == 8 and other.results[0].usage.cached_calls == 0
 
 
@@ -369,7 +370,7 @@ def test_swe_agent_solves_a_demo_task_with_its_tools(env_factory: Any) -> None:
     assert cell.startswith("# swe-agent: open train.py 30\ndef swe_show(")  # the tool ran as a notebook cell
     last_prompt = model.requests[-1].messages
     assert last_prompt[-1]["content"].endswith(
-        f"(Open file: {env.kernel.cwd}/train.py)\n(Current directory: {env.kernel.cwd})"
+        f"(Open file: {env._kernel.cwd}/train.py)\n(Current directory: {env._kernel.cwd})"
     )
     assert last_prompt[-2]["content"] == f"I train.\n```\n{TRAIN}\n```"
 

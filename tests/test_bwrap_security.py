@@ -58,7 +58,7 @@ def run(env: Environment, code: str) -> str:
 def close_and_check(env: Environment) -> None:
     """The episode can go on after the attack; then closing leaves no process and no file behind."""
     assert run(env, "print('still working')").endswith("still working\n")
-    sandbox = env.sandbox
+    sandbox = env._sandbox
     root, runtime, marker = sandbox.root, sandbox.runtime_dir, sandbox.id
     env.close()
     assert not root.exists() and not runtime.exists()
@@ -120,7 +120,7 @@ def test_only_an_allowlist_of_host_paths_is_visible(bwrap_only: None, start: Any
     shown = set(json.loads(seen))
     system = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "sys", "proc", "dev"}
     own = {"content", "root", "tmp", "venv", "run", "opt"}  # the task's own, the kernel's sockets, shared packages
-    interpreter = {path.split("/")[1] for path in env.sandbox.base.paths}  # type: ignore[attr-defined]
+    interpreter = {path.split("/")[1] for path in env._sandbox.base.paths}  # type: ignore[attr-defined]
     assert shown <= system | own | interpreter, shown - system - own - interpreter
     assert "super-bench" in run(env, "import os\nprint(os.listdir('/opt'))")
 
@@ -180,8 +180,8 @@ def test_the_edit_action_does_not_follow_symlinks_out_of_the_sandbox(start: Any,
 @pytest.mark.slow
 def test_other_tasks_directories_are_out_of_reach(start: Any) -> None:
     other, env = start(), start()
-    other.sandbox.write_file("result.txt", b"mine\n")
-    target = other.sandbox.root / "content" / "result.txt"
+    other._sandbox.write_file("result.txt", b"mine\n")
+    target = other._sandbox.root / "content" / "result.txt"
     seen = run(
         env,
         f"import os\nprint(os.path.exists('{target}'), os.path.exists('{target.parent.parent}'))\n"
@@ -189,7 +189,7 @@ def test_other_tasks_directories_are_out_of_reach(start: Any) -> None:
     )
     assert seen == "False False\n"
     assert target.read_text() == "mine\n"
-    assert other.sandbox.read_file("result.txt") == b"mine\n"
+    assert other._sandbox.read_file("result.txt") == b"mine\n"
     close_and_check(env)
     close_and_check(other)
 

@@ -47,7 +47,7 @@ def host_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def probe(env_factory: Any, settings: dict[str, Any]) -> str:
     env = env_factory(cell_timeout=120, sandbox=settings)
     env.reset(make_task())
-    done = env.sandbox.run(["sh", "-c", PROBE], timeout=120)
+    done = env._sandbox.run(["sh", "-c", PROBE], timeout=120)
     return done.stdout + done.stderr
 
 
@@ -72,11 +72,11 @@ def test_the_systems_pip_conf_is_not_shown_under_bwrap(env_factory: Any) -> None
     env = env_factory(cell_timeout=120, sandbox={**settings, "package_cache": "off"})
     env.reset(make_task())
     # Even a pip told to read every configuration file (PIP_CONFIG_FILE unset) finds the system's empty.
-    done = env.sandbox.run(["sh", "-c", "env -u PIP_CONFIG_FILE python -m pip config list; cat /etc/pip.conf"])
+    done = env._sandbox.run(["sh", "-c", "env -u PIP_CONFIG_FILE python -m pip config list; cat /etc/pip.conf"])
     # Only the harness's own variables (":env:" lines): no file's setting ("global.", "site.", "user.").
     assert done.returncode == 0 and not re.search(r"^(global|site|user)\.", done.stdout, re.M), done
     assert "[global]" not in done.stdout, done
-    done = env.sandbox.run(["sh", "-c", "ls -A /etc/xdg/pip 2>/dev/null | wc -l"])
+    done = env._sandbox.run(["sh", "-c", "ls -A /etc/xdg/pip 2>/dev/null | wc -l"])
     assert done.stdout.strip() == "0", done
 
 

@@ -75,7 +75,7 @@ def test_the_collector_runs_rarely_while_a_command_imports_then_at_its_usual_rhy
         "usual = gc.get_threshold()\n"
         "starting()\n"
         "assert gc.get_threshold() == (100_000, *usual[1:]), gc.get_threshold()\n"
-        "import super_bench.environment  # what a run imports\n"
+        "import super_bench.environment.env  # what a run imports\n"
         "started()\n"
         "assert gc.get_threshold() == usual, gc.get_threshold()\n"
         "assert gc.get_freeze_count() > 50_000, gc.get_freeze_count()  # the modules' objects, never scanned again\n"

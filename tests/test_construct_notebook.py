@@ -88,7 +88,7 @@ def test_suggestions_pick_one_milestone_of_each_kind_in_order() -> None:
 
 @pytest.mark.skipif(not REFERENCE_TRAJECTORIES.is_dir(), reason="the paper's trajectories are not here")
 def test_suggestions_on_real_outputs_match_them_and_cannot_hang() -> None:
-    from super_bench.report.notebooks import read_notebook
+    from super_bench.runner.paper_notebooks import read_notebook
 
     patterns = []
     for path in sorted(REFERENCE_TRAJECTORIES.glob("*/*/history.ipynb"))[:20]:

@@ -4,8 +4,8 @@ integrations use nothing else of it."""
 
 from __future__ import annotations
 
-import ast
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +13,10 @@ import pytest
 from tests.helpers import make_task
 
 from super_bench import Action, Environment, Trajectory
-from super_bench.agents import AgentOptions
+from super_bench.agents import AGENTS, AgentOptions
 from super_bench.agents.reflexion import ReflexionAgent
+from super_bench.environment import AgentEnv
+from super_bench.environment.agent_env import MEMBERS
 from super_bench.errors import EnvironmentClosedError
 from super_bench.models.mock import MockModel
 from super_bench.trajectory import Step, Usage
@@ -173,45 +175,51 @@ def test_reflexion_leaves_attempts_to_the_environment(env_factory: Any) -> None:
         env.close()
 
 
-# -- agents and integrations use the environment's API only ---------------------------------------------------
-def _reaches_into_the_environment(path: Path) -> list[str]:
-    """Uses of an environment's ``kernel`` or ``sandbox`` (``env.kernel``, ``session.env.sandbox``, ...)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Attribute) and node.attr in ("kernel", "sandbox"):
-            owner = node.value
-            name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
-            if name == "env":
-                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
-    return found
+# -- agents use the environment's API only: typed against AgentEnv, checked by mypy -------------------------
+def _package_agents() -> list[type]:
+    """The classes of the agents the package registers."""
+    classes = [AGENTS.get(name) for name in AGENTS.names()]
+    return [c for c in classes if isinstance(c, type) and c.__module__.startswith("super_bench.")]
 
 
-def test_agents_and_integrations_do_not_reach_into_the_environment() -> None:
-    modules = [
-        *(PACKAGE / "agents").glob("*.py"),
-        *(PACKAGE / "server").glob("*.py"),
-        *(PACKAGE / "inspect_ext").glob("*.py"),
-        PACKAGE / "gym.py",
-        PACKAGE / "runner" / "episode.py",
-    ]
-    assert len(modules) > 15
-    assert [use for path in modules for use in _reaches_into_the_environment(path)] == []
+def test_every_agent_of_the_package_is_typed_against_agent_env() -> None:
+    agents = _package_agents()
+    assert {a.__name__ for a in agents} >= {"GoldAgent", "ReActAgent", "SWEAgent", "ReflexionAgent", "HumanAgent"}
+    for agent in agents:
+        namespace = {**vars(sys.modules[agent.__module__]), "AgentEnv": AgentEnv, "Environment": Environment}
+        annotation = agent.run.__annotations__["env"]
+        assert (eval(annotation, namespace) if isinstance(annotation, str) else annotation) is AgentEnv, agent
 
 
-def _environment_members_used(path: Path) -> set[str]:
-    """The members of ``env`` a module uses (``env.step``, ``env.trajectory``, ...)."""
-    return {
-        node.attr
-        for node in ast.walk(ast.parse(path.read_text(), str(path)))
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "env"
-    }
+def test_the_environment_has_every_member_of_agent_env() -> None:
+    env = Environment()
+    assert sorted(MEMBERS - set(dir(env))) == []  # dir reads no property: fine before reset
+    assert {"sandbox", "kernel", "reset", "close", "kill_kernel", "prepare"}.isdisjoint(MEMBERS)
 
 
-def test_architecture_md_lists_the_environment_members_the_agents_use_and_no_other() -> None:
+def test_mypy_refuses_an_agent_that_reaches_past_agent_env(tmp_path: Path) -> None:
+    """What keeps agents to AgentEnv is the type checker: an agent that reaches for the sandbox, the kernel or the
+    harness's own calls fails ``mypy`` (CI runs it on the package), one that keeps to AgentEnv passes."""
+    api = pytest.importorskip("mypy.api")
+    agent = tmp_path / "my_agent.py"
+    agent.write_text(
+        "from super_bench.environment import AgentEnv\n"
+        "def run(env: AgentEnv) -> None:\n"
+        "    env.step({'type': 'execute', 'content': '1'}, thought=env.cwd)\n"
+        "    print(env.budget_left().cost, env.task.query, env.config.cell_timeout, env.trajectory.steps)\n"
+        "    env._sandbox.workdir\n"
+        "    env.kernel.restarts\n"
+        "    env.reset(env.task)\n"
+        "    env.close()\n"
+    )
+    out, _, status = api.run([str(agent), "--strict", "--no-error-summary", "--follow-imports=silent"])
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert status == 1 and [line.split(":")[1] for line in errors] == ["5", "6", "7", "8"], out
+    assert all('"AgentEnv" has no attribute' in line for line in errors), out
+
+
+def test_architecture_md_lists_the_members_of_agent_env_and_no_other() -> None:
     text = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text()
     table = text.split("## What agents may use", 1)[1].split("\n## ", 1)[0]
     documented = {line.split("`")[1].split("(")[0] for line in table.splitlines() if line.startswith("| `")}
-    used = set().union(*(_environment_members_used(path) for path in (PACKAGE / "agents").glob("*.py")))
-    assert used == documented
-    members = dir(Environment())  # not started: its members exist before reset (dir reads no property)
-    assert sorted(documented - set(members)) == []
+    assert documented == MEMBERS

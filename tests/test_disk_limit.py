@@ -86,8 +86,8 @@ def test_the_kernels_sockets_folder_is_under_the_disk_limit(env_factory: Any) ->
     fill = f"!dd if=/dev/zero of=/run/super-bench/big bs=1M count={FILL} 2>&1 | grep -o 'No space left on device'"
     step = env.step({"type": "execute", "content": fill})
     assert "No space left on device" in step.raw_output, step.raw_output
-    assert env.sandbox.sockets_dir.is_relative_to(env.sandbox.root)
-    held = sum(p.stat().st_size for p in env.sandbox.runtime_dir.rglob("*") if p.is_file() and not p.is_symlink())
+    assert env._sandbox.sockets_dir.is_relative_to(env._sandbox.root)
+    held = sum(p.stat().st_size for p in env._sandbox.runtime_dir.rglob("*") if p.is_file() and not p.is_symlink())
     assert held < 1 << 20
 
 

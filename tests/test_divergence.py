@@ -21,7 +21,7 @@ from super_bench.divergence import (
     first_difference,
     replayed_steps,
 )
-from super_bench.report.importer import import_trajectories
+from super_bench.runner.importer import import_trajectories
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import submission_of
 from super_bench.trajectory import Step, Trajectory

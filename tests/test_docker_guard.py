@@ -25,7 +25,7 @@ from tests.sandboxes import backend_settings
 from super_bench import Action, Environment
 from super_bench.sandbox.backends.container_helper import GuardHelper, HelperGone
 
-GUARD = Path(__file__).resolve().parents[1] / "src" / "super_bench" / "sandbox" / "data" / "container_guard.py"
+GUARD = Path(__file__).resolve().parents[1] / "src" / "super_bench" / "sandbox" / "in_task" / "container_guard.py"
 
 
 class _EngineCommands:
@@ -53,10 +53,10 @@ def test_files_edits_and_kernel_restarts_take_no_engine_command(
     env: Environment = env_factory(cell_timeout=30, sandbox=backend_settings("docker"))
     env.reset(make_task())
     commands = _EngineCommands(monkeypatch)
-    env.sandbox.write_file("sub/new.py", b"a = 1\n")
-    assert env.sandbox.read_file("/content/sub/new.py") == b"a = 1\n"
+    env._sandbox.write_file("sub/new.py", b"a = 1\n")
+    assert env._sandbox.read_file("/content/sub/new.py") == b"a = 1\n"
     assert _edit(env, "sub/new.py", "a = 1", "a = 2").outcome == "ok"
-    env.kernel.restart()
+    env._kernel.restart()
     assert env.step(Action.execute("print(open('sub/new.py').read(), end='')")).observation == "a = 2\n"
     assert commands.seen == []
 
@@ -78,7 +78,7 @@ def test_agent_code_finds_no_guard_to_connect_to_and_cannot_stand_in_for_it(env_
     )
     assert env.step(Action.execute(impostor)).observation == "False\n"
     assert _edit(env, "/content/m.py", "x = 1", "x = 2").outcome == "ok"
-    env.kernel.restart()  # the next kernel too is started by the guard, not by what listens there now
+    env._kernel.restart()  # the next kernel too is started by the guard, not by what listens there now
     check = "import os\nprint(open('/content/m.py').read(), end='')\nprint(os.getppid())"
     assert env.step(Action.execute(check)).observation == "x = 2\n1\n"
 
@@ -87,14 +87,14 @@ def test_without_the_guard_the_engine_does_the_same(env_factory: Any, monkeypatc
     """A connection that broke (or never was) leaves the sandbox working as before: an engine command each."""
     env: Environment = env_factory(cell_timeout=30, sandbox=backend_settings("docker"))
     env.reset(make_task())
-    helper = env.sandbox._helper  # type: ignore[attr-defined]
+    helper = env._sandbox._helper  # type: ignore[attr-defined]
     assert helper is not None and helper.alive
     helper.close()
     commands = _EngineCommands(monkeypatch)
-    env.sandbox.write_file("w.py", b"b = 1\n")
-    assert env.sandbox.read_file("w.py") == b"b = 1\n"
+    env._sandbox.write_file("w.py", b"b = 1\n")
+    assert env._sandbox.read_file("w.py") == b"b = 1\n"
     assert _edit(env, "w.py", "b = 1", "b = 3").outcome == "ok"
-    env.kernel.restart()
+    env._kernel.restart()
     assert env.step(Action.execute("print(open('w.py').read(), end='')")).observation == "b = 3\n"
     assert any("exec" in args for args in commands.seen), commands.seen
     assert any("cp" in args for args in commands.seen), commands.seen

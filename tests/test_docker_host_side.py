@@ -34,7 +34,7 @@ def test_a_cell_past_the_wall_time_limit_ends_on_time_whatever_agent_code_plante
     env: Environment = env_factory(cell_timeout=120, sandbox={**backend_settings("docker"), "wall_time_limit": 25})
     env.reset(make_task())
     assert env.step(Action.execute(PLANT)).observation.strip() == "planted"
-    deadline = env.sandbox._deadline
+    deadline = env._sandbox._deadline
     assert deadline is not None
     before, peak = _peak_since_reset()
     step = env.step(Action.execute("import time\ntime.sleep(600)"))
@@ -42,7 +42,7 @@ def test_a_cell_past_the_wall_time_limit_ends_on_time_whatever_agent_code_plante
     assert step.outcome == "kernel_died" and "wall-time limit" in step.observation, step.observation
     assert ended - deadline < 3, f"the cell ran {ended - deadline:.1f} s past the wall-time limit"
     assert peak() - before < 64 << 20
-    assert not (env.sandbox.root / "tmp" / "planted-ran").exists()  # no planted program ran for the harness
+    assert not (env._sandbox.root / "tmp" / "planted-ran").exists()  # no planted program ran for the harness
 
 
 def test_a_kernel_that_ignores_its_interrupt_is_killed_from_the_host(env_factory: Any) -> None:
@@ -59,7 +59,7 @@ def test_a_kernel_that_ignores_its_interrupt_is_killed_from_the_host(env_factory
     assert peak() - before < 64 << 20
     after = env.step(Action.execute("print(6 * 7)"))
     assert after.observation.strip().endswith("42"), after.observation
-    assert not (env.sandbox.root / "tmp" / "planted-ran").exists()
+    assert not (env._sandbox.root / "tmp" / "planted-ran").exists()
 
 
 def test_the_containers_lifetime_guard_is_its_first_process_and_cannot_be_stopped(env_factory: Any) -> None:
@@ -76,7 +76,7 @@ def test_the_containers_lifetime_guard_is_its_first_process_and_cannot_be_stoppe
 
 
 def test_the_guard_ends_at_its_lifetime_and_starts_what_it_is_given(tmp_path: Path) -> None:
-    guard = Path(__file__).resolve().parents[1] / "src" / "super_bench" / "sandbox" / "data" / "container_guard.py"
+    guard = Path(__file__).resolve().parents[1] / "src" / "super_bench" / "sandbox" / "in_task" / "container_guard.py"
     marker = tmp_path / "started"
     beside = f"open({str(marker)!r}, 'w').write('yes')"
     started = time.monotonic()

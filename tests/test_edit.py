@@ -8,7 +8,7 @@ import pytest
 from tests.helpers import make_task
 
 from super_bench import Environment
-from super_bench.edit import EditFailed, apply_edit, parse_edit
+from super_bench.environment.edit import EditFailed, apply_edit, parse_edit
 
 SOURCE = "def train(lr):\n    epochs = 10\n    return lr * epochs\n\n\ndef test(lr):\n    epochs = 10\n    return lr\n"
 
@@ -107,7 +107,7 @@ def test_failed_edits_in_the_environment_leave_the_file_alone(env: Environment, 
     env.step({"type": "execute", "content": f"open('m.py', 'w').write({SOURCE!r})"})
     step = env.step({"type": "edit", "content": content})
     assert step.outcome == "invalid" and expected in step.observation
-    assert env.sandbox.read_file("m.py").decode() == SOURCE
+    assert env._sandbox.read_file("m.py").decode() == SOURCE
 
 
 @pytest.mark.slow

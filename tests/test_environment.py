@@ -38,7 +38,7 @@ def test_shell_commands_and_magics(env: Environment) -> None:
     execute(env, "!mkdir -p sub && touch sub/marker.txt")
     step = execute(env, "%cd sub\nimport os\nprint(sorted(os.listdir('.')))")
     assert "['marker.txt']" in step.observation
-    assert env.kernel.cwd is not None and env.kernel.cwd.endswith("/sub")
+    assert env._kernel.cwd is not None and env._kernel.cwd.endswith("/sub")
     step = execute(env, "%%bash\necho from a bash cell")
     assert "from a bash cell" in step.observation
 
@@ -86,12 +86,12 @@ def test_agent_code_runs_in_the_task_directory_with_a_scrubbed_environment(
         "print(os.environ['HARMLESS_SETTING']); print(os.environ['HOME']); print(sys.prefix)",
     )
     cwd, key, harmless, home, prefix = step.observation.split()
-    assert cwd == env.sandbox.workdir
+    assert cwd == env._sandbox.workdir
     assert key == "None"
     assert harmless == "visible"
     # HOME and the Python environment are the task's own (where agent code sees them).
-    assert home == env.sandbox.inside(env.sandbox.root / "home")
-    assert prefix == env.sandbox.inside(env.sandbox.python_dir)
+    assert home == env._sandbox.inside(env._sandbox.root / "home")
+    assert prefix == env._sandbox.inside(env._sandbox.python_dir)
 
 
 @pytest.mark.slow
@@ -173,7 +173,7 @@ def test_a_dead_kernel_is_replaced_and_reported(env_factory: Any, code: str, cau
     assert "state was lost" in step.observation
     after = execute(env, "print('alive'); print('lost' in globals())")
     assert after.observation == "alive\nFalse\n"
-    assert env.kernel.restarts == 1
+    assert env._kernel.restarts == 1
 
 
 @pytest.mark.slow
@@ -275,19 +275,19 @@ def test_masked_tasks_run_their_pre_executed_cells(env_factory: Any) -> None:
 @pytest.mark.slow
 def test_pip_installs_stay_in_the_task_environment(env: Environment, tmp_path: Any) -> None:
     wheel = tiny_wheel(tmp_path)
-    env.sandbox.write_file(wheel.name, wheel.read_bytes())
+    env._sandbox.write_file(wheel.name, wheel.read_bytes())
     step = execute(env, f"!pip install --no-index --no-deps {wheel.name}")
     assert step.exit_code == 0, step.observation
     step = execute(
         env, "import sbtinypkg, sys\nprint(sbtinypkg.VALUE); print(sbtinypkg.__file__.startswith(sys.prefix))"
     )
     assert step.observation == "42\nTrue\n"
-    assert (env.sandbox.python_dir / "lib").is_dir()
-    assert list(env.sandbox.python_dir.glob("lib/python*/site-packages/sbtinypkg/__init__.py"))
+    assert (env._sandbox.python_dir / "lib").is_dir()
+    assert list(env._sandbox.python_dir.glob("lib/python*/site-packages/sbtinypkg/__init__.py"))
     with pytest.raises(ImportError):
         __import__("sbtinypkg")  # the harness never sees it
     # Packages of the base environment cannot be removed from inside the task.
-    base = env.sandbox.base.site_dirs  # type: ignore[attr-defined]
+    base = env._sandbox.base.site_dirs  # type: ignore[attr-defined]
     numpy_files = sorted(str(p) for d in base for p in Path(d).glob("numpy/*.py"))
     assert numpy_files, "the base holds numpy"
     step = execute(env, "!pip uninstall -y numpy")

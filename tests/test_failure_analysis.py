@@ -18,7 +18,7 @@ from super_bench.analysis import CAUSES, FailureCause, analyze_failure
 from super_bench.analysis._judge import digest
 from super_bench.analysis._lines import traceback_ends
 from super_bench.reading import read_trajectory, strip_ansi
-from super_bench.report.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
+from super_bench.runner.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
 from super_bench.scoring import Metrics, answer_provenance
 
 EXPERT = REFERENCE_TRAJECTORIES / "react-super_expert"

@@ -187,7 +187,7 @@ def test_analyze_refuses_what_is_no_run_directory_with_a_clear_message(tmp_path:
 
 @pytest.mark.skipif(not SAMPLE.is_dir(), reason="the paper's sample trajectories are not here")
 def test_an_imported_paper_run_gets_causes_and_analyze_prints_them_in_one_table_at_80_columns(tmp_path: Path) -> None:
-    from super_bench.report.importer import import_trajectories
+    from super_bench.runner.importer import import_trajectories
 
     outcome = import_trajectories(SAMPLE, tmp_path / "paper")
     results = outcome.run.results

@@ -69,7 +69,7 @@ def test_images_too_large_or_not_base64_are_not_kept_and_the_output_says_so(env:
 
 
 def test_a_script_that_shows_a_figure_prints_its_description(env: Environment) -> None:
-    env.sandbox.write_file("plot.py", PLOT.encode())
+    env._sandbox.write_file("plot.py", PLOT.encode())
     step = env.step(Action.execute("!python plot.py"))
     assert (step.observation, step.exit_code, step.figures) == ("Figure(640x480)\nplotted\n", 0, [])
 

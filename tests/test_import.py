@@ -22,10 +22,10 @@ from tests.trajectory_notebooks import (
 )
 
 from super_bench import Trajectory, load_tasks
-from super_bench.edit import parse_edit
+from super_bench.environment.edit import parse_edit
 from super_bench.errors import RunDirError, TrajectoryImportError
-from super_bench.report.importer import import_trajectories, infer_set
-from super_bench.report.notebooks import IMPORT_DATE, notebook_trajectory
+from super_bench.runner.importer import import_trajectories, infer_set
+from super_bench.runner.paper_notebooks import IMPORT_DATE, notebook_trajectory
 from super_bench.runner.rescore import rescore
 from super_bench.runner.rundir import RunDir
 from super_bench.scoring import parse_answer, score_trajectory, submission_of

@@ -16,8 +16,8 @@ from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import ChatMessageTool, ModelOutput, ModelUsage, get_model
 
 from super_bench.errors import ConfigError
-from super_bench.inspect_ext.tasks import demo_expert, super_task
-from super_bench.inspect_ext.tools import notebook_tools, submit
+from super_bench.integrations.inspect_ext.tasks import demo_expert, super_task
+from super_bench.integrations.inspect_ext.tools import notebook_tools, submit
 from super_bench.sandbox.mirrors.serving import git_config_dir
 
 CLONE = "!git clone https://github.com/super-bench-demo/tinyreg"

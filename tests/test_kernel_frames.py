@@ -14,7 +14,7 @@ from tests.helpers import make_task
 from tests.sandboxes import backend_settings
 
 from super_bench import Action, Environment
-from super_bench.kernel.client import MAX_FRAME_BYTES, max_frame_bytes
+from super_bench.environment.kernel.client import MAX_FRAME_BYTES, max_frame_bytes
 
 GIANT_FRAME = """
 import mmap, os

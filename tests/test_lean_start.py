@@ -15,7 +15,7 @@ import pytest
 import super_bench
 from super_bench import Action, Environment
 from super_bench._pydantic import Model
-from super_bench.sandbox.kernel.kernel_env import kernel_env
+from super_bench.sandbox.launch.kernel_env import kernel_env
 
 SOURCES = Path(super_bench.__file__).parent
 
@@ -84,8 +84,8 @@ def test_the_servers_request_bodies_are_read_without_pydantic_warnings() -> None
         "import warnings; warnings.simplefilter('error')\n"
         "from fastapi.testclient import TestClient\n"
         "from super_bench import EnvConfig, SandboxConfig\n"
-        "from super_bench.server.app import create_app\n"
-        "from super_bench.server.sessions import SessionManager\n"
+        "from super_bench.integrations.server.app import create_app\n"
+        "from super_bench.integrations.server.sessions import SessionManager\n"
         "manager = SessionManager(EnvConfig(sandbox=SandboxConfig(backend='local')))\n"
         "client = TestClient(create_app(manager, 't'))\n"
         "auth = {'Authorization': 'Bearer t'}\n"

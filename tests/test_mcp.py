@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from tests.helpers import cli
 from tests.mcp_client import call, http_session, replay_gold, stdio_session, text
 
-from super_bench.edit import EditFailed, parse_edit
-from super_bench.mcp_ext.episode import ToolCallError
-from super_bench.mcp_ext.tools import edit_content
+from super_bench.environment.edit import EditFailed, parse_edit
+from super_bench.integrations.mcp_ext.episode import ToolCallError
+from super_bench.integrations.mcp_ext.tools import edit_content
 from super_bench.runner.rundir import RunDir
 from super_bench.tasks.loaders import load_tasks
 
@@ -366,7 +366,7 @@ def test_edit_file_arguments_become_the_edit_they_describe(path: str, before: st
 def test_a_sandbox_that_cannot_start_is_a_tool_error_and_a_row(flaky: Any, tmp_path: Path) -> None:
     """The hub in process, on a sandbox that fails to start: the client is told why, the run keeps a row."""
     from super_bench.environment import EnvConfig
-    from super_bench.mcp_ext.hub import RunHub
+    from super_bench.integrations.mcp_ext.hub import RunHub
     from super_bench.runner.config import RunConfig
     from super_bench.sandbox import SandboxConfig
 

@@ -22,7 +22,7 @@ from super_bench import run
 from super_bench.cli import main
 from super_bench.environment import EnvConfig
 from super_bench.errors import SandboxError
-from super_bench.report.notebooks import notebook_trajectory
+from super_bench.runner.paper_notebooks import notebook_trajectory
 from super_bench.sandbox import SandboxConfig, check_backend, supply
 from super_bench.sandbox.supply import git_config_file, mirror_problems
 from super_bench.tasks.model import Task

@@ -31,7 +31,7 @@ def run_cells(env_factory: Any, sandbox: dict[str, Any], cells: list[str], **set
     """Run ``cells``; ``{shown:PATH}`` in a cell stands for where agent code sees the host's PATH."""
     env = env_factory(cell_timeout=120, sandbox=sandbox, **settings)
     env.reset(make_task())
-    shown = env.sandbox.shown_at
+    shown = env._sandbox.shown_at
     cells = [re.sub(r"\{shown:([^}]*)\}", lambda m: shown(m.group(1)), cell) for cell in cells]
     return [env.step({"type": "execute", "content": cell}) for cell in cells]
 

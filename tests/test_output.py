@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.helpers import assert_head_and_tail
 
-from super_bench.kernel.output import OutputBuffer, cap_text, clean_and_cap, clean_output, strip_ansi
+from super_bench.environment.kernel.output import OutputBuffer, cap_text, clean_and_cap, clean_output, strip_ansi
 
 
 def test_strip_ansi_removes_colours_cursor_moves_and_titles() -> None:
@@ -30,7 +30,7 @@ def test_cleaning_a_huge_single_line_without_newlines() -> None:
 
 
 def test_cleaning_in_blocks_gives_what_one_pass_gives() -> None:
-    from super_bench.kernel.output import _BLOCK, _clean
+    from super_bench.environment.kernel.output import _BLOCK, _clean
 
     bar = "".join(f"\r\x1b[32m{i:3d}%|{'#' * (i // 10)}\x1b[0m|" for i in range(0, 101, 5))
     lines = [bar if i % 3 else f"plain line {i}\x07" for i in range(60_000)]
@@ -43,7 +43,7 @@ def test_cleaning_in_blocks_gives_what_one_pass_gives() -> None:
 
 
 def test_cleaning_and_capping_a_flood_gives_what_capping_its_cleaned_copy_gives() -> None:
-    from super_bench.kernel.output import _BLOCK, clean_and_cap
+    from super_bench.environment.kernel.output import _BLOCK, clean_and_cap
 
     bar = "".join(f"\r\x1b[32m{i:3d}%|{'#' * (i // 10)}\x1b[0m|" for i in range(0, 101, 5))
     raw = "\n".join(bar if i % 3 else f"line {i}" for i in range(80_000)) + "\nno newline \r at the end"
@@ -131,7 +131,7 @@ def test_a_ceiling_lowered_or_raised_mid_cell_keeps_a_head_and_a_tail_within_it(
     block=st.integers(1, 12),
 )
 def test_long_lines_with_redraws_clean_in_blocks_as_in_one_pass(parts: list[str], block: int) -> None:
-    from super_bench.kernel import output as output_module
+    from super_bench.environment.kernel import output as output_module
 
     raw = "".join(parts)
     expected = output_module._clean(raw)

@@ -21,9 +21,9 @@ from tests.helpers import assert_head_and_tail, make_task
 
 from super_bench import Action, Environment, score_trajectory
 from super_bench import trajectory as trajectory_module
-from super_bench.kernel import output as output_module
-from super_bench.kernel.output import OutputBuffer
-from super_bench.sandbox.data.kernel_boot import STREAM_PIECE
+from super_bench.environment.kernel import output as output_module
+from super_bench.environment.kernel.output import OutputBuffer
+from super_bench.sandbox.in_task.kernel_boot import STREAM_PIECE
 from super_bench.trajectory import Step, Trajectory, write_step_line
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -249,7 +249,7 @@ def test_a_memory_error_while_holding_a_cells_output_ends_its_step_with_an_error
 def test_a_memory_error_while_cleaning_the_agents_copy_ends_the_step_with_an_error(
     env: Environment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from super_bench import environment as environment_module
+    from super_bench.environment import env as environment_module
 
     _failing_once(monkeypatch, environment_module, "clean_and_cap")
     step = env.step(Action.execute("print('x' * 5000)"))

@@ -25,10 +25,10 @@ from tests.test_landmark_search import FLAGS, _compiles, _pattern, _plain
 
 from super_bench import Action, Environment, RunConfig, run, score_trajectory
 from super_bench.environment import EnvConfig
-from super_bench.kernel import output as output_module
-from super_bench.kernel import spill as spill_module
-from super_bench.kernel.output import OutputBuffer, cap_text, clean_and_cap
-from super_bench.kernel.spill import Spilled, SpillFile, SpillFolder, joined
+from super_bench.environment.kernel import output as output_module
+from super_bench.environment.kernel import spill as spill_module
+from super_bench.environment.kernel.output import OutputBuffer, cap_text, clean_and_cap
+from super_bench.environment.kernel.spill import Spilled, SpillFile, SpillFolder, joined
 from super_bench.runner.rescore import rescore
 from super_bench.sandbox import SandboxConfig
 from super_bench.scoring import windows

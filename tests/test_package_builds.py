@@ -53,7 +53,7 @@ def test_an_sdist_with_a_build_dependency_installs_in_every_cache_mode_and_the_k
         check = env.step(
             {"type": "execute", "content": "import sbsdist, numpy; print(sbsdist.VALUE, sbsdist.BUILT_WITH)"}
         )
-        assert env.kernel.restarts == 1
+        assert env._kernel.restarts == 1
         env.close()
     # numpy is in the task's base: pip's isolated build must not see it, as it would not in a plain virtual
     # environment (a build without isolation sees everything the task does).

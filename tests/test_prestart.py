@@ -288,7 +288,7 @@ def test_the_wall_clock_of_a_prepared_environment_starts_at_reset(tmp_path: Path
         assert trajectory.steps[0].start_time >= reset_at
         step = env.step({"type": "execute", "content": "print(6 * 7 + y - 5)"})
         assert (step.outcome, step.observation.strip()) == ("ok", "42")
-        assert not env.sandbox.ended
+        assert not env._sandbox.ended
     finally:
         env.close()
     assert not list(tmp_path.iterdir())

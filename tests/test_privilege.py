@@ -30,7 +30,7 @@ def _restart(env: Environment) -> None:
 
 
 def _ran(env: Environment) -> list[str]:
-    log = env.sandbox.root / "tmp" / "planted.log"
+    log = env._sandbox.root / "tmp" / "planted.log"
     return log.read_text().splitlines() if log.exists() else []
 
 
@@ -43,9 +43,9 @@ def test_planted_helpers_never_run_with_more_privilege_than_agent_code(env_facto
         limits["max_processes"] = 64
     env: Environment = env_factory(cell_timeout=60, sandbox={**settings, **limits})
     env.reset(make_task())
-    task_root = "" if backend == "bwrap" else str(env.sandbox.root)
+    task_root = "" if backend == "bwrap" else str(env._sandbox.root)
     seen = env.step(Action.execute(PLANT.format(helpers=HELPERS, task_root=task_root))).observation
-    venv_bin = "/venv/bin" if backend == "bwrap" else str(env.sandbox.python_dir / "bin")
+    venv_bin = "/venv/bin" if backend == "bwrap" else str(env._sandbox.python_dir / "bin")
     assert venv_bin in seen, seen  # the PATH's first directory, which agent code owns, was planted in
     env.step(Action.execute("open('notes.txt', 'w').write('a = 1\\n')"))
     for round_ in range(3):
@@ -64,7 +64,7 @@ def test_planted_helpers_never_run_with_more_privilege_than_agent_code(env_facto
     ran = _ran(env)
     if backend == "local":
         assert ran == [], "the harness ran a program agent code planted"
-    agent = os.geteuid() if backend == "local" else getattr(env.sandbox, "_uid", os.geteuid())
+    agent = os.geteuid() if backend == "local" else getattr(env._sandbox, "_uid", os.geteuid())
     for line in ran:
         _, _name, uid, *caps = line.split()
         assert int(uid) == (agent if os.geteuid() == 0 else os.geteuid()), line
@@ -93,7 +93,7 @@ def test_a_stopped_watcher_does_not_stop_the_wall_clock(env_factory: Any, backen
     env: Environment = env_factory(cell_timeout=30, sandbox={**backend_settings(backend), "wall_time_limit": 10})
     env.reset(make_task())
     _restart(env)  # the limit holds for kernels started later too
-    deadline = env.sandbox._deadline
+    deadline = env._sandbox._deadline
     assert deadline is not None
     step = env.step(Action.execute(STOP_WATCHERS))
     ended = time.monotonic()
@@ -114,11 +114,11 @@ def test_a_flood_to_the_kernels_own_output_fills_no_file(env_factory: Any, backe
     flood = "import os\nchunk = b'x' * (1 << 20)\nfor _ in range(200):\n    os.write(1, chunk)\n    os.write(2, chunk)"
     step = env.step(Action.execute(flood + "\nprint('flooded')"))
     assert "flooded" in step.observation, step.observation
-    assert _bytes_under(env.sandbox.runtime_dir) < 1 << 20  # the harness's files of the task: no log grew
-    disk, _ = env.sandbox.usage()
+    assert _bytes_under(env._sandbox.runtime_dir) < 1 << 20  # the harness's files of the task: no log grew
+    disk, _ = env._sandbox.usage()
     assert disk is None or disk < 64 << 20
-    assert not env.sandbox.disk_limit_passed
-    assert env.sandbox.kernel_log_tail(100).endswith("x" * 100)  # the tail is kept, for a dying kernel's note
+    assert not env._sandbox.disk_limit_passed
+    assert env._sandbox.kernel_log_tail(100).endswith("x" * 100)  # the tail is kept, for a dying kernel's note
 
 
 @pytest.mark.slow
@@ -140,5 +140,5 @@ def test_other_tasks_cgroups_are_invisible(env_factory: Any) -> None:
         )
         .observation
     )
-    assert "super-bench" not in seen and envs[1].sandbox.label not in seen
+    assert "super-bench" not in seen and envs[1]._sandbox.label not in seen
     assert seen.splitlines()[0].startswith("ENTRY /sys/fs/cgroup [] []"), seen

@@ -15,7 +15,7 @@ from tests.helpers import step, trajectory
 from tests.trajectory_notebooks import EXPERT_QUERY, NbStep, write_notebook
 
 from super_bench.actions import Action
-from super_bench.report.importer import import_trajectories
+from super_bench.runner.importer import import_trajectories
 from super_bench.runner.rescore import rescore
 from super_bench.runner.results import TaskResult, summarize
 from super_bench.runner.rundir import RunDir

@@ -11,7 +11,7 @@ from tests.helpers import REFERENCE_TRAJECTORIES
 from tests.judgements import load, provenance_pairs, report, shown_block
 from tests.labelled import Split, provenance_labels
 
-from super_bench.report.importer import import_trajectories
+from super_bench.runner.importer import import_trajectories
 from super_bench.scoring import PROVENANCE_STATUSES, answer_provenance
 
 RUNS = ("react-super_expert", "react-super_masked", "swe-agent_expert", "swe-agent_masked")

@@ -17,7 +17,7 @@ from tests.helpers import REFERENCE_REPOS, REFERENCE_TRAJECTORIES
 
 from super_bench import run
 from super_bench.environment import EnvConfig
-from super_bench.report.notebooks import notebook_trajectory
+from super_bench.runner.paper_notebooks import notebook_trajectory
 from super_bench.sandbox import SandboxConfig
 from super_bench.tasks.model import Task
 

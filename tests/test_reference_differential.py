@@ -24,7 +24,7 @@ import pytest
 from tests.helpers import REFERENCE_TRAJECTORIES
 
 from super_bench import Task, score_trajectory
-from super_bench.report.notebooks import notebook_trajectory
+from super_bench.runner.paper_notebooks import notebook_trajectory
 from super_bench.scoring import submission_of
 from super_bench.trajectory import Trajectory
 

@@ -12,7 +12,7 @@ from tests.helpers import cli, make_task, step, trajectory
 from tests.trajectory_notebooks import NbStep, write_notebook
 
 from super_bench import Action, load_tasks, score_answer, score_trajectory
-from super_bench.report.importer import import_trajectories
+from super_bench.runner.importer import import_trajectories
 from super_bench.scoring.cleaning import reference_clean
 
 BAR = " 45% [=====>      ] 1064960 / 104223768\n"

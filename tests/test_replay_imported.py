@@ -11,7 +11,7 @@ from tests.helpers import REFERENCE_TRAJECTORIES
 
 from super_bench import run
 from super_bench.environment import EnvConfig
-from super_bench.report.importer import import_trajectories
+from super_bench.runner.importer import import_trajectories
 from super_bench.sandbox import SandboxConfig
 from super_bench.tasks.model import Task
 

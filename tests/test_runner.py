@@ -27,6 +27,7 @@ from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run
 from super_bench.cli._display import score_table
 from super_bench.errors import ConfigError, RunDirError
 from super_bench.models import ModelOptions
+from super_bench.runner.config import Execution
 from super_bench.runner.progress import RunProgress
 from super_bench.runner.results import TaskResult, metric_stats, summarize
 from super_bench.runner.rundir import RunDir
@@ -297,7 +298,7 @@ def test_a_torn_last_line_is_dropped_and_its_task_runs_again(tmp_path: Path) -> 
 def test_infrastructure_failures_are_retried_then_counted_apart(tmp_path: Path, flaky: type[FlakySandbox]) -> None:
     flaky.failures.update({"tinyreg": 1, "spkmeans-news": 99})
     settings = config(tmp_path, task_ids=["tinyreg", "tinyreg-lr", "spkmeans-news"], sandbox={"backend": "flaky"})
-    outcome = run(settings.model_copy(update={"workers": 2, "infra_retries": 2}))
+    outcome = run(settings.model_copy(update={"execution": Execution(workers=2, infra_retries=2)}))
     by_id = {r.task_id: r for r in outcome.results}
     assert flaky.starts == {"tinyreg": 2, "tinyreg-lr": 1, "spkmeans-news": 3}
     assert (by_id["tinyreg"].status, by_id["tinyreg"].attempts) == ("completed", 2)

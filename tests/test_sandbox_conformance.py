@@ -60,7 +60,7 @@ def run(env: Environment, code: str) -> Any:
 def test_installs_land_in_the_task_layer(start: Any, tmp_path: Path) -> None:
     env = start()
     wheel = tiny_wheel(tmp_path)
-    env.sandbox.write_file(wheel.name, wheel.read_bytes())
+    env._sandbox.write_file(wheel.name, wheel.read_bytes())
     step = run(env, f"!pip install -q --no-index --no-deps {wheel.name}")
     assert step.exit_code == 0, step.observation
     assert run(env, "import sbtinypkg; print(sbtinypkg.VALUE)").observation == "42\n"
@@ -95,14 +95,14 @@ def test_the_kernel_survives_whatever_the_agent_installs(start: Any, tmp_path: P
     env = start()
     for name, (module, version) in {**KERNEL_MACHINERY, **NOTEBOOK}.items():
         wheel = tiny_wheel(tmp_path, name, version=version, module=module)
-        env.sandbox.write_file(f"wheels/{wheel.name}", wheel.read_bytes())
+        env._sandbox.write_file(f"wheels/{wheel.name}", wheel.read_bytes())
     step = run(env, "!pip install -q --no-index --no-deps wheels/*.whl")
     assert step.exit_code == 0, step.observation
     assert run(env, "import os\nos._exit(1)").outcome == "kernel_died"
     modules = ", ".join(module for module, _ in KERNEL_MACHINERY.values())
     step = run(env, f"import {modules}\nprint(*(m.__version__ for m in ({modules},)))\n!echo the shell works")
     assert step.observation == f"{' '.join(v for _, v in KERNEL_MACHINERY.values())}\nthe shell works\n"
-    assert env.kernel.restarts == 1
+    assert env._kernel.restarts == 1
     # The notebook's own packages are the kernel's: display() reaches the notebook.
     step = run(
         env,

@@ -185,7 +185,7 @@ def test_the_base_environment_is_built_once_and_shared_read_only(
         step = env.step(Action.execute("import sbbasepkg\nprint(sbbasepkg.VALUE)"))
         assert step.observation == "7\n"
         wheel = tiny_wheel(tmp_path, "sbtaskpkg", 8)
-        env.sandbox.write_file(wheel.name, wheel.read_bytes())
+        env._sandbox.write_file(wheel.name, wheel.read_bytes())
         assert env.step(Action.execute(f"!pip install -q --no-index {wheel.name}")).exit_code == 0
         step = env.step(Action.execute("!pip uninstall -y sbbasepkg"))
         assert step.exit_code != 0 or "outside environment" in step.observation
@@ -248,7 +248,7 @@ def test_sandbox_check_says_how_memory_is_limited_and_which_environment_tasks_ge
 def test_the_kernel_environment_is_found_again_without_reading_any_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from super_bench.sandbox.kernel import kernel_env as module
+    from super_bench.sandbox.launch import kernel_env as module
 
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     first = module.kernel_env.__wrapped__(sys.executable, version)

@@ -22,10 +22,10 @@ import httpx
 import pytest
 
 from super_bench import EnvConfig, SandboxConfig
-from super_bench.cli.serve_cmd import is_loopback
+from super_bench.cli._serving import is_loopback
+from super_bench.integrations.server.serving import make_server
+from super_bench.integrations.server.sessions import SessionManager
 from super_bench.sandbox.conformance import wait_for
-from super_bench.server.serving import make_server
-from super_bench.server.sessions import SessionManager
 
 TOKEN = "test-token"
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from super_bench import EnvConfig, SandboxConfig
-from super_bench.server.sessions import ServerStopping, SessionManager, SessionRequest
+from super_bench.integrations.server.sessions import ServerStopping, SessionManager, SessionRequest
 
 TOKEN = "stop-token"
 

@@ -95,7 +95,7 @@ def test_standard_input_is_a_terminal_nobody_types_into(env: Environment) -> Non
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\x00"), max_size=3000))
 def test_any_text_a_command_prints_comes_back(env: Environment, text: str) -> None:
-    env.sandbox.write_file("printed.txt", text.encode("utf-8"))
+    env._sandbox.write_file("printed.txt", text.encode("utf-8"))
     step = run(env, "!cat printed.txt")
     assert step.exit_code == 0
     # The terminal writes a newline as carriage return and newline, and nothing else changes.

@@ -23,10 +23,10 @@ from super_bench.cli import main
 from super_bench.construct.autogen import autogen
 from super_bench.construct.gold import gold_env
 from super_bench.construct.notebook import notebook_task
-from super_bench.environment import DEFAULT_MAX_TOKENS
-from super_bench.runner.config import RayOptions
+from super_bench.environment.env import DEFAULT_MAX_TOKENS
+from super_bench.integrations.server.sessions import SessionManager
+from super_bench.runner.config import AgentChoice, Execution, RayOptions, TaskChoice
 from super_bench.scoring import Metrics, ScoreMode
-from super_bench.server.sessions import SessionManager
 from super_bench.tasks.checks import check_tasks
 from super_bench.tasks.model import DEFAULT_MIN_RUNTIME, TaskSet
 from super_bench.trajectory import StepOutcome, StopReason
@@ -132,13 +132,13 @@ FOLLOWED: list[tuple[tuple[str, ...], str, Callable[..., Any], Any, Callable[[An
     (("run",), "network", model_field(SandboxConfig, "network"), False, ON_OFF),
     (("run",), "memory_enforcement", model_field(SandboxConfig, "memory_enforcement"), "cgroup", same),
     (("run",), "max_processes", model_field(SandboxConfig, "max_processes"), 64, same),
-    (("run",), "source", model_field(RunConfig, "source"), "hf", same),
-    (("run",), "agent", model_field(RunConfig, "agent"), "react", same),
+    (("run",), "source", model_field(TaskChoice, "source"), "hf", same),
+    (("run",), "agent", model_field(AgentChoice, "name"), "react", same),
     (("run",), "mode", model_field(RunConfig, "mode"), "reference", same),
-    (("run",), "executor", model_field(RunConfig, "executor"), "ray", same),
-    (("run",), "infra_retries", model_field(RunConfig, "infra_retries"), 5, same),
-    (("run",), "epochs", model_field(RunConfig, "epochs"), 3, same),
-    (("run",), "order", model_field(RunConfig, "order"), "given", same),
+    (("run",), "executor", model_field(Execution, "executor"), "ray", same),
+    (("run",), "infra_retries", model_field(Execution, "infra_retries"), 5, same),
+    (("run",), "epochs", model_field(Execution, "epochs"), 3, same),
+    (("run",), "order", model_field(Execution, "order"), "given", same),
     (("run",), "ray_cpus", model_field(RayOptions, "cpus"), 2.0, same),
     (("run",), "ray_gpus", model_field(RayOptions, "gpus"), 1.0, same),
     (("play",), "max_steps", model_field(EnvConfig, "max_steps"), 7, same),
@@ -173,8 +173,14 @@ def test_a_cli_default_is_the_one_its_setting_defines(
     assert cli_default(path, option) == spelt(other)
 
 
-CONFIGS = {"": (EnvConfig, SandboxConfig, RunConfig), "ray_": (RayOptions,)}
-RENAMED = {"sandbox": "backend", "keep_workdirs": "keep", "output_limit": "episode_output_limit"}
+CONFIGS = {"": (EnvConfig, SandboxConfig, RunConfig, TaskChoice, AgentChoice, Execution), "ray_": (RayOptions,)}
+RENAMED = {
+    "sandbox": "backend",
+    "keep_workdirs": "keep",
+    "output_limit": "episode_output_limit",
+    "agent": "name",
+    "ray_memory_gb": "ray_memory_gb",
+}
 
 
 def config_options() -> Iterator[tuple[tuple[str, ...], click.Option, Any]]:
@@ -213,7 +219,7 @@ def test_defaults_the_help_describes_are_the_real_ones() -> None:
 
 
 def test_other_front_ends_default_as_the_config_models() -> None:
-    from super_bench.inspect_ext.tasks import TaskOptions
+    from super_bench.integrations.inspect_ext.tasks import TaskOptions
 
     assert TaskOptions().env() == EnvConfig()
     assert TaskOptions().mode == RunConfig().mode

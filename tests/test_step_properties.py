@@ -1,7 +1,7 @@
 """Whatever an agent sends, and whenever it sends it, ``Environment.step`` answers with a step that can be
 kept: random and adversarial actions and submissions (lone surrogates, huge ints, NaN and infinities, deep
 and wide values, control characters), and actions after the wall-time limit or the disk watch has ended the
-task, never escape ``step`` and never become an ``infra_error`` (failures.py; docs/runner.md, "Failure
+task, never escape ``step`` and never become an ``infra_error`` (environment/failures.py; docs/runner.md, "Failure
 classes"). Real kernels in real sandboxes; one environment is reused while its episode goes on."""
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def test_an_edit_after_the_disk_watch_fired_ends_the_episode_as_the_agents(
         step = env.step({"type": "execute", "content": "!head -c 40000000 /dev/zero > big; sleep 20"})
         if not env.done:  # the watch fired between the agent's steps
             deadline = time.monotonic() + 20
-            while not env.sandbox.disk_limit_passed and time.monotonic() < deadline:
+            while not env._sandbox.disk_limit_passed and time.monotonic() < deadline:
                 time.sleep(0.1)
             step = env.step({"type": "edit", "content": "f.txt\n<<<BEFORE_EDIT>>>\nhello\n<<<AFTER_EDIT>>>\nbye\n"})
         assert step.stop_reason == "max_disk"

@@ -18,8 +18,9 @@ from tests.trajectory_notebooks import NbStep, write_notebook
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.demo import BUNDLES
 from super_bench.errors import ConfigError, RunDirError
-from super_bench.report.importer import import_trajectories
 from super_bench.report.viewer import build_view
+from super_bench.runner.config import AgentChoice
+from super_bench.runner.importer import import_trajectories
 from super_bench.runner.rundir import RunDir
 from super_bench.runner.verify import verify
 from super_bench.runner.verify_env import replay_environment
@@ -206,7 +207,7 @@ def test_verifys_defaults_reproduce_a_run_that_installs_through_the_package_cach
         out = tmp_path / "installs"
         sandbox = SandboxConfig(backend="local", root=tmp_path / "sandboxes", pip_index=index)
         config = RunConfig(env=EnvConfig(cell_timeout=120, sandbox=sandbox), task_ids=["tinyreg"], out=out)
-        run(config.model_copy(update={"agent": f"replay:{path}"}), progress=False)
+        run(config.model_copy(update={"agent": AgentChoice(name=f"replay:{path}")}), progress=False)
         outcome = verify(out, sandbox={**settings, "root": tmp_path / "replays", "pip_index": index})
     (row,) = outcome.rows
     assert row.reproduced is True, row

@@ -28,8 +28,8 @@ from tests.trajectory_notebooks import (
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run
 from super_bench.actions import Action
-from super_bench.report.importer import import_trajectories
 from super_bench.report.viewer import build_view
+from super_bench.runner.importer import import_trajectories
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
 from super_bench.runner.verify_records import VerifyResult

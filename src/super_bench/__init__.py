@@ -26,10 +26,10 @@ _EXPORTS = {
     "Step": "super_bench.trajectory",
     "SuperBenchError": "super_bench.errors",
     "Task": "super_bench.tasks.model",
-    "TaskEnvironment": "super_bench.gym",
+    "TaskEnvironment": "super_bench.integrations.gym",
     "Trajectory": "super_bench.trajectory",
     "load_tasks": "super_bench.tasks.loaders",
-    "make": "super_bench.gym",
+    "make": "super_bench.integrations.gym",
     "rescore": "super_bench.runner.rescore",
     "run": "super_bench.runner.run",
     "score_answer": "super_bench.scoring.answer",
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from super_bench.actions import Action
     from super_bench.environment import EnvConfig, Environment
     from super_bench.errors import SuperBenchError
-    from super_bench.gym import TaskEnvironment, make
+    from super_bench.integrations.gym import TaskEnvironment, make
     from super_bench.runner.config import RunConfig
     from super_bench.runner.rescore import rescore
     from super_bench.runner.run import run

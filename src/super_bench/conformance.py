@@ -109,7 +109,7 @@ def _started_in_a_thread(start: Callable[..., Environment]) -> Environment:
         raise failed[0]
     time.sleep(1)
     shown(started[0], "print('alive')", "alive\n")
-    expect(started[0].kernel.restarts == 0, "the kernel died when the thread that started it ended")
+    expect(started[0]._kernel.restarts == 0, "the kernel died when the thread that started it ended")
     return started[0]
 
 
@@ -128,16 +128,16 @@ def _cd(env: Environment) -> None:
     try:
         step = run(env, "!mkdir -p sub && touch sub/marker\n%cd sub\nimport os\nprint(sorted(os.listdir('.')))")
         expect(step.observation.endswith("['marker']\n"), f"after %cd sub a cell showed {step.observation!r}")
-        expect(env.cwd == f"{env.sandbox.workdir}/sub", f"after %cd sub the notebook is in {env.cwd}")
+        expect(env.cwd == f"{env._sandbox.workdir}/sub", f"after %cd sub the notebook is in {env.cwd}")
     finally:
-        run(env, f"%cd {env.sandbox.workdir}")
+        run(env, f"%cd {env._sandbox.workdir}")
 
 
 def _files(env: Environment) -> None:
-    env.sandbox.write_file("data/in.txt", b"from the harness\n")
+    env._sandbox.write_file("data/in.txt", b"from the harness\n")
     shown(env, "print(open('data/in.txt').read(), end='')", "from the harness\n")
     run(env, "open('out.bin', 'wb').write(bytes(range(256)))")
-    expect(env.sandbox.read_file("out.bin") == bytes(range(256)), "the harness read back other bytes than written")
+    expect(env._sandbox.read_file("out.bin") == bytes(range(256)), "the harness read back other bytes than written")
 
 
 def _home(env: Environment) -> None:
@@ -148,13 +148,13 @@ def _edits(env: Environment) -> None:
     run(env, "open('m.py', 'w').write('a = 1\\nb = 2\\n')")
     step = edit(env, "m.py", "b = 2", "b = 3")
     expect(step.outcome == "ok", f"an edit was not applied: {step.observation}")
-    expect(env.sandbox.read_file("m.py") == b"a = 1\nb = 3\n", "the edited file does not hold the edit")
+    expect(env._sandbox.read_file("m.py") == b"a = 1\nb = 3\n", "the edited file does not hold the edit")
 
 
 def _refused_edits(env: Environment) -> None:
     step = edit(env, "m.py", "c = 4", "c = 5")
     expect(step.outcome == "invalid", f"an edit of text the file lacks came back {step.outcome}")
-    expect(env.sandbox.read_file("m.py") == b"a = 1\nb = 3\n", "a refused edit changed the file")
+    expect(env._sandbox.read_file("m.py") == b"a = 1\nb = 3\n", "a refused edit changed the file")
     step = edit(env, "nope.py", "a", "b")
     expect(step.outcome == "invalid" and "does not exist" in step.observation, f"a missing file: {step.observation}")
 
@@ -164,7 +164,7 @@ def _read_only_edit(env: Environment) -> None:
     run(env, "!mkdir -p ro && printf 'x\\n' > ro/n.txt && chmod a-w ro/n.txt")
     step = edit(env, "ro/n.txt", "x", "y")
     expect(step.outcome == "ok", f"an edit of a read-only file of the task failed: {step.observation}")
-    expect(env.sandbox.read_file("ro/n.txt") == b"y\n", "the read-only file does not hold the edit")
+    expect(env._sandbox.read_file("ro/n.txt") == b"y\n", "the read-only file does not hold the edit")
 
 
 def _fifo_edit(env: Environment) -> None:
@@ -191,13 +191,13 @@ def _interrupt(env: Environment) -> None:
 
 
 def _died(env: Environment, code: str, cause: str) -> None:
-    restarts = env.kernel.restarts
+    restarts = env._kernel.restarts
     run(env, "lost = 1\nopen('kept.txt', 'w').write('on disk')")
     step = run(env, code)
     expect(step.outcome == "kernel_died", f"{code!r} came back {step.outcome}")
     expect(cause in step.observation and "state was lost" in step.observation, f"it said {step.observation!r}")
     shown(env, "print('lost' in globals(), open('kept.txt').read())", "False on disk\n")
-    expect(env.kernel.restarts == restarts + 1, "the kernel was not replaced once")
+    expect(env._kernel.restarts == restarts + 1, "the kernel was not replaced once")
 
 
 def _planted_links(env: Environment) -> None:
@@ -269,7 +269,7 @@ _SHARED: list[tuple[str, Callable[[Environment], None]]] = [
 
 
 def _close(env: Environment) -> None:
-    runtime = Path(env.sandbox.runtime_dir)
+    runtime = Path(env._sandbox.runtime_dir)
     env.close()
     expect(not runtime.exists(), f"closing left the runtime directory {runtime}")
 

@@ -18,7 +18,7 @@ from super_bench.errors import AgentError
 from super_bench.models.base import ModelOptions
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
 
 
 @runtime_checkable
@@ -27,7 +27,7 @@ class Agent(Protocol):
 
     name: str
 
-    def run(self, env: Environment) -> None: ...
+    def run(self, env: AgentEnv) -> None: ...
 
 
 class AgentOptions(Model):
@@ -58,7 +58,7 @@ AGENTS.register(
 )
 AGENTS.register(
     "mcp",
-    "super_bench.mcp_ext.command:McpCommandAgent",
+    "super_bench.integrations.mcp_ext.command:McpCommandAgent",
     extra="mcp",
     summary="mcp:COMMAND runs an external MCP client (Claude Code, Codex CLI, ...) on each task",
 )

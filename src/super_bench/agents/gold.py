@@ -14,7 +14,7 @@ from super_bench.agents.base import AgentOptions, refuse_model
 from super_bench.errors import AgentError
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
     from super_bench.trajectory import Step
 
 _NOTHING = object()
@@ -45,7 +45,7 @@ class GoldAgent:
             raise AgentError("the gold agent takes no argument")
         refuse_model("gold", options)
 
-    def run(self, env: Environment) -> None:
+    def run(self, env: AgentEnv) -> None:
         task = env.task
         if not task.solution:
             return  # nothing to replay: the runner records the episode as stopped without a submission
@@ -64,7 +64,7 @@ class GoldAgent:
             env.step({"type": "submit", "content": answer}, thought="Submit the answer the last cell printed.")
 
     @staticmethod
-    def _finish(env: Environment, step: Step) -> Step:
+    def _finish(env: AgentEnv, step: Step) -> Step:
         """Gold cells run to completion: wait through soft timeouts (budgets still apply)."""
         while step.outcome == "timeout" and not env.done:
             step = env.step({"type": "continue_wait"}, thought="The gold cell is still running; wait.")

@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 from super_bench.actions import Action
 from super_bench.agents.base import AgentOptions, refuse_model
+from super_bench.environment.kernel.output import strip_ansi
 from super_bench.errors import AgentError
-from super_bench.kernel.output import strip_ansi
 from super_bench.messages import NOTE
 from super_bench.terminal import defang, wrapped
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
     from super_bench.trajectory import Step
 
 HELP = (__doc__ or "").split("Commands start with a colon:")[1].split("The episode")[0].strip("\n")
@@ -67,7 +67,7 @@ def _complete(source: str) -> bool:
 
 
 @contextmanager
-def _ctrl_c_interrupts(env: Environment) -> Iterator[None]:
+def _ctrl_c_interrupts(env: AgentEnv) -> Iterator[None]:
     """While a step runs, Ctrl-C interrupts the cell instead of ending the episode (only the main thread
     receives signals: with the agent in another, Ctrl-C keeps its usual meaning)."""
     if threading.current_thread() is not threading.main_thread():
@@ -111,7 +111,7 @@ class HumanAgent:
         if self.stream is not None:
             self.stream(text)
 
-    def run(self, env: Environment) -> None:
+    def run(self, env: AgentEnv) -> None:
         task = env.task
         # Wrapped here, at word boundaries, since the terminal would cut the words at its edge.
         self.write(wrapped(f"Task {task.task_id} ({task.task_set}):\n{task.query}\n", sys.stdout))
@@ -148,7 +148,7 @@ class HumanAgent:
             self._show(env, step, "".join(self._streamed))
             note = None
 
-    def _next(self, env: Environment) -> Action | str | None:
+    def _next(self, env: AgentEnv) -> Action | str | None:
         """The next action, a note (str), or None to stop."""
         while True:
             line = self.read(f"[{len(env.trajectory.agent_steps) + 1}]>>> ")
@@ -187,7 +187,7 @@ class HumanAgent:
             lines.append(line)
         return "\n".join(lines)
 
-    def _show(self, env: Environment, step: Step, streamed: str) -> None:
+    def _show(self, env: AgentEnv, step: Step, streamed: str) -> None:
         if streamed:
             # The output was shown as it came: only the harness's notes on it remain to be shown.
             if not streamed.endswith("\n"):

@@ -26,7 +26,7 @@ from super_bench.models import ChatModel, Message, ModelRequest, ModelResponse, 
 from super_bench.trajectory import Usage
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
     from super_bench.trajectory import Step
 
 
@@ -75,7 +75,7 @@ def model_for(agent: str, options: AgentOptions) -> ChatModel:
     return create_model(options.model, options.model_options)
 
 
-def volatile_paths(env: Environment) -> dict[str, str]:
+def volatile_paths(env: AgentEnv) -> dict[str, str]:
     """The task's sandbox directory, which is random in sandboxes without a fixed working directory:
     replaced by a placeholder in the cache key, so that a rerun's identical conversation hits the cache."""
     task_dir = posixpath.dirname(env.workdir.rstrip("/"))
@@ -106,10 +106,10 @@ class LLMAgent(ABC):
 
     # -- what each agent defines ----------------------------------------------------------------
     @abstractmethod
-    def system_prompt(self, env: Environment) -> str: ...
+    def system_prompt(self, env: AgentEnv) -> str: ...
 
     @abstractmethod
-    def parse(self, reply: str, env: Environment) -> Parsed:
+    def parse(self, reply: str, env: AgentEnv) -> Parsed:
         """The action in a reply; raises FormatError saying what is wrong."""
 
     @abstractmethod
@@ -123,11 +123,11 @@ class LLMAgent(ABC):
     def render_observation(self, step: Step, text: str) -> str:
         return f"Observation: ```\n{text}\n```"
 
-    def query_message(self, env: Environment) -> str:
+    def query_message(self, env: AgentEnv) -> str:
         return f"Query: {env.task.query}"
 
     # -- the loop -------------------------------------------------------------------------------
-    def run(self, env: Environment) -> None:
+    def run(self, env: AgentEnv) -> None:
         if env.budget_left().cost is not None and self.model.prices.lookup(self.model.spec) is None:
             raise ConfigError(
                 f"--max-cost needs the price of {self.model.spec}, which is not in the price table; "
@@ -141,7 +141,7 @@ class LLMAgent(ABC):
             if parsed.after is not None:
                 parsed.after(step)
 
-    def messages(self, env: Environment) -> list[Message]:
+    def messages(self, env: AgentEnv) -> list[Message]:
         messages: list[Message] = [
             {"role": "system", "content": self.system_prompt(env)},
             {"role": "user", "content": self.query_message(env)},
@@ -155,7 +155,7 @@ class LLMAgent(ABC):
             )
         return messages
 
-    def ask(self, env: Environment, messages: list[Message]) -> ModelResponse:
+    def ask(self, env: AgentEnv, messages: list[Message]) -> ModelResponse:
         """One model call, counted in the episode's usage."""
         request = ModelRequest(
             messages=messages,
@@ -169,7 +169,7 @@ class LLMAgent(ABC):
         env.add_usage(response.usage)
         return response
 
-    def next_action(self, env: Environment) -> Parsed | None:
+    def next_action(self, env: AgentEnv) -> Parsed | None:
         """Ask until a reply parses (or the retries or a budget run out, which ends the episode)."""
         base = self.messages(env)
         messages = base

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 from super_bench.actions import Action
 from super_bench.agents.llm import FormatError, LLMAgent, Parsed
-from super_bench.edit import AFTER, BEFORE
+from super_bench.environment.edit import AFTER, BEFORE
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
     from super_bench.trajectory import Step
 
 _ACTION_LINE = re.compile(r"^[ \t]*\**Action\**:[ \t]*\**([A-Za-z_]+)\**[ \t]*(.*)$", re.MULTILINE)
@@ -161,7 +161,7 @@ class ReActAgent(LLMAgent):
     def action_types(self) -> tuple[str, ...]:
         return ("execute", "edit", "submit", *NO_CONTENT) if self.allow_edit else ("execute", "submit", *NO_CONTENT)
 
-    def system_prompt(self, env: Environment) -> str:
+    def system_prompt(self, env: AgentEnv) -> str:
         actions = "\n".join([_EXECUTE, *([_EDIT] if self.allow_edit else []), _REST])
         parts = [
             "You are working in a Jupyter notebook to carry out a task. Each of your replies holds exactly one "
@@ -177,7 +177,7 @@ class ReActAgent(LLMAgent):
             parts.append(_EDIT_EXAMPLE)
         return "\n\n".join(parts)
 
-    def parse(self, reply: str, env: Environment) -> Parsed:
+    def parse(self, reply: str, env: AgentEnv) -> Parsed:
         match = _ACTION_LINE.search(reply)
         if match is None:
             raise FormatError("there is no line starting with 'Action:'")

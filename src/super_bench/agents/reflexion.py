@@ -30,7 +30,7 @@ from super_bench.models import ChatModel, Message, ModelRequest
 from super_bench.scoring import submission_of
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
     from super_bench.trajectory import Trajectory
 
 _VERDICT = re.compile(r"VERDICT:\s*\**\s*(PASS|FAIL)", re.IGNORECASE)
@@ -88,7 +88,7 @@ class ReflexionAgent:
             raise AgentError(f"the agent {name!r} does not provide name and run(env)")
         return agent
 
-    def run(self, env: Environment) -> None:
+    def run(self, env: AgentEnv) -> None:
         task = env.task
         attempts: list[dict[str, Any]] = []
         reflections: list[str] = []
@@ -117,7 +117,7 @@ class ReflexionAgent:
             "attempts": attempts,
         }
 
-    def _ask(self, env: Environment, prompt: str) -> str:
+    def _ask(self, env: AgentEnv, prompt: str) -> str:
         messages: list[Message] = [
             {"role": "system", "content": "You review attempts at tasks carried out in a Jupyter notebook."},
             {"role": "user", "content": prompt},
@@ -127,7 +127,7 @@ class ReflexionAgent:
         env.add_usage(response.usage)
         return response.text.strip()
 
-    def _self_check(self, env: Environment, attempt: Trajectory) -> tuple[bool, str]:
+    def _self_check(self, env: AgentEnv, attempt: Trajectory) -> tuple[bool, str]:
         reply = self._ask(
             env,
             f"The task:\n{env.task.query}\n\nThe end of the attempt:\n{_transcript(attempt)}\n\n"
@@ -139,7 +139,7 @@ class ReflexionAgent:
         verdict = _VERDICT.search(reply)
         return verdict is None or verdict.group(1).upper() == "PASS", reply  # an unclear check keeps the answer
 
-    def _reflect(self, env: Environment, attempt: Trajectory, check: str | None) -> str:
+    def _reflect(self, env: AgentEnv, attempt: Trajectory, check: str | None) -> str:
         if check is not None:
             why = f"It submitted {json.dumps(attempt.submission)}, but a check judged it wrong:\n{check}"
         else:

@@ -25,7 +25,7 @@ from super_bench.scoring import submission_of, trace_answer
 from super_bench.trajectory import Trajectory
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
 
 # A trajectory.json holds every step's output (up to the episode's limit of kept output, in JSON's
 # escapes), and parsing takes several times a file's size in memory: refuse what no run writes.
@@ -105,7 +105,7 @@ class ReplayAgent:
         self.actions = _actions(self.path, data)
         self.recording = _recording(data)
 
-    def run(self, env: Environment) -> None:
+    def run(self, env: AgentEnv) -> None:
         for item in self.actions:
             if env.done:
                 break

@@ -34,7 +34,7 @@ from super_bench.agents.swe_tools import (
 from super_bench.models import ChatModel, Message
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
     from super_bench.trajectory import Step
 
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -105,7 +105,7 @@ class SWEAgent(LLMAgent):
         self.open_file: str | None = None
         self.first_line = 1
 
-    def system_prompt(self, env: Environment) -> str:
+    def system_prompt(self, env: AgentEnv) -> str:
         timeout = duration(env.config.cell_timeout)
         return "\n\n".join(
             [
@@ -123,7 +123,7 @@ class SWEAgent(LLMAgent):
             ]
         )
 
-    def messages(self, env: Environment) -> list[Message]:
+    def messages(self, env: AgentEnv) -> list[Message]:
         messages = super().messages(env)
         if env.trajectory.steps:
             state = f"(Open file: {self.open_file or 'none'})\n(Current directory: {env.cwd})"
@@ -150,7 +150,7 @@ class SWEAgent(LLMAgent):
         )
 
     # -- commands ------------------------------------------------------------------------------
-    def parse(self, reply: str, env: Environment) -> Parsed:
+    def parse(self, reply: str, env: AgentEnv) -> Parsed:
         match = _FENCE.search(reply)
         if match is None:
             raise FormatError("it has no command in a fenced block (```)")
@@ -161,7 +161,7 @@ class SWEAgent(LLMAgent):
         action, after = self._action(command, env)
         return Parsed(thought, action, {"command": command}, after)
 
-    def _path(self, env: Environment, path: str) -> str:
+    def _path(self, env: AgentEnv, path: str) -> str:
         return posixpath.normpath(posixpath.join(env.cwd, path))
 
     def _track(self, step: Step) -> None:
@@ -173,7 +173,7 @@ class SWEAgent(LLMAgent):
         first = _FIRST_LINE.search(step.observation, header.end())
         self.first_line = int(first.group(1)) if first else 1
 
-    def _action(self, command: str, env: Environment) -> tuple[Action, Callable[[Step], None] | None]:
+    def _action(self, command: str, env: AgentEnv) -> tuple[Action, Callable[[Step], None] | None]:
         head, _, _ = command.partition("\n")
         word, _, rest = head.strip().partition(" ")
         label = f"swe-agent: {head.strip()}"
@@ -205,7 +205,7 @@ class SWEAgent(LLMAgent):
             raise FormatError(f"cannot split the arguments of {word} ({e}); check the quotes") from e
         return self._tool(word, args, label, env), self._track
 
-    def _tool(self, word: str, args: list[str], label: str, env: Environment) -> Action:
+    def _tool(self, word: str, args: list[str], label: str, env: AgentEnv) -> Action:
         window = self.settings.window
         usage = _TOOLS[word]
         if not (usage[0] <= len(args) <= usage[1]):

@@ -107,6 +107,7 @@ class Default:
 ENV = "super_bench.environment:EnvConfig."
 SANDBOX = "super_bench.sandbox:SandboxConfig."
 RUN = "super_bench.runner.config:RunConfig."
+TASKS = "super_bench.runner.config:TaskChoice."
 
 
 def as_list(values: tuple[str, ...] | None) -> list[str] | None:
@@ -140,7 +141,7 @@ mode_option = click.option(
 source_option = click.option(
     "--source",
     type=str,
-    default=Default(RUN + "source"),
+    default=Default(TASKS + "source"),
     show_default=True,
     help="Tasks: demo (bundled, offline), hf (the allenai/super dataset), hf:OWNER/NAME[@REV], "
     "or a .jsonl/.json/.parquet file or directory.",

@@ -44,18 +44,16 @@ def play_command(
     """
     from super_bench.cli._display import err_console, print_run_dir, print_summary
     from super_bench.environment import EnvConfig
-    from super_bench.runner.config import RunConfig
+    from super_bench.runner.config import AgentChoice, Execution, RunConfig, TaskChoice
     from super_bench.runner.run import run
     from super_bench.tasks.loaders import find_task
 
     task = find_task(task_id, source, task_set)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     config = RunConfig(
-        source=source,
-        task_set=task.task_set,
-        task_ids=[task.task_id],
-        agent="human",
-        infra_retries=0,  # a failed session is not restarted under the player's hands
+        tasks=TaskChoice(source=source, task_set=task.task_set, task_ids=[task.task_id]),
+        agent=AgentChoice(name="human"),
+        execution=Execution(infra_retries=0),  # a failed session is not restarted under the player's hands
         out=out or Path("runs") / f"{stamp}-play-{task.task_id}",
         env=EnvConfig(
             cell_timeout=cell_timeout,

@@ -4,59 +4,56 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from super_bench._names import TASK_SETS
 from super_bench.cli import NOTHING_SCORED, RUN_DIR_UNWRITABLE
-from super_bench.cli._options import (
-    RUN,
-    Default,
-    ManyValues,
-    ManyValuesCommand,
-    as_list,
-    budget_options,
-    key_values,
-    mode_option,
-    sandbox_options,
-    set_option,
-    source_option,
-)
+from super_bench.cli._generated import GeneratedCommand, field_option, model_options
+from super_bench.cli._options import as_list, budget_options, key_values, sandbox_options
 
 if TYPE_CHECKING:
     from super_bench.runner.config import RunConfig
     from super_bench.sandbox import SandboxConfig
 
-RAY = "super_bench.runner.config:RayOptions."
+
+def _generated() -> list[click.Parameter]:
+    """The options of RunConfig's own settings, by their flat names (``--agent``, ``--workers``, ``--ray-cpus``)."""
+    from super_bench.runner.config import AgentChoice, Execution, RayOptions, RunConfig, TaskChoice
+
+    return [
+        *model_options(
+            TaskChoice,
+            ("source", "task_set", "task_ids", "limit", "query", "skip_invalid"),
+            overrides={
+                "task_set": {
+                    "flags": ["--set"],
+                    "type": click.Choice(TASK_SETS),
+                    "help": "Task set. [default: expert for demo and hf; every row for files]",
+                },
+                "task_ids": {"metavar": "ID ..."},
+            },
+        ),
+        field_option(AgentChoice, "name", option="agent"),
+        *model_options(AgentChoice, ("model", "seed")),
+        *model_options(
+            RunConfig, ("out", "mode"), overrides={"out": {"type": click.Path(file_okay=False, path_type=Path)}}
+        ),
+        *model_options(Execution, ("workers", "prestart", "executor")),
+        *model_options(
+            RayOptions,
+            ("address", "cpus", "memory_gb", "gpus"),
+            prefix="ray_",
+            overrides={"address": {"metavar": "ADDR"}, "memory_gb": {"flags": ["--ray-memory"]}},
+        ),
+        *model_options(Execution, ("infra_retries", "epochs", "order")),
+        *model_options(RunConfig, ("redo", "adopt")),
+    ]
 
 
-@click.command("run", cls=ManyValuesCommand)
-@source_option
-@set_option
-@click.option("--task-ids", cls=ManyValues, metavar="ID ...", help="Run only these tasks.")
-@click.option("--limit", type=click.IntRange(min=1), help="Run at most this many tasks.")
-@click.option(
-    "--query",
-    help="Run one ad-hoc task with this query instead of a task set; it has no gold solution, so give an --agent "
-    "that works on its own.",
-)
-@click.option("--skip-invalid", is_flag=True, help="Skip invalid task rows instead of failing.")
-@click.option(
-    "--agent",
-    type=str,
-    default=Default(RUN + "agent"),
-    show_default=True,
-    help="gold, replay:FILE, react, react-super, swe-agent, reflexion[:AGENT], human, mcp:COMMAND (an external MCP "
-    "client, docs/integrations.md), or a plug-in.",
-)
-@click.option("--model", help="Model as provider/name, for agents that use one.")
-@click.option("--seed", type=int, help="Seed for agents and models that sample.")
+@click.command("run", cls=GeneratedCommand, generate=_generated)
 @sandbox_options
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Run directory; rerunning with the same one resumes. [default: runs/<time>-<set or query>-<agent>[-<model>]]",
-)
 @budget_options
 @click.option(
     "--max-tokens", type=click.IntRange(min=1), help="Prompt tokens per task. [default: 600k; 400k for masked]"
@@ -75,84 +72,9 @@ RAY = "super_bench.runner.config:RayOptions."
     help="JSON or TOML file of model prices (USD per 1M tokens), added to the built-in table.",
 )
 @click.option("--no-cache", is_flag=True, help="Do not use or fill the on-disk cache of model replies.")
-@mode_option
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    help="Tasks at once, each in its own sandbox. [default: 1; with Ray, as many as the cluster's CPUs fit]",
-)
-@click.option(
-    "--prestart",
-    type=click.Choice(["auto", "off"]),
-    default=Default(RUN + "prestart"),
-    show_default=True,
-    help="auto: while every worker is busy and tasks wait, start the next task's sandbox ahead if a core is idle.",
-)
-@click.option(
-    "--executor",
-    type=str,
-    default=Default(RUN + "executor"),
-    show_default=True,
-    help="local (this machine) or ray (a Ray cluster, or a local Ray instance); see docs/runner.md.",
-)
-@click.option("--ray-address", metavar="ADDR", help="Ray cluster to join: auto, HOST:6379 or ray://HOST:10001.")
-@click.option(
-    "--ray-cpus",
-    type=click.FloatRange(min=0, min_open=True),
-    default=Default(RAY + "cpus"),
-    show_default=True,
-    help="CPUs per Ray task.",
-)
-@click.option("--ray-memory", type=click.FloatRange(min=0, min_open=True), help="GiB of memory per Ray task.")
-@click.option(
-    "--ray-gpus",
-    type=click.FloatRange(min=0),
-    default=Default(RAY + "gpus"),
-    show_default=True,
-    help="GPUs per Ray task.",
-)
-@click.option(
-    "--infra-retries",
-    type=click.IntRange(min=0),
-    default=Default(RUN + "infra_retries"),
-    show_default=True,
-    help="Times a task is tried again after an infrastructure failure (sandbox, kernel, model service).",
-)
-@click.option(
-    "--epochs",
-    type=click.IntRange(min=1),
-    default=Default(RUN + "epochs"),
-    show_default=True,
-    help="Runs of each task (seeds: --seed, +1, ...); summary.json gets standard errors and intervals.",
-)
-@click.option(
-    "--order",
-    type=click.Choice(["longest-first", "given"]),
-    default=Default(RUN + "order"),
-    show_default=True,
-    help="With several workers, the tasks that took longest in earlier runs first (untimed ones first of all), "
-    "or the order given.",
-)
-@click.option("--redo", is_flag=True, help="Replace the run in --out instead of resuming it.")
-@click.option(
-    "--adopt",
-    is_flag=True,
-    help="Resume a run whose run.json is lost or unreadable: keep the results these settings match, and "
-    "rebuild run.json from them.",
-)
 @click.option("--yes", is_flag=True, help="With --adopt: adopt rows too old to be checked without asking.")
 def run_command(
-    source: str,
-    task_set: str | None,
-    task_ids: tuple[str, ...],
-    limit: int | None,
-    query: str | None,
-    skip_invalid: bool,
-    agent: str,
-    model: str | None,
-    seed: int | None,
     sandbox: SandboxConfig,
-    out: Path | None,
     cell_timeout: float,
     max_steps: int,
     max_compute: float,
@@ -162,20 +84,8 @@ def run_command(
     agent_settings: tuple[str, ...],
     prices: Path | None,
     no_cache: bool,
-    mode: str,
-    workers: int | None,
-    prestart: str,
-    executor: str,
-    ray_address: str | None,
-    ray_cpus: float,
-    ray_memory: float | None,
-    ray_gpus: float,
-    infra_retries: int,
-    epochs: int,
-    order: str,
-    redo: bool,
-    adopt: bool,
     yes: bool,
+    **settings: Any,
 ) -> None:
     """Run an agent on tasks and score it.
 
@@ -189,44 +99,31 @@ def run_command(
     from super_bench.environment import EnvConfig
     from super_bench.errors import IdentityLostError, RunDirWriteError
     from super_bench.models import ModelOptions
-    from super_bench.runner.config import RayOptions, RunConfig
+    from super_bench.runner.config import RunConfig
     from super_bench.runner.progress import RunProgress
     from super_bench.runner.run import run
 
     started()
-    config = RunConfig(
-        source=source,
-        task_set=task_set,
-        task_ids=as_list(task_ids),
-        limit=limit,
-        query=query,
-        skip_invalid=skip_invalid,
-        agent=agent,
-        model=model,
-        seed=seed,
-        agent_settings=key_values(agent_settings, "--agent-setting"),
-        model_options=ModelOptions(prices=prices, **({"cache": None} if no_cache else {})),
-        out=out,
-        mode=mode,
-        executor=executor,
-        workers=workers,
-        prestart=prestart,
-        ray=RayOptions(address=ray_address, cpus=ray_cpus, memory_gb=ray_memory, gpus=ray_gpus),
-        infra_retries=infra_retries,
-        epochs=epochs,
-        order=order,
-        redo=redo,
-        adopt=adopt,
-        env=EnvConfig(
-            cell_timeout=cell_timeout,
-            max_steps=max_steps,
-            max_compute=max_compute,
-            **({"episode_output_limit": output_limit} if output_limit else {}),
-            max_tokens=max_tokens,
-            max_cost=max_cost,
-            sandbox=sandbox,
-        ),
+    ray = {name.removeprefix("ray_"): settings.pop(name) for name in list(settings) if name.startswith("ray_")}
+    config = RunConfig.model_validate(
+        {
+            **settings,
+            "task_ids": as_list(settings["task_ids"]),
+            "ray": ray,
+            "agent_settings": key_values(agent_settings, "--agent-setting"),
+            "model_options": ModelOptions(prices=prices, **({"cache": None} if no_cache else {})),
+            "env": EnvConfig(
+                cell_timeout=cell_timeout,
+                max_steps=max_steps,
+                max_compute=max_compute,
+                **({"episode_output_limit": output_limit} if output_limit else {}),
+                max_tokens=max_tokens,
+                max_cost=max_cost,
+                sandbox=sandbox,
+            ),
+        }
     )
+    out, adopt = config.out, config.adopt
     tasks = config.load()
     if not tasks:
         raise click.UsageError("no tasks selected")
@@ -236,7 +133,7 @@ def run_command(
     ctx = click.get_current_context()
 
     def advice() -> str:
-        total = len(tasks) * epochs
+        total = len(tasks) * config.execution.epochs
         return f"{kept_line(run_dir, total)}\nresume with: {resume_command(ctx, None if out else run_dir)}"
 
     if adopt and not yes:
@@ -252,8 +149,8 @@ def run_command(
         if adopt:
             raise
         raise IdentityLostError(f"{e}; to keep them: {resume_command(ctx, None if out else run_dir)} --adopt") from None
-    print_summary(outcome.results, outcome.summary, title=f"{agent} on {len(tasks)} task(s)")
-    if query is not None:
+    print_summary(outcome.results, outcome.summary, title=f"{config.agent.name} on {len(tasks)} task(s)")
+    if config.tasks.query is not None:
         print_query_answer(outcome.results)
     print_run_dir(outcome.run_dir.path)
     if outcome.summary.n_scored == 0:

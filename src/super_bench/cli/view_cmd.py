@@ -57,7 +57,7 @@ def import_command(
     Without --tasks, results keep the metrics the original harness recorded; with --tasks, the run is
     re-scored against the gold tasks.
     """
-    from super_bench.report.importer import import_trajectories, source_set
+    from super_bench.runner.importer import import_trajectories, source_set
     from super_bench.tasks.loaders import load_tasks
 
     tasks = load_tasks(tasks_source, task_set or source_set(source)) if tasks_source else None

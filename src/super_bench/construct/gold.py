@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from super_bench.environment import EnvConfig
-from super_bench.runner.config import Reporter, RunConfig
+from super_bench.runner.config import AgentChoice, Reporter, RunConfig
 from super_bench.runner.results import TaskResult
 from super_bench.runner.run import run
 from super_bench.sandbox import SandboxConfig
@@ -65,7 +65,9 @@ def check_gold(
     runnable = [t for t in tasks if t.solution]
     checks = {t.task_id: GoldCheck(t.task_id, "no solution") for t in tasks if not t.solution}
     if runnable:
-        outcome = run(RunConfig(agent="gold", out=out, env=env or gold_env()), tasks=runnable, reporter=reporter)
+        outcome = run(
+            RunConfig(agent=AgentChoice(name="gold"), out=out, env=env or gold_env()), tasks=runnable, reporter=reporter
+        )
         results = {r.task_id: r for r in outcome.results}
         for task in runnable:
             result = results[task.task_id]

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from super_bench.kernel import clean_output
+from super_bench.environment.kernel import clean_output
 
 MAX_LINE = 300  # longer lines are not milestones (tables, dumps, progress bars)
 KEEP_CHARS = 120  # a suggested landmark covers at most this much of its line

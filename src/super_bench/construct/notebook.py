@@ -16,8 +16,8 @@ from typing import Any
 from super_bench.actions import Action
 from super_bench.agents.gold import printed_answer
 from super_bench.construct.landmarks import Suggestion, suggest_landmarks
+from super_bench.environment.kernel import clean_output
 from super_bench.errors import TaskError, TaskSourceError
-from super_bench.kernel import clean_output
 from super_bench.tasks.model import Task
 
 _CHECKOUT = re.compile(r"git\s+(?:checkout|reset\s+--hard|switch\s+--detach)\s+([0-9a-f]{7,40})\b")

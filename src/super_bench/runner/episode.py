@@ -24,8 +24,8 @@ from super_bench._names import TaskStatus
 from super_bench.actions import Action
 from super_bench.agents import Agent, AgentOptions, create_agent
 from super_bench.environment import EnvConfig, Environment
+from super_bench.environment.failures import Failure, classify_failure
 from super_bench.errors import ConfigError, RunDirWriteError, UnscorableError
-from super_bench.failures import Failure, classify_failure
 from super_bench.notebook import save_notebook
 from super_bench.runner.admission import ADMISSION, Need, Slot
 from super_bench.runner.guard import disk_error, write_error

@@ -115,13 +115,13 @@ class LocalExecutor(Executor):
 
     def __init__(self, spec: EpisodeSpec, config: RunConfig) -> None:
         self.spec = spec
-        self.workers = config.workers or 1
+        self.workers = config.execution.workers or 1
         self._cancellation = Cancellation()
         self._pool = (
             ThreadPoolExecutor(self.workers, thread_name_prefix="super-bench-task") if self.workers > 1 else None
         )
         self._prestart: Prestart[WorkItem, Prepared] | None = None
-        if config.prestart == "auto" and sandbox_class(spec.env.sandbox).starts_ahead:
+        if config.execution.prestart == "auto" and sandbox_class(spec.env.sandbox).starts_ahead:
             self._prestart = Prestart(self.workers, self._prepare)
 
     @property

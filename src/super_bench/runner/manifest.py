@@ -81,11 +81,29 @@ def _is_identity(name: str) -> bool:
     return not any(name == other or name.startswith(f"{other}.") for other in NOT_IDENTITY)
 
 
+def flat_name(name: str) -> str:
+    """A setting's dotted name as it was before RunConfig was grouped (``agent.name`` is ``agent``,
+    ``execution.ray.cpus`` is ``ray.cpus``): the names run.json's identity has always had."""
+    from super_bench.runner.config import FLAT
+
+    for flat, (part, field) in FLAT.items():
+        grouped = f"{part}.{field}"
+        if name == grouped or name.startswith(f"{grouped}."):
+            return flat + name.removeprefix(grouped)
+    return name
+
+
+def flat_settings(config: RunConfig) -> dict[str, Any]:
+    """Every setting of a run by its dotted flat name (``agent``, ``ray.cpus``, ``env.sandbox.memory_limit``)."""
+    return {flat_name(name): value for name, value in settings(config).items()}
+
+
 def identity(config: RunConfig) -> dict[str, Any]:
-    """What makes two runs the same run: each setting that can change the scores, by its dotted name,
+    """What makes two runs the same run: each setting that can change the scores, by its dotted flat name,
     as JSON. Paths are made absolute, the task set and the sandbox backend resolved."""
-    value = {name: _absolute(v) for name, v in settings(config).items() if _is_identity(name)}
-    source = config.source if _is_named_source(config.source) else str(Path(config.source).expanduser().resolve())
+    value = {name: _absolute(v) for name, v in flat_settings(config).items() if _is_identity(name)}
+    source = config.tasks.source
+    source = source if _is_named_source(source) else str(Path(source).expanduser().resolve())
     value.update(
         {
             "source": source,
@@ -130,11 +148,12 @@ def build_manifest(config: RunConfig, run_dir: RunDir, previous: RunManifest | N
 
     now = datetime.now().astimezone()
     supply = describe_backend(config.env.sandbox).supply
+    execution = config.execution
     executor = Executor(
-        name=config.executor, workers=config.workers, epochs=config.epochs, task_threads=config.task_threads()
+        name=execution.executor, workers=execution.workers, epochs=execution.epochs, task_threads=config.task_threads()
     )
-    if config.executor == "ray":
-        executor.ray = config.ray.model_dump(mode="json")
+    if execution.executor == "ray":
+        executor.ray = execution.ray.model_dump(mode="json")
     manifest = RunManifest(
         schema_version=RUN_SCHEMA_VERSION,
         super_bench_version=__version__,
@@ -147,7 +166,7 @@ def build_manifest(config: RunConfig, run_dir: RunDir, previous: RunManifest | N
         # Where the tasks' repositories and packages came from (mirrors, index, date), as the sandbox tells it.
         sandbox={"backend": resolve_backend(config.env.sandbox.backend), **(supply or {})},
         executor=executor,
-        config=config.model_dump(mode="json"),
+        config=config.flat(),
     )
     if previous is not None:
         manifest.resumed_at = [*previous.resumed_at, now]
@@ -158,21 +177,21 @@ def _task_source(config: RunConfig, run_dir: RunDir) -> TaskSource:
     """The source, set and revision of the tasks, and a digest of the records run (``sha256sum tasks.jsonl``)."""
     records = read_regular(run_dir.path / "tasks.jsonl")
     info = TaskSource(
-        source=config.source if config.query is None else "query",
+        source=config.tasks.source if config.tasks.query is None else "query",
         set=config.resolved_set(),
         n_tasks=sum(1 for line in records.splitlines() if line.strip()),
         sha256=hashlib.sha256(records).hexdigest(),
     )
-    if config.query is not None:
+    if config.tasks.query is not None:
         return info
-    if config.source == "demo":
+    if config.tasks.source == "demo":
         from super_bench._version import __version__
 
         info.revision = f"bundled with super-bench {__version__}"
-    elif config.source == "hf" or config.source.startswith("hf:"):
-        info.revision = _hub_revision(config.source[3:])
+    elif config.tasks.source == "hf" or config.tasks.source.startswith("hf:"):
+        info.revision = _hub_revision(config.tasks.source[3:])
     else:
-        info.source_sha256 = _source_digest(Path(config.source).expanduser())
+        info.source_sha256 = _source_digest(Path(config.tasks.source).expanduser())
     return info
 
 

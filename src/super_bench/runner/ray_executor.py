@@ -57,7 +57,7 @@ def episode_on_worker(
 class RayExecutor(Executor):
     def __init__(self, spec: EpisodeSpec, config: RunConfig) -> None:
         self.spec = spec
-        options = config.ray
+        options = config.execution.ray
         # A Ray session the caller started (ray.init in their program) is used and left running.
         self._owns_session = not ray.is_initialized()
         if self._owns_session:
@@ -78,7 +78,7 @@ class RayExecutor(Executor):
             resources["memory"] = int(options.memory_gb * 1024**3)
         self._remote = ray.remote(episode_on_worker).options(**resources)
         cluster_cpus = ray.cluster_resources().get("CPU", 1.0)
-        self._capacity = config.workers or max(1, int(cluster_cpus // max(options.cpus, 1e-3)))
+        self._capacity = config.execution.workers or max(1, int(cluster_cpus // max(options.cpus, 1e-3)))
         self._refs: dict[Future[Any], ray.ObjectRef[Any]] = {}
 
     @property

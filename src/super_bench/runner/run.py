@@ -57,8 +57,8 @@ def run(
     options = config.agent_options()
     # Fail on a bad agent or executor name (or a missing extra), or a sandbox that cannot run here,
     # now rather than once per task.
-    agent = create_agent(config.agent, options)
-    make_executor = EXECUTORS.get(config.executor)
+    agent = create_agent(config.agent.name, options)
+    make_executor = EXECUTORS.get(config.execution.executor)
     tasks = config.load() if tasks is None else tasks
     check_backend(config.env.sandbox, pinned_commits(tasks))  # the mirrors too, before any task starts
     _announce_task_environment(config.env.sandbox, tasks)
@@ -68,7 +68,7 @@ def run(
     if reporter is None and progress:
         from super_bench.runner.progress import RunProgress
 
-        header = f"super-bench: {config.agent} on {len(tasks)} task(s), writing {run_dir.path}"
+        header = f"super-bench: {config.agent.name} on {len(tasks)} task(s), writing {run_dir.path}"
         with RunProgress(header=header) as shown:
             return _run(config, tasks, run_dir, make_executor, shown)
     return _run(config, tasks, run_dir, make_executor, reporter)
@@ -88,10 +88,12 @@ def _check_solutions(config: RunConfig, agent: object, tasks: list[Task]) -> Non
     if not getattr(agent, "needs_solution", False) or any(task.solution for task in tasks):
         return
     which = (
-        "an ad-hoc --query task has none" if config.query is not None else f"none of the {len(tasks)} task(s) has one"
+        "an ad-hoc --query task has none"
+        if config.tasks.query is not None
+        else f"none of the {len(tasks)} task(s) has one"
     )
     raise ConfigError(
-        f"the {config.agent} agent replays a task's gold solution, and {which}; choose an agent that works on "
+        f"the {config.agent.name} agent replays a task's gold solution, and {which}; choose an agent that works on "
         "its own with --agent, e.g. --agent react-super --model openai/gpt-4o"
     )
 
@@ -135,8 +137,8 @@ def _resume(
         previous = None
     else:
         previous = previous_manifest(run_dir, current, config.adopt)
-    kept, finished = _finished(run_dir, tasks, config.epochs)
-    guard.check_room(run_dir.path, len(tasks) * config.epochs - len(finished))
+    kept, finished = _finished(run_dir, tasks, config.execution.epochs)
+    guard.check_room(run_dir.path, len(tasks) * config.execution.epochs - len(finished))
     if run_dir.results_path.exists():
         run_dir.write_results(kept)  # without the rows that run again, and a line a crash may have cut
     guard.keep_reserve(run_dir.path)
@@ -149,12 +151,14 @@ def _resume(
     packages = background.submit(add_task_environment, manifest, config, run_dir)
     pending = [
         WorkItem(task, epoch, config.seed_for(epoch))
-        for epoch in range(1, config.epochs + 1)
+        for epoch in range(1, config.execution.epochs + 1)
         for task in tasks
         if (task.task_id, epoch) not in finished
     ]
     by_id = {task.task_id: task for task in tasks}
-    durations = Durations(config.agent if config.model is None else f"{config.agent} {config.model}")
+    durations = Durations(
+        config.agent.name if config.agent.model is None else f"{config.agent.name} {config.agent.model}"
+    )
     order = {task.task_id: i for i, task in enumerate(tasks)}
     # The summary is counted as rows arrive, and the rows are not held: the harness's memory stays flat however
     # many tasks the run finishes.
@@ -167,16 +171,16 @@ def _resume(
     for result in finished.values():
         keep(result)
     if reporter is not None:
-        reporter.begin(len(tasks) * config.epochs, list(finished.values()))
+        reporter.begin(len(tasks) * config.execution.epochs, list(finished.values()))
     del kept, finished
     try:
         if pending:
-            spec = EpisodeSpec(config.agent, options, env, config.mode, run_dir.path)
+            spec = EpisodeSpec(config.agent.name, options, env, config.mode, run_dir.path)
             with make_executor(spec, config) as executor:
-                if config.order == "longest-first" and executor.capacity > 1:
+                if config.execution.order == "longest-first" and executor.capacity > 1:
                     pending = durations.longest_first(pending)
                 stamp = identity_sha256(current)
-                dispatch(executor, pending, run_dir, config.infra_retries, reporter, stamp, keep)
+                dispatch(executor, pending, run_dir, config.execution.infra_retries, reporter, stamp, keep)
     finally:
         _remove_if_empty(scratch)
     durations.save()
@@ -187,7 +191,7 @@ def _resume(
     summary.task_environment = manifest.task_environment_line
     run_dir.write_summary(summary)
     # The outcome's rows, read back once the run is over.
-    wanted = {(task.task_id, epoch) for task in tasks for epoch in range(1, config.epochs + 1)}
+    wanted = {(task.task_id, epoch) for task in tasks for epoch in range(1, config.execution.epochs + 1)}
     results = sorted((r for r in run_dir.read_results() if r.key in wanted), key=lambda r: (order[r.task_id], r.epoch))
     return RunOutcome(run_dir, results, summary)
 

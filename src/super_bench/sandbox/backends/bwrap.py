@@ -320,7 +320,7 @@ class BwrapSandbox(HostSandbox):
 
     def _forwarded(self) -> list[str] | None:
         """With the network off and the package cache in use, the prefix that starts the cache's forwarder
-        (``data/socket_forward.py``, by the base's read-only interpreter) in the sandbox beside the command,
+        (``in_task/socket_forward.py``, by the base's read-only interpreter) in the sandbox beside the command,
         as agent code: each bwrap has a network namespace of its own, so each gets its own, and it dies with
         the command, the only child of the sandbox's PID 1. None where tasks reach the cache as it is."""
         if self._packages is None or self.config.network:

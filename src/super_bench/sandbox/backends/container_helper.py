@@ -1,4 +1,4 @@
-"""The harness's end of the connection to a docker task's lifetime guard (``data/container_guard.py``), which
+"""The harness's end of the connection to a docker task's lifetime guard (``in_task/container_guard.py``), which
 starts kernels, reads and writes files and sends signals in the container without an engine command for each:
 a ``docker exec`` or ``docker cp`` costs a process of the engine's, about a fifth of a second of CPU and wall
 time; a request here, a round trip on a unix socket.

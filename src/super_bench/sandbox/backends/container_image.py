@@ -42,7 +42,7 @@ from super_bench._version import __version__
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
 from super_bench.sandbox.isolated_pip import isolated_pip_environ
-from super_bench.sandbox.kernel.kernel_env import kernel_env
+from super_bench.sandbox.launch.kernel_env import kernel_env
 from super_bench.sandbox.pyenv.base_install import TORCH_CPU_INDEX
 from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP
 from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, PAPER_PYTHON, index_answers

@@ -13,7 +13,7 @@ and wall time (kept by the harness, which kills everything in the container at t
 limit is watched (``container_disk``).
 
 pip in the task installs through the harness's package cache, with the network off too: the proxy's unix
-socket is bound into the container, and a forwarder started with it (``data/socket_forward.py``)
+socket is bound into the container, and a forwarder started with it (``in_task/socket_forward.py``)
 serves it at a loopback port of the container's own. Installs copy: the cache's files are on the host, the
 task's packages in the container's own layer, and a link cannot cross from one to the other.
 """
@@ -70,7 +70,7 @@ from super_bench.sandbox.base import (
     Usage,
 )
 from super_bench.sandbox.config import BuildReport, BuildRequest, SandboxConfig
-from super_bench.sandbox.kernel.runtime_dir import KernelFiles, KernelRuntime
+from super_bench.sandbox.launch.runtime_dir import KernelFiles, KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.reaper import MARKER, remove_container, remove_tree
 from super_bench.sandbox.lifetime.scratch import CONTAINER_LABEL, runtime_tag
@@ -97,7 +97,7 @@ MEMORY_MECHANISM = (
 SHARED_INSIDE = "/opt/super-bench/shared"
 # Where the kernels' sockets directory appears in the container.
 SOCKETS_INSIDE = "/run/super-bench"
-_GUARD = (Path(__file__).resolve().parents[1] / "data" / "container_guard.py").read_text()
+_GUARD = (Path(__file__).resolve().parents[1] / "in_task" / "container_guard.py").read_text()
 # Engines and images found, by the settings that name them: (when, engine, image).
 _FOUND: dict[tuple[str | None, str | None], tuple[float, Engine, str]] = {}
 _FOUND_FOR = 60.0
@@ -447,7 +447,7 @@ class DockerSandbox(Sandbox):
         if config.max_file_size is not None:
             args += ["--ulimit", f"fsize={config.max_file_size}:{config.max_file_size}"]
         # The harness keeps the wall time (``_wall_time_passed``); the main process, the lifetime guard
-        # (data/container_guard.py) as the container's PID 1 (not under the image's tini, where agent code could
+        # (in_task/container_guard.py) as the container's PID 1 (not under the image's tini, where agent code could
         # stop it), ends the container a minute later, should the harness and its watchdog both be gone by then.
         # Started ahead of its task, it counts from the task's start (``start_clock``). It serves the harness's
         # requests (``container_helper``) on a socket in the kernels' sockets folder, to one connection only.
@@ -456,7 +456,7 @@ class DockerSandbox(Sandbox):
         main = [*args, "--entrypoint", "python3", self._image, "-S", "-c", _GUARD, *guard]
         if self._packages is None:
             return main
-        # The package cache's forwarder (data/socket_forward.py) beside the guard, from the first moment.
+        # The package cache's forwarder (in_task/socket_forward.py) beside the guard, from the first moment.
         socket = f"{PACKAGES_INSIDE}/{self._packages.unix_socket().name}"
         return [*main, FORWARDER, socket, str(PACKAGES_PORT)]
 

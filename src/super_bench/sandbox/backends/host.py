@@ -47,7 +47,7 @@ from super_bench.sandbox.base import (
     Usage,
 )
 from super_bench.sandbox.config import BuildReport, BuildRequest, SandboxConfig
-from super_bench.sandbox.kernel.runtime_dir import KernelRuntime
+from super_bench.sandbox.launch.runtime_dir import KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.programs import agent_env_prefix, helper_environ
 from super_bench.sandbox.lifetime.reaper import MARKER, kill_marked, processes_with_marker, remove_tree

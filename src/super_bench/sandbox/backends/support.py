@@ -18,7 +18,7 @@ from pathlib import Path
 from super_bench.errors import KernelError
 from super_bench.sandbox.base import KernelLaunch, KernelProcess
 from super_bench.sandbox.config import SandboxConfig
-from super_bench.sandbox.kernel.runtime_dir import KernelFiles, KernelRuntime
+from super_bench.sandbox.launch.runtime_dir import KernelFiles, KernelRuntime
 from super_bench.sandbox.lifetime import supervisor
 from super_bench.sandbox.lifetime.programs import program
 

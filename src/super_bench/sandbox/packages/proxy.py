@@ -18,7 +18,7 @@ rule: a task names a project and nothing else.
   keeps its upstream address: pip fetches it itself, and nothing is cached.
 - Installs that link: where agent code runs as a user of its own and the task directory is on the store's
   file system, pip inside the task asks ``/TOKEN/link/SHA256`` for hard links to a wheel's unpacked files,
-  read-only, instead of writing copies (``data/pip_links.py``).
+  read-only, instead of writing copies (``in_task/pip_links.py``).
 - Each task has listeners of its own (``connections``): a loopback port, and for a sandbox without a network
   (docker's, with ``--network off``) a unix socket, opened on first use in a directory of its own (readable by
   all, as loopback is reachable by all) and bound into the container: the same handler, the same rules. A

@@ -1,5 +1,5 @@
 """A task's use of the package cache (``proxy``): its own address at the proxy, the variables that
-send its pip there, and, where installs link, the hook that makes pip link (``data/pip_links.py``).
+send its pip there, and, where installs link, the hook that makes pip link (``in_task/pip_links.py``).
 
 Used where the cache can be reached and has something to serve: the local sandbox with the network on, the
 bwrap and docker sandboxes always (without the network through the proxy's unix socket, bound into the
@@ -21,13 +21,13 @@ from super_bench.sandbox.mirrors.offline_bundle import OfflineBundle
 from super_bench.sandbox.mirrors.serving import upload_cutoff
 from super_bench.sandbox.packages.proxy import PYPI, LinkTarget, configured_indexes, proxy_for
 
-HOOK = Path(__file__).resolve().parents[1] / "data" / "pip_links.py"
+HOOK = Path(__file__).resolve().parents[1] / "in_task" / "pip_links.py"
 # Sandboxes without the network (docker's, bwrap's) reach the cache through its unix socket, bound in at
-# PACKAGES_INSIDE, and a forwarder (data/socket_forward.py, FORWARDER its source) started beside agent code
+# PACKAGES_INSIDE, and a forwarder (in_task/socket_forward.py, FORWARDER its source) started beside agent code
 # serves it at PACKAGES_PORT of the sandbox's own loopback: pip speaks HTTP over TCP only.
 PACKAGES_INSIDE = "/run/super-bench-packages"
 PACKAGES_PORT = 3141
-FORWARDER = (Path(__file__).resolve().parents[1] / "data" / "socket_forward.py").read_text()
+FORWARDER = (Path(__file__).resolve().parents[1] / "in_task" / "socket_forward.py").read_text()
 HOOK_MODULE = "_super_bench_pip_links"
 
 

@@ -21,7 +21,7 @@ from pydantic import ConfigDict, Field
 from super_bench._pydantic import Model
 from super_bench.errors import SandboxError
 from super_bench.sandbox.isolated_pip import isolated_pip_environ
-from super_bench.sandbox.kernel.kernel_env import kernel_env
+from super_bench.sandbox.launch.kernel_env import kernel_env
 from super_bench.sandbox.lifetime.build_cache import cache_dir
 from super_bench.sandbox.mirrors.serving import PIP_WITH_UPLOAD_FILTER, cutoff_of
 from super_bench.sandbox.pyenv.base_install import (
@@ -35,7 +35,7 @@ from super_bench.sandbox.pyenv.base_install import (
 from super_bench.sandbox.pyenv.paper_pip import install_papers_pip
 from super_bench.sandbox.pyenv.task_env import BasePython, default_base, from_interpreter
 
-COLAB_REQUIREMENTS = Path(__file__).resolve().parents[1] / "data" / "task-requirements.txt"
+COLAB_REQUIREMENTS = Path(__file__).resolve().parents[1] / "in_task" / "task-requirements.txt"
 # What building SUPER's environment from COLAB_REQUIREMENTS costs (torch and its CUDA libraries are most of it).
 BUILD_COST = "about 6 GB of packages to download, about 3 minutes on a fast connection"
 BUILT_MARKER = "super-bench-base.json"

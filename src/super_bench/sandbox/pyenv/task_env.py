@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from super_bench.errors import SandboxError
-from super_bench.sandbox.kernel.kernel_env import copy_distributions, distribution_closure, kernel_env
+from super_bench.sandbox.launch.kernel_env import copy_distributions, distribution_closure, kernel_env
 from super_bench.sandbox.lifetime.build_cache import build_once, cache_dir, remembered
 from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP, paper_pip_wheel, unpack_wheel
 

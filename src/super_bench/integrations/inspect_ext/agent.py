@@ -10,8 +10,8 @@ from __future__ import annotations
 from inspect_ai.agent import Agent, AgentPrompt, AgentState, AgentSubmit, agent, react
 from inspect_ai.util import store
 
-from super_bench.inspect_ext.notebook import current_notebook
-from super_bench.inspect_ext.tools import notebook_tools, submit
+from super_bench.integrations.inspect_ext.notebook import current_notebook
+from super_bench.integrations.inspect_ext.tools import notebook_tools, submit
 
 INSTRUCTIONS = """\
 You are setting up and running an experiment from a research code repository, in a stateful Jupyter

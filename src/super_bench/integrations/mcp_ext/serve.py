@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import anyio
 
-from super_bench.mcp_ext.http import http_app, listen, url_of, uvicorn_server
-from super_bench.mcp_ext.hub import RunHub
-from super_bench.mcp_ext.tools import build_server
+from super_bench.integrations.mcp_ext.http import http_app, listen, url_of, uvicorn_server
+from super_bench.integrations.mcp_ext.hub import RunHub
+from super_bench.integrations.mcp_ext.tools import build_server
 from super_bench.runner.config import RunConfig
 from super_bench.runner.rundir import RunDir
 from super_bench.trajectory import StopReason

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from super_bench.agents import AgentOptions
-    from super_bench.environment import EnvConfig, Environment
+    from super_bench.environment import AgentEnv, EnvConfig
     from super_bench.runner.results import TaskResult
     from super_bench.scoring import ScoreMode
     from super_bench.tasks.model import Task
@@ -63,7 +63,7 @@ class ClientAgent:
         self._lock = threading.Lock()
         self._over: str | None = None  # why no more actions are taken, once they are not
 
-    def run(self, env: Environment) -> None:
+    def run(self, env: AgentEnv) -> None:
         self.started.set_result([step for step in env.trajectory.steps if step.pre_executed])
         while not env.done:
             call = self._calls.get()

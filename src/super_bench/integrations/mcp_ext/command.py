@@ -27,15 +27,15 @@ from typing import IO, TYPE_CHECKING
 
 from super_bench.agents.base import AgentOptions
 from super_bench.errors import AgentError
-from super_bench.mcp_ext.episode import ClientAgent, ToolCallError
-from super_bench.mcp_ext.http import BackgroundServer, http_app
-from super_bench.mcp_ext.tools import build_server, task_text
+from super_bench.integrations.mcp_ext.episode import ClientAgent, ToolCallError
+from super_bench.integrations.mcp_ext.http import BackgroundServer, http_app
+from super_bench.integrations.mcp_ext.tools import build_server, task_text
 from super_bench.sandbox import supervisor
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step
 
 if TYPE_CHECKING:
-    from super_bench.environment import Environment
+    from super_bench.environment import AgentEnv
 
 _TAIL = 4000  # characters of the client's output kept for the error of a client that failed
 
@@ -75,7 +75,7 @@ class McpCommandAgent:
         if settings:
             raise AgentError(f"unknown setting(s) of the mcp agent: {', '.join(settings)} (it takes timeout, grace)")
 
-    def run(self, env: Environment) -> None:
+    def run(self, env: AgentEnv) -> None:
         pre_executed = [step for step in env.trajectory.steps if step.pre_executed]
         agent = ClientAgent(self.name)
         token = secrets.token_urlsafe(24)

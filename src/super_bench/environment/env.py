@@ -27,11 +27,19 @@ from pydantic import ConfigDict, Field
 from super_bench import messages
 from super_bench._pydantic import Model
 from super_bench.actions import MAX_CONTENT_DEPTH, Action, content_problem, parse_answer, valid_text, valid_texts
-from super_bench.budget import BudgetLeft
-from super_bench.edit import EditFailed, apply_edit, parse_edit
+from super_bench.environment.budget import BudgetLeft
+from super_bench.environment.edit import EditFailed, apply_edit, parse_edit
+from super_bench.environment.kernel import (
+    CellResult,
+    NotebookKernel,
+    Spilled,
+    SpillFolder,
+    cap_text,
+    clean_and_cap,
+    joined,
+)
+from super_bench.environment.kernel.recovery import Broken, KernelRecovery, limit_note
 from super_bench.errors import EnvironmentClosedError, KernelError, SandboxError, SuperBenchError
-from super_bench.kernel import CellResult, NotebookKernel, Spilled, SpillFolder, cap_text, clean_and_cap, joined
-from super_bench.kernel.recovery import Broken, KernelRecovery, limit_note
 from super_bench.sandbox import MAX_EDIT_BYTES, FileTooLargeError, Sandbox, SandboxConfig, create_sandbox
 from super_bench.spilled import OutputFile, excerpt
 from super_bench.tasks.model import Task
@@ -99,8 +107,8 @@ class Environment:
         # Shown each piece of a running cell's output as it arrives, in the thread that steps (a terminal's
         # live view: ``super-bench play``); the step's observation is recorded as ever.
         self.on_output: Callable[[str], None] | None = None
-        self._sandbox: Sandbox | None = None
-        self._kernel: NotebookKernel | None = None
+        self._sandbox_now: Sandbox | None = None
+        self._kernel_now: NotebookKernel | None = None
         self._task: Task | None = None  # as the agent is told it, in this attempt
         self._trajectory: Trajectory | None = None
         self._attempt = 0
@@ -137,30 +145,31 @@ class Environment:
     def cwd(self) -> str:
         """The notebook's current directory, as agent code sees it: where ``%cd`` last moved the kernel,
         ``workdir`` until then (and again after a kernel restart). An edit's path is relative to it."""
-        return self.kernel.cwd or self.sandbox.workdir
+        return self._kernel.cwd or self._sandbox.workdir
 
     @property
     def workdir(self) -> str:
         """The task's working directory, as agent code sees it: where the notebook starts."""
-        return self.sandbox.workdir
+        return self._sandbox.workdir
 
     @property
     def attempt(self) -> int:
         """Which attempt at the task this is: 1 after ``reset``, one more after each ``new_attempt``."""
         return self._attempt
 
-    # The sandbox and the kernel are the harness's; agents use the API above (cwd, workdir, step, ...).
+    # The sandbox and the kernel are the harness's, private: agents use AgentEnv's members (cwd, workdir, step, ...);
+    # the harness's own checks (the conformance suite, tests) reach them here, the episode started.
     @property
-    def sandbox(self) -> Sandbox:
-        if self._sandbox is None:
+    def _sandbox(self) -> Sandbox:
+        if self._sandbox_now is None:
             raise EnvironmentClosedError("call reset(task) first")
-        return self._sandbox
+        return self._sandbox_now
 
     @property
-    def kernel(self) -> NotebookKernel:
-        if self._kernel is None:
+    def _kernel(self) -> NotebookKernel:
+        if self._kernel_now is None:
             raise EnvironmentClosedError("call reset(task) first")
-        return self._kernel
+        return self._kernel_now
 
     # -- lifecycle -----------------------------------------------------------------------------
     def prepare(self, task: Task) -> None:
@@ -222,26 +231,26 @@ class Environment:
         elif error is not None:
             raise error
         else:
-            self.sandbox.start_clock()  # the task's time starts now, not when its sandbox was prepared
-        self._recovery = KernelRecovery(self.kernel, self.sandbox, self.config.sandbox)
+            self._sandbox.start_clock()  # the task's time starts now, not when its sandbox was prepared
+        self._recovery = KernelRecovery(self._kernel, self._sandbox, self.config.sandbox)
         for action in task.pre_execute_cells:
             self._emit(self._record(action, None, utcnow(), self._pre_execute(action), pre_executed=True))
 
     def _start(self, task: Task, *, clock: bool = True) -> None:
         """A new sandbox for ``task``, started, and its kernel; ``clock=False``: the wall clock held."""
         sandbox = self._sandbox_factory(self.config.sandbox, task.task_id)
-        self._sandbox = sandbox
+        self._sandbox_now = sandbox
         if not clock:
             sandbox.hold_clock()
         sandbox.start()
-        self._kernel = NotebookKernel(
+        self._kernel_now = NotebookKernel(
             sandbox,
             max_output_chars=self.config.output_limit,
             startup_timeout=self.config.startup_timeout,
             interrupt_grace=self.config.interrupt_grace,
         )
-        self._kernel.spill = self._spill
-        self._kernel.start()
+        self._kernel_now.spill = self._spill
+        self._kernel_now.start()
 
     def close(self) -> Trajectory | None:
         """Stop the kernel and sandbox; returns the finished trajectory (None if no episode began).
@@ -255,27 +264,27 @@ class Environment:
     def request_interrupt(self) -> None:
         """Interrupt the running cell, as Ctrl-C in Jupyter does: the step in flight returns the cell's
         output up to its ``KeyboardInterrupt``. Safe from a signal handler; does nothing between cells."""
-        kernel = self._kernel
+        kernel = self._kernel_now
         if kernel is not None:
             kernel.request_interrupt()
 
     def kill_kernel(self) -> None:
         """Kill the kernel and everything it runs, at once. Safe from another thread, where it cuts short
         a step in flight; does nothing when no kernel runs."""
-        kernel = self._kernel
+        kernel = self._kernel_now
         if kernel is not None:
             kernel.kill()
 
     def _shutdown(self) -> None:
         self._prepared = self._prepare_error = None
-        if self._kernel is not None:
+        if self._kernel_now is not None:
             if self._trajectory is not None:
-                self._trajectory.kernel_restarts = self._kernel.restarts
-            self._kernel.shutdown()
-            self._kernel = None
-        if self._sandbox is not None:
-            self._sandbox.stop()
-            self._sandbox = None
+                self._trajectory.kernel_restarts = self._kernel_now.restarts
+            self._kernel_now.shutdown()
+            self._kernel_now = None
+        if self._sandbox_now is not None:
+            self._sandbox_now.stop()
+            self._sandbox_now = None
 
     @property
     def agent_acted(self) -> bool:
@@ -297,7 +306,7 @@ class Environment:
         return BudgetLeft(
             steps=None if config.max_steps is None else max(0, config.max_steps - self._agent_steps),
             execution_seconds=None if compute is None else max(0.0, compute - self._execution_time),
-            wall_seconds=None if self._sandbox is None else self._sandbox.wall_time_left,
+            wall_seconds=None if self._sandbox_now is None else self._sandbox_now.wall_time_left,
             prompt_tokens=max(0, self.max_tokens - usage.prompt_tokens),
             cost=None if config.max_cost is None else max(0.0, config.max_cost - usage.cost),
         )
@@ -305,7 +314,7 @@ class Environment:
     def resource_usage(self) -> tuple[int | None, int | None]:
         """Bytes of disk and of memory the task takes now, where its sandbox can tell (None where not, and
         before ``reset`` or after ``close``)."""
-        sandbox = self._sandbox  # read once: the admission thread asks while the episode may be closing
+        sandbox = self._sandbox_now  # read once: the admission thread asks while the episode may be closing
         return (None, None) if sandbox is None else sandbox.usage()
 
     def stop(self, reason: StopReason) -> None:
@@ -326,7 +335,7 @@ class Environment:
         self, action: Action | dict[str, Any], thought: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Step:
         """Perform one action and record it (with the agent's thought and any metadata it wants kept)."""
-        if self._kernel is None or self.done:
+        if self._kernel_now is None or self.done:
             raise EnvironmentClosedError(
                 "the episode is over" + (f" ({self.trajectory.stop_reason})" if self.done else "; call reset(task)")
             )
@@ -347,7 +356,7 @@ class Environment:
         problem = (
             None if action.type == "submit" or isinstance(action.content, str) else content_problem(action.content)
         )
-        if self.sandbox.ended:  # a limit passed while the agent was thinking: nothing more runs
+        if self._sandbox.ended:  # a limit passed while the agent was thinking: nothing more runs
             result = _Outcome(messages.not_performed(action.type, self._limit_note()), None, "invalid")
         elif problem is not None:
             result = _Outcome(
@@ -367,7 +376,7 @@ class Environment:
             try:
                 result = handler(action)
             except (SandboxError, KernelError):
-                if not self.sandbox.ended:
+                if not self._sandbox.ended:
                     raise
                 # The limit passed during the action (the sandbox refuses it, the kernel was killed): the
                 # agent's budget ran out, which ends its episode; no infrastructure failed.
@@ -390,7 +399,7 @@ class Environment:
     ) -> Step:
         """Record, without carrying it out, an action that was not a valid one (an unreadable reply in
         an imported trajectory, say): an ``invalid`` step that counts towards the step budget."""
-        if self._kernel is None or self.done:
+        if self._kernel_now is None or self.done:
             raise EnvironmentClosedError(
                 "the episode is over" + (f" ({self.trajectory.stop_reason})" if self.done else "; call reset(task)")
             )
@@ -458,7 +467,7 @@ class Environment:
         trajectory = self.trajectory
         if trajectory.stop_reason is None:
             trajectory.stop_reason = self.budget_left().spent()
-        if trajectory.stop_reason is None and self._sandbox is not None and self._sandbox.disk_limit_passed:
+        if trajectory.stop_reason is None and self._sandbox_now is not None and self._sandbox_now.disk_limit_passed:
             trajectory.stop_reason = "max_disk"
         return trajectory.stop_reason is not None
 
@@ -469,11 +478,11 @@ class Environment:
             return _Outcome(messages.pre_executed_skipped(action.type), None, "invalid")
         self._cell_started = utcnow()
         result = self._kernel_call(
-            lambda: self.kernel.execute(str(action.content or ""), self.config.pre_execute_timeout)
+            lambda: self._kernel.execute(str(action.content or ""), self.config.pre_execute_timeout)
         )
         notes = ""
         if result.state == "running":
-            rest = self._kernel_call(self.kernel.interrupt)
+            rest = self._kernel_call(self._kernel.interrupt)
             result = CellResult(
                 joined(result.output, rest.output, self._spill),
                 rest.state,
@@ -491,26 +500,26 @@ class Environment:
         if self._broken is not None:
             return _Outcome(prefix.rstrip("\n"), None, "kernel_died")
         self._cell_started = utcnow()
-        result = self._kernel_call(lambda: self.kernel.execute(str(action.content or ""), self.config.cell_timeout))
+        result = self._kernel_call(lambda: self._kernel.execute(str(action.content or ""), self.config.cell_timeout))
         return self._observe(result, "", prefix)
 
     def _continue_wait(self, action: Action) -> _Outcome:
-        if not self.kernel.running:
+        if not self._kernel.running:
             return _Outcome(messages.NOTHING_TO_WAIT_FOR, None, "invalid")
-        return self._observe(self._kernel_call(lambda: self.kernel.wait(self.config.cell_timeout)), "")
+        return self._observe(self._kernel_call(lambda: self._kernel.wait(self.config.cell_timeout)), "")
 
     def _interrupt(self, action: Action) -> _Outcome:
-        if not self.kernel.running:
+        if not self._kernel.running:
             return _Outcome(messages.NOTHING_TO_INTERRUPT, None, "invalid")
-        return self._observe(self._kernel_call(self.kernel.interrupt), messages.CELL_INTERRUPTED)
+        return self._observe(self._kernel_call(self._kernel.interrupt), messages.CELL_INTERRUPTED)
 
     def _kernel_call(self, call: Callable[[], CellResult]) -> CellResult:
         """Run a cell, wait for it or interrupt it, keeping no more output than the episode has room for:
         the per-step limit while the episode's is not spent, then about what the agent is shown."""
         config = self.config
         left = config.episode_output_limit - self._output_kept
-        self.kernel.set_output_limit(min(config.output_limit, max(left, config.observation_limit)))
-        self.kernel.on_output = self.on_output
+        self._kernel.set_output_limit(min(config.output_limit, max(left, config.observation_limit)))
+        self._kernel.on_output = self.on_output
         result = call()
         self._output_kept += len(result.output) + sum(len(f.data) for f in result.figures)
         metadata = self.trajectory.metadata
@@ -549,7 +558,7 @@ class Environment:
             outcome = "interrupted"
         else:
             outcome = "error" if result.state == "error" else "ok"
-        if self.sandbox.disk_full():
+        if self._sandbox.disk_full():
             notes += messages.disk_full(self.config.sandbox.disk_limit)
         output, dropped = result.output, result.dropped
         try:
@@ -564,7 +573,7 @@ class Environment:
 
     def _limit_note(self) -> str:
         """What the agent is told once a limit has ended its task (``sandbox.ended``)."""
-        return limit_note(self.sandbox, self.config.sandbox)
+        return limit_note(self._sandbox, self.config.sandbox)
 
     def _edit(self, action: Action) -> _Outcome:
         notes = self._settle()
@@ -593,7 +602,7 @@ class Environment:
 
             try:
                 # What an edit reads is held by the harness, not the task: no more than a step's kept output.
-                self.sandbox.edit_file(path, change, min(MAX_EDIT_BYTES, self.config.output_limit))
+                self._sandbox.edit_file(path, change, min(MAX_EDIT_BYTES, self.config.output_limit))
             except FileTooLargeError as e:
                 raise EditFailed(messages.edit_too_large(request.path, e.limit)) from None
             except FileNotFoundError as e:

@@ -19,8 +19,8 @@ from pydantic import Field
 from super_bench._names import TaskSet
 from super_bench._version import __version__
 from super_bench.actions import MAX_ANSWER_CHARS, Action
-from super_bench.edit import AFTER, BEFORE
-from super_bench.mcp_ext.episode import ClientAgent, ToolCallError
+from super_bench.environment.edit import AFTER, BEFORE
+from super_bench.integrations.mcp_ext.episode import ClientAgent, ToolCallError
 from super_bench.messages import pre_executed_text
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Step

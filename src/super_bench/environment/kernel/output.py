@@ -12,8 +12,8 @@ from collections import deque
 from collections.abc import Iterator
 
 from super_bench import messages
-from super_bench.kernel import spill as spill_module
-from super_bench.kernel.spill import Spilled, SpillFile, SpillFolder
+from super_bench.environment.kernel import spill as spill_module
+from super_bench.environment.kernel.spill import Spilled, SpillFile, SpillFolder
 from super_bench.spilled import OUTPUTS, blocks, open_output
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and lone ESC pairs; none spans a line,

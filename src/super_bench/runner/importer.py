@@ -21,6 +21,7 @@ from super_bench._files import read_regular
 from super_bench._names import TASK_SETS
 from super_bench.errors import RunDirError, SuperBenchError, TrajectoryImportError
 from super_bench.notebook import save_notebook
+from super_bench.runner.paper_notebooks import notebook_trajectory
 from super_bench.runner.records import RUN_SCHEMA_VERSION, RunManifest
 from super_bench.runner.rescore import rescore, with_provenance
 from super_bench.runner.results import RECORDED_MODE, TaskResult, summarize
@@ -28,8 +29,6 @@ from super_bench.runner.rundir import RunDir, RunOutcome
 from super_bench.scoring import Metrics, ScoreMode, note_provenance
 from super_bench.tasks.model import MASKED_CATEGORIES, Task
 from super_bench.trajectory import Trajectory
-
-from .notebooks import notebook_trajectory
 
 log = logging.getLogger(__name__)
 

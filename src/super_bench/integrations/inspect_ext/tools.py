@@ -11,8 +11,8 @@ from inspect_ai.tool import Tool, ToolError, tool
 
 from super_bench import messages
 from super_bench.actions import Action
-from super_bench.edit import AFTER, BEFORE
-from super_bench.inspect_ext.notebook import current_notebook
+from super_bench.environment.edit import AFTER, BEFORE
+from super_bench.integrations.inspect_ext.notebook import current_notebook
 
 
 async def act(action: Action) -> str:

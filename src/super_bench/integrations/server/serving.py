@@ -14,8 +14,8 @@ import socket
 
 import uvicorn
 
-from super_bench.server.app import create_app
-from super_bench.server.sessions import SessionManager
+from super_bench.integrations.server.app import create_app
+from super_bench.integrations.server.sessions import SessionManager
 
 
 class _Server(uvicorn.Server):

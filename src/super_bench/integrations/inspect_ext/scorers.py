@@ -12,7 +12,7 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from super_bench.inspect_ext.notebook import sample_task, trajectory_of
+from super_bench.integrations.inspect_ext.notebook import sample_task, trajectory_of
 from super_bench.scoring import Metrics, ScoreDetails, ScoreMode, score_trajectory, submission_of
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory

@@ -23,9 +23,9 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from super_bench._pydantic import Model
 from super_bench.environment import EnvConfig
 from super_bench.errors import ConfigError
-from super_bench.inspect_ext.agent import super_agent
-from super_bench.inspect_ext.notebook import TASK_KEY, close_notebook, open_notebook
-from super_bench.inspect_ext.scorers import entrypoint, landmarks, output_match
+from super_bench.integrations.inspect_ext.agent import super_agent
+from super_bench.integrations.inspect_ext.notebook import TASK_KEY, close_notebook, open_notebook
+from super_bench.integrations.inspect_ext.scorers import entrypoint, landmarks, output_match
 from super_bench.messages import pre_executed_text
 from super_bench.runner.config import RunConfig
 from super_bench.sandbox import SandboxConfig

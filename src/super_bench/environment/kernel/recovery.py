@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from super_bench import messages
+from super_bench.environment.failures import classify_failure
+from super_bench.environment.kernel.client import NotebookKernel
 from super_bench.errors import KernelError, KernelRestartError, SandboxError
-from super_bench.failures import classify_failure
-from super_bench.kernel.client import NotebookKernel
 from super_bench.sandbox import Sandbox, SandboxConfig
 from super_bench.trajectory import StopReason
 

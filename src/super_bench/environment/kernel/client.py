@@ -21,9 +21,9 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.connect import channel_socket_types
 
 from super_bench import messages
+from super_bench.environment.kernel.output import OutputBuffer
+from super_bench.environment.kernel.spill import Spilled, SpillFolder
 from super_bench.errors import KernelError
-from super_bench.kernel.output import OutputBuffer
-from super_bench.kernel.spill import Spilled, SpillFolder
 from super_bench.sandbox import KernelProcess, Sandbox
 from super_bench.trajectory import Figure
 

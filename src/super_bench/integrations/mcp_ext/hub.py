@@ -17,7 +17,7 @@ from anyio import to_thread
 
 from super_bench._names import TaskSet
 from super_bench.errors import SuperBenchError
-from super_bench.mcp_ext.episode import ClientAgent, Episode, ToolCallError
+from super_bench.integrations.mcp_ext.episode import ClientAgent, Episode, ToolCallError
 from super_bench.runner.config import RunConfig
 from super_bench.runner.manifest import build_manifest, check_same_run, identity
 from super_bench.runner.records import RunManifest

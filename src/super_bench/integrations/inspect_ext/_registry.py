@@ -1,10 +1,10 @@
 """Imported by Inspect AI (``inspect_ai`` entry point) to register the super_bench/... tasks and
 components."""
 
-from super_bench.inspect_ext.agent import super_agent
-from super_bench.inspect_ext.scorers import entrypoint, landmarks, output_match
-from super_bench.inspect_ext.tasks import auto, custom, demo_auto, demo_expert, demo_masked, expert, masked
-from super_bench.inspect_ext.tools import continue_wait, edit, execute, interrupt, submit
+from super_bench.integrations.inspect_ext.agent import super_agent
+from super_bench.integrations.inspect_ext.scorers import entrypoint, landmarks, output_match
+from super_bench.integrations.inspect_ext.tasks import auto, custom, demo_auto, demo_expert, demo_masked, expert, masked
+from super_bench.integrations.inspect_ext.tools import continue_wait, edit, execute, interrupt, submit
 
 __all__ = [
     "auto",

@@ -24,7 +24,7 @@ from super_bench.errors import SandboxError
 from super_bench.sandbox.isolated_pip import isolated_pip_environ
 from super_bench.sandbox.lifetime.build_cache import Lookup, build_once, remembered
 
-BOOT_SCRIPT = Path(__file__).resolve().parents[1] / "data" / "kernel_boot.py"
+BOOT_SCRIPT = Path(__file__).resolve().parents[1] / "in_task" / "kernel_boot.py"
 _KERNEL_REQUIREMENT = "ipykernel"
 # Bumped when the layout of a kernel environment changes, so old builds are not reused.
 _LAYOUT = 1

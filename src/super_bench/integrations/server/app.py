@@ -25,8 +25,8 @@ from super_bench._pydantic import Model
 from super_bench._version import __version__
 from super_bench.actions import Action, ActionType
 from super_bench.errors import KernelError, SandboxError, SuperBenchError
+from super_bench.integrations.server.sessions import Session, SessionError, SessionManager, SessionRequest
 from super_bench.scoring import Metrics, ScoreDetails
-from super_bench.server.sessions import Session, SessionError, SessionManager, SessionRequest
 from super_bench.trajectory import Step, StopReason, Trajectory
 
 log = logging.getLogger(__name__)
