@@ -1,5 +1,6 @@
 """docs/architecture.md agrees with the import contracts of pyproject.toml that ``lint-imports`` checks: the
-package's layer table is the declared layers, the sandbox map is the sandbox's declared rooms, and every module
+package's layer table is the declared layers and names every module, the notebook environment's table is its
+declared rooms, the sandbox map is the sandbox's declared rooms, and every module
 under ``sandbox/`` is either its face or forbidden to the code outside it."""
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ def section(heading: str) -> str:
 
 
 def documented_layers(heading: str) -> list[set[str]]:
-    """The names in backquotes of the second column of each row of the section's table, by its layer number."""
+    """The names in backquotes of the second column of each row of the section's table (without a trailing ``/``
+    or ``.py``), by its layer number."""
     layers: dict[int, set[str]] = {}
     for line in section(heading).splitlines():
         row = re.match(r"\| (\d+) \| ([^|]*) \|", line)
         if row:
-            layers.setdefault(int(row[1]), set()).update(re.findall(r"`([^`]+)`", row[2]))
+            names = re.findall(r"`([^`]+)`", row[2])
+            layers.setdefault(int(row[1]), set()).update(re.sub(r"(/|\.py)$", "", name) for name in names)
     return [layers[number] for number in sorted(layers)]
 
 
@@ -46,8 +49,20 @@ def declared_layers(prefix: str) -> list[set[str]]:
     return [{name.strip() for name in layer.split("|")} for layer in contract(prefix)["layers"]]
 
 
-def test_the_layer_table_is_the_declared_layers() -> None:
-    assert documented_layers("The layers") == declared_layers("Layers")
+def test_the_layer_table_is_the_declared_layers_and_holds_every_module() -> None:
+    layers = declared_layers("Layers")
+    assert documented_layers("The layers") == layers
+    package = ROOT / "src" / "super_bench"
+    modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+    modules |= {p.name for p in package.iterdir() if p.is_dir() and any(p.glob("*.py"))}
+    assert modules == set().union(*layers)
+
+
+def test_the_notebook_environments_table_is_its_declared_rooms() -> None:
+    layers = declared_layers("The notebook environment's rooms")
+    assert documented_layers("The notebook environment") == layers
+    modules = {p.stem for p in (ROOT / "src" / "super_bench" / "environment").glob("*.py") if p.stem != "__init__"}
+    assert modules | {"kernel"} == set().union(*layers)
 
 
 def test_the_sandbox_map_is_the_declared_rooms() -> None:
