@@ -51,9 +51,9 @@ from common import PrestartCount, Row, table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the test suite's index and model server
 
-from tests.mirror_fixtures import package_index  # noqa: E402
-from tests.model_server import Answer, ModelServer  # noqa: E402
-from tests.sandboxes import tiny_wheel  # noqa: E402
+from tests.support.mirror_fixtures import package_index  # noqa: E402
+from tests.support.model_server import Answer, ModelServer  # noqa: E402
+from tests.support.sandboxes import tiny_wheel  # noqa: E402
 
 from super_bench import EnvConfig, Environment, RunConfig, SandboxConfig, Task, run  # noqa: E402
 from super_bench.models import ModelOptions  # noqa: E402

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.flaky_sandbox import FlakySandbox
-from tests.helpers import make_task
-from tests.shared_runs import SharedRuns, session_root
+from tests.support.flaky_sandbox import FlakySandbox
+from tests.support.helpers import make_task
+from tests.support.shared_runs import SharedRuns, session_root
 
 from super_bench import EnvConfig, Environment, SandboxConfig
 from super_bench.sandbox import SANDBOXES
@@ -76,7 +76,7 @@ def offline() -> list[str]:
 @pytest.fixture(scope="session")
 def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> SharedRuns:
     """The README's long commands, each run once per session (offline where this machine allows it),
-    shared read-only by the modules that check them (tests/shared_runs.py)."""
+    shared read-only by the modules that check them (tests/support/shared_runs.py)."""
     return SharedRuns(session_root(tmp_path_factory), _offline_prefix() or [])
 
 
@@ -125,8 +125,8 @@ def no_real_model_calls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
 
 @pytest.fixture
 def flaky() -> Iterator[type[FlakySandbox]]:
-    """The flaky sandbox (tests/flaky_sandbox.py) registered as ``flaky``, its counts cleared."""
-    SANDBOXES.register("flaky", "tests.flaky_sandbox:FlakySandbox")
+    """The flaky sandbox (tests/support/flaky_sandbox.py) registered as ``flaky``, its counts cleared."""
+    SANDBOXES.register("flaky", "tests.support.flaky_sandbox:FlakySandbox")
     FlakySandbox.failures.clear()
     FlakySandbox.starts.clear()
     yield FlakySandbox

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers import step, trajectory
+from tests.support.helpers import step, trajectory
 
 from super_bench import Action
 from super_bench.reading import Deed, edited_files, file_kind, read_steps, read_trajectory

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.flaky_sandbox import OneKernelSandbox
-from tests.helpers import make_task
+from tests.support.flaky_sandbox import OneKernelSandbox
+from tests.support.helpers import make_task
 
 from super_bench import Action, EnvConfig, Environment, RunConfig, SandboxConfig, Trajectory, run
 from super_bench.agents import AGENTS, replay
@@ -143,7 +143,7 @@ class CarelessAgent:
 
 @pytest.mark.slow
 def test_an_agent_that_writes_what_cannot_be_kept_is_its_failure_not_retried(tmp_path: Path) -> None:
-    AGENTS.register("careless", "tests.test_agent_failures:CarelessAgent")
+    AGENTS.register("careless", "tests.agents.test_agent_failures:CarelessAgent")
     try:
         (result,) = run(config(tmp_path, task_ids=["tinyreg"], agent="careless", infra_retries=2)).results
     finally:
@@ -205,7 +205,7 @@ def test_a_replay_file_too_large_or_unreadable_is_a_clear_error_naming_it(
 # -- kernels that cannot restart ----------------------------------------------------------------------------
 @pytest.fixture
 def one_kernel() -> Iterator[None]:
-    SANDBOXES.register("one-kernel", "tests.flaky_sandbox:OneKernelSandbox")
+    SANDBOXES.register("one-kernel", "tests.support.flaky_sandbox:OneKernelSandbox")
     yield
     SANDBOXES.unregister("one-kernel")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import ANSWER, CLONE, TRAIN, make_task, react
-from tests.model_server import error, model_server, raw
+from tests.support.helpers import ANSWER, CLONE, TRAIN, make_task, react
+from tests.support.model_server import error, model_server, raw
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, Task, load_tasks, run, score_trajectory
 from super_bench.agents import AgentOptions, create_agent
@@ -483,7 +483,7 @@ def test_the_documented_custom_agent_runs(tmp_path: Path, monkeypatch: pytest.Mo
     """The 30-line agent in the docs, and the snippet that registers and runs it, exactly as written."""
     from super_bench.agents import AGENTS
 
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text()
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text()
     section = docs.split("## Writing your own agent", 1)[1]
     agent_code, run_code = re.findall(r"^```python\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)[:2]
     assert len(agent_code.splitlines()) <= 35

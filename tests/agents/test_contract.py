@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
+from tests.support.helpers import make_task
 
 from super_bench import Action, Environment, Trajectory
 from super_bench.agents import AGENTS, AgentOptions
@@ -21,8 +21,8 @@ from super_bench.errors import EnvironmentClosedError
 from super_bench.models.mock import MockModel
 from super_bench.trajectory import Step, Usage
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "super_bench"
-OLD_TRAJECTORY = Path(__file__).parent / "data" / "run-v1" / "tasks" / "tinyreg" / "trajectory.json"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "super_bench"
+OLD_TRAJECTORY = Path(__file__).parents[1] / "data" / "run-v1" / "tasks" / "tinyreg" / "trajectory.json"
 
 
 def ended(step: Step) -> tuple[bool, bool, str | None]:

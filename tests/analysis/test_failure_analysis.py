@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers import REFERENCE_TRAJECTORIES, step, trajectory
-from tests.judgements import failure_pairs, load, report, shown_block
-from tests.labelled import Split, failure_labels
+from tests.support.helpers import REFERENCE_TRAJECTORIES, step, trajectory
+from tests.support.judgements import failure_pairs, load, report, shown_block
+from tests.support.labelled import Split, failure_labels
 
 from super_bench import Action, Step, Trajectory
 from super_bench.analysis import CAUSES, FailureCause, analyze_failure
@@ -23,7 +23,7 @@ from super_bench.scoring import Metrics, answer_provenance
 
 EXPERT = REFERENCE_TRAJECTORIES / "react-super_expert"
 RUNS = ("react-super_expert", "react-super_masked", "swe-agent_expert", "swe-agent_masked")
-DOC = Path(__file__).resolve().parents[1] / "docs" / "failure-analysis.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "failure-analysis.md"
 FAILED = Metrics(submitted=0.0, output_match=0.0, landmarks=0.0)
 # The dev half's agreement when the rules were last tuned on it: a floor that catches a rule made worse.
 DEV_FLOOR = 0.75

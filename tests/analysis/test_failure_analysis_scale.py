@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers import step, trajectory
+from tests.support.helpers import step, trajectory
 
 from super_bench.analysis import _resolve, analyze_failure
 from super_bench.analysis._resolve import _NOT_PAST, _PASSED, Run, _Installed, _norm, _resolutions

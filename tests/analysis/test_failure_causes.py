@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers import REFERENCE_TRAJECTORIES, cli, step, trajectory
+from tests.support.helpers import REFERENCE_TRAJECTORIES, cli, step, trajectory
 
 from super_bench import Action, EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.analysis import CAUSES, TRAJECTORY_CAUSES, FailureCause

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.helpers import step, trajectory
-from tests.model_server import error, model_server, reply
+from tests.support.helpers import step, trajectory
+from tests.support.model_server import error, model_server, reply
 
 from super_bench import Action
 from super_bench.analysis import FailureCause, analyze_failure, judge_failure

@@ -10,11 +10,11 @@ import hashlib
 from collections import Counter
 from pathlib import Path
 
-from tests.labelled import failure_labels, provenance_labels, second_labels, split_of
+from tests.support.labelled import failure_labels, provenance_labels, second_labels, split_of
 
 CAUSES = {"environment", "resource", "repository_error", "compute", "no_experiment", "wrong_result", "agent_format"}
 PROVENANCE = {"observed", "partly_observed", "given", "unobserved"}
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 RUNS = {"react-super_expert", "react-super_masked", "swe-agent_expert", "swe-agent_masked"}
 
 

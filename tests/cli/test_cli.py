@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli
+from tests.support.helpers import cli
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers import ANSWER, CLONE, TRAIN, react
-from tests.model_server import model_server
+from tests.support.helpers import ANSWER, CLONE, TRAIN, react
+from tests.support.model_server import model_server
 
 # Each test runs agents on demo tasks end to end.
 pytestmark = pytest.mark.slow

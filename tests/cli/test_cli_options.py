@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli
+from tests.support.helpers import cli
 
 
 def parsed_ids(*args: str) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 import pytest
-from tests.test_tables_80 import STYLES
+from tests.report.test_tables_80 import STYLES
 
 from super_bench import load_tasks
 from super_bench.cli import main

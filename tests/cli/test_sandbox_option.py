@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 import pytest
-from tests.helpers import cli
-from tests.test_first_hour import resolve
+from tests.e2e.test_first_hour import resolve
+from tests.support.helpers import cli
 
 from super_bench.cli import main
 from super_bench.errors import SandboxError

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import cli, make_repo
-from tests.model_server import model_server
+from tests.support.helpers import cli, make_repo
+from tests.support.model_server import model_server
 
 from super_bench import load_tasks
 from super_bench.construct.autogen import autogen, parse_reply

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli
+from tests.support.helpers import cli
 
 from super_bench import demo, load_tasks
 from super_bench.construct.blocks import analyse

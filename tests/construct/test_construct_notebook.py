@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from tests.helpers import REFERENCE_TRAJECTORIES, cli
+from tests.support.helpers import REFERENCE_TRAJECTORIES, cli
 
 from super_bench import demo, load_tasks, run
 from super_bench.construct.gold import min_runtime_problems

@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 import click
 import pytest
-from tests.helpers import cli
+from tests.support.helpers import cli
 
 import super_bench
 from super_bench import EnvConfig, RunConfig, SandboxConfig

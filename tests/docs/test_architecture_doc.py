@@ -15,7 +15,7 @@ import pytest
 import super_bench.sandbox
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11 on; the contracts are the same on 3.10
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 DOC = (ROOT / "docs" / "architecture.md").read_text()
 CONTRACTS: list[dict[str, Any]] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
     "contracts"

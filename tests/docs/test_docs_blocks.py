@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ["README.md", "docs/integrations.md"]
 BLOCK = re.compile(r"(?:<!-- docs-test: skip: (?P<why>.+?) -->\n)?```(?:bash|sh|console)\n(?P<code>.*?)```", re.DOTALL)
 
@@ -64,7 +64,7 @@ def test_the_blocks_skipped_are_exactly_those_marked() -> None:
 
 
 QUICK_START = "python3 -m venv .venv && . .venv/bin/activate && pip install . && super-bench run"
-MCP_RECIPE = 'super-bench run --set masked --task-ids tinyreg_goal --out runs/mcp-demo --agent "mcp:python $PWD/tests/mcp_client.py gold"'
+MCP_RECIPE = 'super-bench run --set masked --task-ids tinyreg_goal --out runs/mcp-demo --agent "mcp:python $PWD/tests/support/mcp_client.py gold"'
 RECIPE = 'H="Authorization: Bearer $SUPER_BENCH_TOKEN"; J="Content-Type: application/json"; S=http://127.0.0.1:8765/v1/sessions'
 
 

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.mirror_fixtures import package_index
-from tests.sandboxes import tiny_wheel
+from tests.support.mirror_fixtures import package_index
+from tests.support.sandboxes import tiny_wheel
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "environment.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "environment.md"
 PUBLIC_INDEX = "https://pypi.org/simple"
 
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.helpers import REFERENCE_TRAJECTORIES
+from tests.support.helpers import REFERENCE_TRAJECTORIES
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "real-repositories.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "real-repositories.md"
 RUNS = REFERENCE_TRAJECTORIES / "react-super_expert"
 
 _CLONE = re.compile(r"git clone (?:-\S+ )*(https://github\.com/[\w.-]+/[\w.-]+?)(?:\.git)?(?=\s|$)")

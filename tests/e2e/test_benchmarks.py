@@ -11,9 +11,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from tests.sandboxes import backend_settings
+from tests.support.sandboxes import backend_settings
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from pathlib import Path
 import click
 import pytest
 from packaging.requirements import Requirement
-from tests.helpers import REFERENCE_TRAJECTORIES
-from tests.shared_runs import RUN_DIR, Home, SharedRuns, copy_run
+from tests.support.helpers import REFERENCE_TRAJECTORIES
+from tests.support.shared_runs import RUN_DIR, Home, SharedRuns, copy_run
 
 import super_bench as sb
 from super_bench import RunConfig, load_tasks
@@ -34,7 +34,7 @@ from super_bench.models import MODELS
 from super_bench.runner.executors import EXECUTORS
 from super_bench.sandbox import SANDBOXES, SandboxConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 TINYREG = "https://github.com/super-bench-demo/tinyreg"
 
@@ -281,7 +281,7 @@ def substitute(home: Home, command: str) -> str:
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory, shared_runs: SharedRuns) -> Home:
     """The README's commands that run here, in its order, from a fresh directory. The demo run is the
-    session's shared one (tests/shared_runs.py), copied in: the later commands write into it."""
+    session's shared one (tests/support/shared_runs.py), copied in: the later commands write into it."""
     user = Home(tmp_path_factory.mktemp("home"))
     for command in readme_commands():
         check = CHECKS.get(command)
@@ -525,8 +525,8 @@ def test_skip_reasons_name_no_path_of_a_machine() -> None:
     # A reason printed by `pytest -rs` must mean the same on every machine: no place of this checkout,
     # its neighbours or this user's home.
     here = re.compile("|".join(re.escape(str(p)) for p in (ROOT.parent, Path.home(), REFERENCE_TRAJECTORIES)))
-    for path in sorted((ROOT / "tests").glob("test_*.py")):
-        module = importlib.import_module(f"tests.{path.stem}")
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
         for name, item in vars(module).items():
             for mark in getattr(item, "pytestmark", []):
                 if mark.name == "skipif":

@@ -1,7 +1,7 @@
 """The README's long commands (the slow tier of test_first_hour), each run as written in a folder of its
 own and checked for its exit status and a table whole at 80 columns. Each is a class of its own, so that
 `pytest -n logical --dist loadscope` runs them on different workers at once; the run of the Masked set is
-the session's shared one (tests/shared_runs.py), which test_demo_suite checks too."""
+the session's shared one (tests/support/shared_runs.py), which test_demo_suite checks too."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.shared_runs import Home, SharedRuns
-from tests.test_first_hour import CHECKS, bwrap_runs, readme_blocks, readme_commands, table_lines
+from tests.e2e.test_first_hour import CHECKS, bwrap_runs, readme_blocks, readme_commands, table_lines
+from tests.support.shared_runs import Home, SharedRuns
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.hostile_runs import make_hostile, recorded_run
-from tests.planted import CAPABILITIES, HELPERS, LIMITS, PLANT, STOP_WATCHERS, limit_of, processes
-from tests.sandboxes import backend_settings
+from tests.support.hostile_runs import make_hostile, recorded_run
+from tests.support.planted import CAPABILITIES, HELPERS, LIMITS, PLANT, STOP_WATCHERS, limit_of, processes
+from tests.support.sandboxes import backend_settings
 
 USER = "super-bench-test"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -254,16 +254,16 @@ def test_verify_of_a_crafted_run_runs_nothing_on_the_host_as_an_ordinary_user(or
     [
         # The sandbox: host paths allowlisted, the harness's files and credentials out of reach, writes outside
         # the task going nowhere, fork and memory bombs, other tasks' directories.
-        "test_bwrap_security.py",
+        "sandbox/test_bwrap_security.py",
         # Crafted run directories read by verify, score and view.
-        "test_hostile_run_dirs.py",
+        "runner/test_hostile_run_dirs.py",
         # The package proxy, which runs in the harness's process with the harness's user and files.
-        "test_package_proxy_attacks.py",
+        "sandbox/test_package_proxy_attacks.py",
     ],
 )
 def test_the_adversarial_tests_pass_as_an_ordinary_user(ordinary_user: OrdinaryUser, module: str) -> None:
     # Each module run again by pytest in a process of the user's own, with this checkout's tests.
-    checkout = Path(__file__).resolve().parents[1]
+    checkout = Path(__file__).resolve().parents[2]
     args = [
         "-m",
         "pytest",

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.helpers import REFERENCE_REPOS, REFERENCE_TRAJECTORIES
+from tests.support.helpers import REFERENCE_REPOS, REFERENCE_TRAJECTORIES
 
 from super_bench import run
 from super_bench.environment import EnvConfig

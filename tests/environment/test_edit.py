@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
+from tests.support.helpers import make_task
 
 from super_bench import Environment
 from super_bench.environment.edit import EditFailed, apply_edit, parse_edit

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.sandboxes import backend_settings
+from tests.support.helpers import make_task
+from tests.support.sandboxes import backend_settings
 
 from super_bench import Action, Environment
 from super_bench.sandbox.base import FileTooLargeError, Sandbox

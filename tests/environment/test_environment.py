@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.sandboxes import tiny_wheel
+from tests.support.helpers import make_task
+from tests.support.sandboxes import tiny_wheel
 
 from super_bench import Action, Environment
 from super_bench.errors import EnvironmentClosedError

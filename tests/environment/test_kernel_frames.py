@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.sandboxes import backend_settings
+from tests.support.helpers import make_task
+from tests.support.sandboxes import backend_settings
 
 from super_bench import Action, Environment
 from super_bench.environment.kernel.client import MAX_FRAME_BYTES, max_frame_bytes

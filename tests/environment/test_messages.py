@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from super_bench import messages
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "super_bench"
+SRC = Path(__file__).resolve().parents[2] / "src" / "super_bench"
 
 
 def test_no_note_for_the_agent_is_written_outside_the_messages_module() -> None:

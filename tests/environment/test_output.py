@@ -1,7 +1,7 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers import assert_head_and_tail
+from tests.support.helpers import assert_head_and_tail
 
 from super_bench.environment.kernel.output import OutputBuffer, cap_text, clean_and_cap, clean_output, strip_ansi
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.helpers import assert_head_and_tail, make_task
+from tests.support.helpers import assert_head_and_tail, make_task
 
 from super_bench import Action, Environment, score_trajectory
 from super_bench import trajectory as trajectory_module

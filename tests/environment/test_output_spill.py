@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tests.helpers import make_task
-from tests.test_landmark_search import FLAGS, _compiles, _pattern, _plain
+from tests.scoring.test_landmark_search import FLAGS, _compiles, _pattern, _plain
+from tests.support.helpers import make_task
 
 from super_bench import Action, Environment, RunConfig, run, score_trajectory
 from super_bench.environment import EnvConfig

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.helpers import make_task
-from tests.sandboxes import BACKENDS, backend_settings
+from tests.support.helpers import make_task
+from tests.support.sandboxes import BACKENDS, backend_settings
 
 from super_bench import Action, Environment
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.helpers import make_task
-from tests.sandboxes import backend_settings
+from tests.support.helpers import make_task
+from tests.support.sandboxes import backend_settings
 
 from super_bench import EnvConfig, Environment, RunConfig, SandboxConfig, run
 from super_bench.sandbox.limits import disk

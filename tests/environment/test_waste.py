@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli
+from tests.support.helpers import cli
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.report.compare import compare_runs

@@ -13,7 +13,7 @@ import pytest
 import super_bench as sb
 from super_bench.errors import ConfigError, TaskError
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "integrations.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
 
 def doc_example(name: str) -> str:

@@ -1,4 +1,4 @@
-"""``super-bench mcp`` and the ``mcp:COMMAND`` agent, driven by the official ``mcp`` client (tests/mcp_client.py):
+"""``super-bench mcp`` and the ``mcp:COMMAND`` agent, driven by the official ``mcp`` client (tests/support/mcp_client.py):
 gold solutions replayed as tool calls score what the gold agent scores, over stdio and streamable HTTP; the runs
 they write are read by analyze and verify; endings (disconnect, idle, budget) lose nothing; and the adversary's
 tool calls (out of order, oversized, escaping paths, too many sessions, no token) are refused."""
@@ -21,8 +21,8 @@ import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.helpers import cli
-from tests.mcp_client import call, http_session, replay_gold, stdio_session, text
+from tests.support.helpers import cli
+from tests.support.mcp_client import call, http_session, replay_gold, stdio_session, text
 
 from super_bench.environment.edit import EditFailed, parse_edit
 from super_bench.integrations.mcp_ext.episode import ToolCallError
@@ -31,7 +31,7 @@ from super_bench.runner.rundir import RunDir
 from super_bench.tasks.loaders import load_tasks
 
 SETS = ("expert", "masked", "auto")
-CLIENT = Path(__file__).with_name("mcp_client.py")
+CLIENT = Path(__file__).parents[1] / "support" / "mcp_client.py"
 LOCAL = ["--sandbox", "local"]
 GOLD_DIRS: dict[str, Path] = {}  # the gold runs of the `gold` fixture, by set
 

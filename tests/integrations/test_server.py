@@ -416,7 +416,7 @@ def test_serve_without_the_server_extra_says_what_to_install() -> None:
 
 def test_the_documented_curl_recipe_runs_as_written(tmp_path: Path) -> None:
     """docs/integrations.md's shell block, run by bash against `super-bench serve` (only its port is this test's)."""
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "integrations.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
     (recipe,) = [block for block in re.findall(r"```bash\n(.*?)```", doc, re.DOTALL) if "curl" in block]
     env = {**os.environ, "SUPER_BENCH_TOKEN": "recipe-token", "TMPDIR": str(tmp_path)}
     with serving(tmp_path, env) as (_, url):

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.helpers import ANSWER, CLONE, TRAIN, react
-from tests.model_server import ModelServer, model_server, raw, reply
+from tests.support.helpers import ANSWER, CLONE, TRAIN, react
+from tests.support.model_server import ModelServer, model_server, raw, reply
 
 import super_bench as sb
 from super_bench.actions import Action, valid_text

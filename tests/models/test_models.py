@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.model_server import error, model_server, raw, reply
+from tests.support.model_server import error, model_server, raw, reply
 
 from super_bench.errors import ConfigError, ModelError
 from super_bench.models import ModelOptions, ModelRequest, create_model

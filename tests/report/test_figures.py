@@ -10,7 +10,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from tests.helpers import make_task
+from tests.support.helpers import make_task
 
 from super_bench import Action, Environment
 from super_bench.notebook import save_notebook

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli
+from tests.support.helpers import cli
 
 from super_bench.analysis import FailureCause
 from super_bench.errors import ConfigError, ReportError, RunDirError

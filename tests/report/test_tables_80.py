@@ -79,7 +79,7 @@ def test_leaderboard_with_cause_columns_stays_whole_at_80_columns(finished_run: 
 
 
 def test_import_trajectories_shows_its_table_whole_at_80_columns(tmp_path: Path) -> None:
-    source = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "super-trajectories"
+    source = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "super-trajectories"
     if not source.is_dir():
         pytest.skip("the published trajectories are not here")
     done = subprocess.run(
@@ -113,7 +113,7 @@ def test_import_trajectories_shows_its_table_whole_at_80_columns(tmp_path: Path)
 
 
 def test_compare_shows_its_tables_whole_at_80_columns(tmp_path: Path) -> None:
-    from tests.test_reports import masked_ids, write_run
+    from tests.report.test_reports import masked_ids, write_run
 
     ids = masked_ids(40)
     base = write_run(tmp_path / "base", {t: float(i % 4 == 0) for i, t in enumerate(ids)}, agent="react")

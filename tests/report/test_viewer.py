@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from tests.helpers import REFERENCE_TRAJECTORIES, cli, payloads, step, trajectory
-from tests.trajectory_notebooks import (
+from tests.support.helpers import REFERENCE_TRAJECTORIES, cli, payloads, step, trajectory
+from tests.support.trajectory_notebooks import (
     EPOCH_LINE,
     EXPERT_QUERY,
     MASKED_ID,

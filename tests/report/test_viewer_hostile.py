@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.test_viewer import Page, browser  # noqa: F401 (the module's browser fixture)
+from tests.report.test_viewer import Page, browser  # noqa: F401 (the module's browser fixture)
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.report.viewer import build_view

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.helpers import REFERENCE_TRAJECTORIES
+from tests.support.helpers import REFERENCE_TRAJECTORIES
 
 from super_bench.actions import Action
 from super_bench.divergence import (

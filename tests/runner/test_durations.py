@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.helpers import make_task
+from tests.support.helpers import make_task
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.runner import durations as durations_module

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli, payloads, step, trajectory
-from tests.hostile_runs import make_hostile, recorded_run
-from tests.sandboxes import backend_settings
+from tests.support.helpers import cli, payloads, step, trajectory
+from tests.support.hostile_runs import make_hostile, recorded_run
+from tests.support.sandboxes import backend_settings
 
 from super_bench import EnvConfig, SandboxConfig
 from super_bench.errors import ConfigError, RunDirError

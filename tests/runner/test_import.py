@@ -8,8 +8,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from tests.helpers import REFERENCE_TRAJECTORIES, cli
-from tests.trajectory_notebooks import (
+from tests.support.helpers import REFERENCE_TRAJECTORIES, cli
+from tests.support.trajectory_notebooks import (
     EPOCH_LINE,
     GOLD,
     MASKED_ID,

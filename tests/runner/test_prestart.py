@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.flaky_sandbox import FlakySandbox
-from tests.helpers import make_task
-from tests.test_runner import FOUR, config, processes_with_home_under
+from tests.runner.test_runner import FOUR, config, processes_with_home_under
+from tests.support.flaky_sandbox import FlakySandbox
+from tests.support.helpers import make_task
 
 from super_bench import EnvConfig, SandboxConfig, run
 from super_bench.agents import AGENTS
@@ -246,7 +246,7 @@ class LateGold(GoldAgent):
 
 @pytest.fixture
 def late_gold() -> Iterator[None]:
-    AGENTS.register("late-gold", "tests.test_prestart:LateGold")
+    AGENTS.register("late-gold", "tests.runner.test_prestart:LateGold")
     yield
     AGENTS.unregister("late-gold")
 

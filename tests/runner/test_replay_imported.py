@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers import REFERENCE_TRAJECTORIES
+from tests.support.helpers import REFERENCE_TRAJECTORIES
 
 from super_bench import run
 from super_bench.environment import EnvConfig

@@ -130,7 +130,7 @@ def test_serve_and_mcp_share_their_options() -> None:
 
 
 def test_a_generated_option_reads_and_checks_its_value(tmp_path: Path) -> None:
-    from tests.helpers import cli
+    from tests.support.helpers import cli
 
     result = cli("run", "--workers", "0", "--out", str(tmp_path / "run"))
     assert result.returncode == 2 and "--workers" in result.stderr and "0" in result.stderr

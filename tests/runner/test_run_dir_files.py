@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.helpers import step, trajectory
-from tests.sandboxes import backend_settings
+from tests.support.helpers import step, trajectory
+from tests.support.sandboxes import backend_settings
 
 from super_bench._files import MAX_RECORD_BYTES, UnsafeFileError, read_regular
 from super_bench.errors import RunDirError

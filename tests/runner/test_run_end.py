@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers import make_task
+from tests.support.helpers import make_task
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.sandbox import describe_backend

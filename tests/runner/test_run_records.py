@@ -21,7 +21,7 @@ from super_bench.runner.manifest import NOT_IDENTITY, flat_settings, identity
 from super_bench.runner.records import RUN_SCHEMA_VERSION
 from super_bench.runner.rundir import RunDir
 
-OLD_RUN = Path(__file__).parent / "data" / "run-v1"  # written by super-bench 0.1.0, before records had versions
+OLD_RUN = Path(__file__).parents[1] / "data" / "run-v1"  # written by super-bench 0.1.0, before records had versions
 
 
 def old_run(tmp_path: Path) -> Path:
@@ -261,7 +261,7 @@ def test_redo_replaces_a_run_whose_run_json_cannot_be_read(tmp_path: Path) -> No
 
 
 def test_the_runner_doc_names_every_setting_of_the_identity_and_every_other() -> None:
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "runner.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "runner.md").read_text()
     section = doc.split("## Resume", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r"`([\w.*]+)`", section))
     for name in identity(RunConfig()):

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from tests.flaky_sandbox import FlakySandbox
-from tests.helpers import make_task
-from tests.model_server import error, model_server
+from tests.support.flaky_sandbox import FlakySandbox
+from tests.support.helpers import make_task
+from tests.support.model_server import error, model_server
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run
 from super_bench.cli._display import score_table

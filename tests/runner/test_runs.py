@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from tests.helpers import make_task
+from tests.support.helpers import make_task
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, Trajectory, load_tasks, rescore, run
 from super_bench.agents import create_agent
@@ -249,7 +249,7 @@ def test_a_run_with_the_former_directory_names_still_loads_and_resumes(tmp_path:
 
 @pytest.mark.slow
 def test_the_episode_output_limit_is_set_on_the_command_line(tmp_path: Path) -> None:
-    from tests.helpers import cli
+    from tests.support.helpers import cli
 
     actions = tmp_path / "flood.json"
     actions.write_text(json.dumps([{"type": "execute", "content": "print('x' * 50_000)"}] * 2))

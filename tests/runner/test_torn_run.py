@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli
+from tests.support.helpers import cli
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 

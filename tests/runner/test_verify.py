@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests import helpers
-from tests.helpers import CLONE, cli
-from tests.mirror_fixtures import package_index
-from tests.sandboxes import backend_settings, tiny_wheel
-from tests.trajectory_notebooks import NbStep, write_notebook
+from tests.support import helpers
+from tests.support.helpers import CLONE, cli
+from tests.support.mirror_fixtures import package_index
+from tests.support.sandboxes import backend_settings, tiny_wheel
+from tests.support.trajectory_notebooks import NbStep, write_notebook
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.demo import BUNDLES

@@ -10,8 +10,8 @@ import re
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.sandboxes import backend_settings
+from tests.support.helpers import make_task
+from tests.support.sandboxes import backend_settings
 
 from super_bench import Action, Environment
 from super_bench.sandbox import SandboxConfig, describe_backend

@@ -11,9 +11,9 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli
-from tests.mirror_fixtures import package_index
-from tests.sandboxes import tiny_wheel, venv_with_this_pip
+from tests.support.helpers import cli
+from tests.support.mirror_fixtures import package_index
+from tests.support.sandboxes import tiny_wheel, venv_with_this_pip
 
 from super_bench import SandboxConfig
 from super_bench.sandbox.pyenv.base_install import (

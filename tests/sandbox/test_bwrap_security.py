@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.sandboxes import backend_settings, token
+from tests.support.helpers import make_task
+from tests.support.sandboxes import backend_settings, token
 
 from super_bench import Action, Environment
 from super_bench._paths import cache_dir

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.sandboxes import backend_settings, tiny_wheel
+from tests.support.helpers import make_task
+from tests.support.sandboxes import backend_settings, tiny_wheel
 
 from super_bench.sandbox import SandboxConfig
 from super_bench.sandbox.backends.support import passed_environ, scrubbed_environ

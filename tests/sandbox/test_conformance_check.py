@@ -2,7 +2,7 @@
 the page's code blocks, installed in a fresh virtual environment and registered through the entry-point
 group, passes it with one command; a broken backend fails it, with messages that say what was seen, and the
 command exits non-zero; a backend that says it isolates yet applies no process limit fails that check. (The
-built-in backends run the suite in tests/test_sandbox_conformance.py.)"""
+built-in backends run the suite in tests/sandbox/test_sandbox_conformance.py.)"""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.sandboxes import tiny_wheel
+from tests.support.sandboxes import tiny_wheel
 
 import super_bench
 from super_bench.conformance import run_conformance
 from super_bench.sandbox import CommandResult, ProcessSandbox, SandboxConfig
 from super_bench.sandbox.conformance import check_conformance
 
-DOC = Path(__file__).parents[1] / "docs" / "sandboxes.md"
+DOC = Path(__file__).parents[2] / "docs" / "sandboxes.md"
 
 
 class LeakySandbox(ProcessSandbox):

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.sandboxes import backend_settings, parent_pid, start_run, token
+from tests.support.helpers import make_task
+from tests.support.sandboxes import backend_settings, parent_pid, start_run, token
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.sandbox.conformance import pids_with, wait_for

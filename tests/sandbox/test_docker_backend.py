@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import cli, make_task
-from tests.sandboxes import backend_settings
+from tests.support.helpers import cli, make_task
+from tests.support.sandboxes import backend_settings
 
 from super_bench import Action, Environment, SandboxConfig
 from super_bench.errors import SandboxError

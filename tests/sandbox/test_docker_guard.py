@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers import make_task
-from tests.sandboxes import backend_settings
+from tests.support.helpers import make_task
+from tests.support.sandboxes import backend_settings
 
 from super_bench import Action, Environment
 from super_bench.sandbox.backends.container_helper import GuardHelper, HelperGone
 
-GUARD = Path(__file__).resolve().parents[1] / "src" / "super_bench" / "sandbox" / "in_task" / "container_guard.py"
+GUARD = Path(__file__).resolve().parents[2] / "src" / "super_bench" / "sandbox" / "in_task" / "container_guard.py"
 
 
 class _EngineCommands:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.sandboxes import backend_settings
-from tests.test_edit_limits import PLANT
+from tests.environment.test_edit_limits import PLANT
+from tests.support.helpers import make_task
+from tests.support.sandboxes import backend_settings
 
 from super_bench import Action, Environment
 
@@ -76,7 +76,7 @@ def test_the_containers_lifetime_guard_is_its_first_process_and_cannot_be_stoppe
 
 
 def test_the_guard_ends_at_its_lifetime_and_starts_what_it_is_given(tmp_path: Path) -> None:
-    guard = Path(__file__).resolve().parents[1] / "src" / "super_bench" / "sandbox" / "in_task" / "container_guard.py"
+    guard = Path(__file__).resolve().parents[2] / "src" / "super_bench" / "sandbox" / "in_task" / "container_guard.py"
     marker = tmp_path / "started"
     beside = f"open({str(marker)!r}, 'w').write('yes')"
     started = time.monotonic()

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.sandboxes import backend_settings, parent_pid, start_run, token
+from tests.support.sandboxes import backend_settings, parent_pid, start_run, token
 
 from super_bench.sandbox.conformance import pids_with, wait_for
 from super_bench.sandbox.lifetime import reaper, supervisor

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tests.helpers import cli, make_task
-from tests.sandboxes import backend_settings
+from tests.support.helpers import cli, make_task
+from tests.support.sandboxes import backend_settings
 
 from super_bench import EnvConfig, Environment, SandboxConfig
 from super_bench._sizes import human_size, parse_size

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.helpers import REFERENCE_REPOS, REFERENCE_TRAJECTORIES, cli, make_task
-from tests.mirror_fixtures import GIT_ENV, git, give_away, make_mirror, make_repo
-from tests.sandboxes import backend_settings
+from tests.support.helpers import REFERENCE_REPOS, REFERENCE_TRAJECTORIES, cli, make_task
+from tests.support.mirror_fixtures import GIT_ENV, git, give_away, make_mirror, make_repo
+from tests.support.sandboxes import backend_settings
 
 from super_bench import run
 from super_bench.cli import main

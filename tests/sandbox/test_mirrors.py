@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import cli, make_task
-from tests.mirror_fixtures import dated_index, give_away, make_mirror, pip26_python
-from tests.sandboxes import backend_settings
+from tests.support.helpers import cli, make_task
+from tests.support.mirror_fixtures import dated_index, give_away, make_mirror, pip26_python
+from tests.support.sandboxes import backend_settings
 
 from super_bench import SandboxConfig
 from super_bench.errors import SandboxError

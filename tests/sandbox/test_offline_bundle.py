@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli
-from tests.mirror_fixtures import dated_index, git, make_mirror, make_repo, pip26_python
-from tests.sandboxes import backend_settings
+from tests.support.helpers import cli
+from tests.support.mirror_fixtures import dated_index, git, make_mirror, make_repo, pip26_python
+from tests.support.sandboxes import backend_settings
 
 from super_bench import SandboxConfig
 from super_bench.sandbox.mirrors.offline_bundle import MANIFEST

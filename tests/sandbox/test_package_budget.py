@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.mirror_fixtures import package_index
-from tests.sandboxes import backend_settings, tiny_wheel
+from tests.support.helpers import make_task
+from tests.support.mirror_fixtures import package_index
+from tests.support.sandboxes import backend_settings, tiny_wheel
 
 from super_bench.sandbox.packages.proxy import PackageProxy
 from super_bench.sandbox.packages.sources import Limits

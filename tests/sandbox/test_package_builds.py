@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.mirror_fixtures import package_index
-from tests.sandboxes import backend_settings
-from tests.source_packages import backend_wheel, sdist
+from tests.support.helpers import make_task
+from tests.support.mirror_fixtures import package_index
+from tests.support.sandboxes import backend_settings
+from tests.support.source_packages import backend_wheel, sdist
 
 UPLOADED = "2024-01-01T00:00:00Z"
 

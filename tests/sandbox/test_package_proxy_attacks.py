@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.mirror_fixtures import package_index
-from tests.sandboxes import tiny_wheel
+from tests.support.mirror_fixtures import package_index
+from tests.support.sandboxes import tiny_wheel
 
 from super_bench.errors import PackageRequestRefused
 from super_bench.sandbox.packages.proxy import PackageProxy

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.planted import CAPABILITIES, HELPERS, LIMITS, PLANT, STOP_WATCHERS, limit_of, processes
-from tests.sandboxes import backend_settings
+from tests.support.helpers import make_task
+from tests.support.planted import CAPABILITIES, HELPERS, LIMITS, PLANT, STOP_WATCHERS, limit_of, processes
+from tests.support.sandboxes import backend_settings
 
 from super_bench import Action, Environment
 from super_bench.sandbox.limits.memory import cgroup_parent

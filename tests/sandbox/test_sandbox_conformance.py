@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import make_task
-from tests.sandboxes import BACKENDS, backend_settings, tiny_wheel
+from tests.support.helpers import make_task
+from tests.support.sandboxes import BACKENDS, backend_settings, tiny_wheel
 
 from super_bench import Action, Environment
 from super_bench.conformance import run_conformance

@@ -17,7 +17,7 @@ import pytest
 
 from super_bench.sandbox import SANDBOXES, BuildReport, BuildRequest, ProcessSandbox, SandboxConfig
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "super_bench"
+SRC = Path(__file__).resolve().parents[2] / "src" / "super_bench"
 BUILTIN_BACKENDS = {"local", "bwrap", "docker"}
 
 
@@ -52,8 +52,8 @@ def _with_plugins(*args: str) -> subprocess.CompletedProcess[str]:
     code = (
         "import sys\n"
         "from super_bench.sandbox import SANDBOXES\n"
-        "SANDBOXES.register('plain', 'tests.test_sandbox_hooks:PlainSandbox', summary='plain host processes')\n"
-        "SANDBOXES.register('built', 'tests.test_sandbox_hooks:BuiltSandbox', summary='a plug-in that builds')\n"
+        "SANDBOXES.register('plain', 'tests.sandbox.test_sandbox_hooks:PlainSandbox', summary='plain host processes')\n"
+        "SANDBOXES.register('built', 'tests.sandbox.test_sandbox_hooks:BuiltSandbox', summary='a plug-in that builds')\n"
         "from super_bench.cli import entry\n"
         f"sys.argv = ['super-bench', *{list(args)!r}]\n"
         "entry()\n"
@@ -152,8 +152,8 @@ class ConfinedSandbox(PlainSandbox):
 @pytest.fixture
 def plugins() -> Iterator[None]:
     """The plug-ins above, registered in this process for the test."""
-    SANDBOXES.register("plain", "tests.test_sandbox_hooks:PlainSandbox")
-    SANDBOXES.register("confined", "tests.test_sandbox_hooks:ConfinedSandbox")
+    SANDBOXES.register("plain", "tests.sandbox.test_sandbox_hooks:PlainSandbox")
+    SANDBOXES.register("confined", "tests.sandbox.test_sandbox_hooks:ConfinedSandbox")
     yield
     SANDBOXES.unregister("plain")
     SANDBOXES.unregister("confined")

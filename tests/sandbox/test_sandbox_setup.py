@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tests.helpers import cli, make_task
-from tests.sandboxes import backend_settings, tiny_wheel
+from tests.support.helpers import cli, make_task
+from tests.support.sandboxes import backend_settings, tiny_wheel
 
 from super_bench import Action, EnvConfig, Environment, SandboxConfig
 from super_bench._sizes import parse_size

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from tests.sandboxes import venv_with_this_pip
+from tests.support.sandboxes import venv_with_this_pip
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig
 from super_bench.runner.manifest import add_task_environment

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers import step, trajectory
-from tests.trajectory_notebooks import EXPERT_QUERY, NbStep, write_notebook
+from tests.support.helpers import step, trajectory
+from tests.support.trajectory_notebooks import EXPERT_QUERY, NbStep, write_notebook
 
 from super_bench.actions import Action
 from super_bench.runner.importer import import_trajectories

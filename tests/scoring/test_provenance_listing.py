@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.helpers import step
+from tests.support.helpers import step
 
 from super_bench import Action
 from super_bench.scoring import trace_answer

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.helpers import step
+from tests.support.helpers import step
 
 from super_bench import Action
 from super_bench.scoring import trace_answer

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import REFERENCE_TRAJECTORIES
+from tests.support.helpers import REFERENCE_TRAJECTORIES
 
 from super_bench import Task, score_trajectory
 from super_bench.runner.paper_notebooks import notebook_trajectory

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import cli, make_task, step, trajectory
-from tests.trajectory_notebooks import NbStep, write_notebook
+from tests.support.helpers import cli, make_task, step, trajectory
+from tests.support.trajectory_notebooks import NbStep, write_notebook
 
 from super_bench import Action, load_tasks, score_answer, score_trajectory
 from super_bench.runner.importer import import_trajectories

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import regex
-from tests.helpers import make_task, step, trajectory
+from tests.support.helpers import make_task, step, trajectory
 
 from super_bench import Action, Step, score_answer, score_trajectory
 from super_bench.scoring.entrypoint import cell_runs_entrypoint, entrypoint_runs

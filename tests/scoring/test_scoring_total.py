@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.helpers import cli, react, step, trajectory
+from tests.support.helpers import cli, react, step, trajectory
 
 from super_bench import Action, Task
 from super_bench.errors import UnscorableError

@@ -19,13 +19,13 @@ from super_bench import Action, Step, Task, Trajectory
 # The paper's sample trajectories: beside the repository (<repo>/../shared/...), or where the variable says.
 REFERENCE_TRAJECTORIES = Path(
     os.environ.get("SUPER_BENCH_REFERENCE_TRAJECTORIES")
-    or Path(__file__).resolve().parents[2] / "shared" / "reference" / "super-trajectories"
+    or Path(__file__).resolve().parents[3] / "shared" / "reference" / "super-trajectories"
 )
 
 # Git bundles of real research repositories from SUPER's Expert set, located the same way.
 REFERENCE_REPOS = Path(
     os.environ.get("SUPER_BENCH_REFERENCE_REPOS")
-    or Path(__file__).resolve().parents[2] / "shared" / "reference" / "repos"
+    or Path(__file__).resolve().parents[3] / "shared" / "reference" / "repos"
 )
 
 

@@ -1,5 +1,5 @@
 """A crafted run directory, as a colleague or a leaderboard submission could hand one over: a real run of the
-replay agent whose run.json then asks for the host (tests/test_hostile_run_dirs.py, tests/test_ordinary_user.py)."""
+replay agent whose run.json then asks for the host (tests/runner/test_hostile_run_dirs.py, tests/e2e/test_ordinary_user.py)."""
 
 from __future__ import annotations
 

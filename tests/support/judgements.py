@@ -1,7 +1,7 @@
 """The rules' verdicts on the labelled published trajectories, and the aggregate figures the docs report.
 
 Only aggregates leave this module for the test half (agreement, per class precision and recall, per agent,
-Cohen's kappa, the confusion table): rules are tuned on the dev half alone (tests/labelled.py).
+Cohen's kappa, the confusion table): rules are tuned on the dev half alone (tests/support/labelled.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from tests.helpers import REFERENCE_TRAJECTORIES
-from tests.labelled import Split, failure_labels, provenance_labels
+from tests.support.helpers import REFERENCE_TRAJECTORIES
+from tests.support.labelled import Split, failure_labels, provenance_labels
 
 from super_bench.analysis import analyze_failure
 from super_bench.runner.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
@@ -98,7 +98,7 @@ def shown_block(doc: Path, name: str) -> str:
 
 
 def write_block(doc: Path, name: str, body: str) -> None:
-    """Put ``body`` between the doc's markers (how the docs' tables are made: ``python -m tests.judgements``)."""
+    """Put ``body`` between the doc's markers (how the docs' tables are made: ``python -m tests.support.judgements``)."""
     text = doc.read_text(encoding="utf-8")
     head, rest = text.split(f"<!-- {name} -->")
     _, tail = rest.split(f"<!-- /{name} -->")
@@ -106,11 +106,11 @@ def write_block(doc: Path, name: str, body: str) -> None:
 
 
 def main() -> None:
-    """Write the figures into the docs: ``python -m tests.judgements`` (the tests then hold them equal)."""
+    """Write the figures into the docs: ``python -m tests.support.judgements`` (the tests then hold them equal)."""
     from super_bench.analysis import CAUSES
     from super_bench.scoring import PROVENANCE_STATUSES
 
-    docs = Path(__file__).resolve().parents[1] / "docs"
+    docs = Path(__file__).resolve().parents[2] / "docs"
     for split, name in (("dev", "dev"), ("test", "held-out")):
         write_block(docs / "failure-analysis.md", f"failure-{name}", report(failure_pairs(split), CAUSES))
         write_block(

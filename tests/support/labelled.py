@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-LABELS = Path(__file__).parent / "data" / "labels"
+LABELS = Path(__file__).parents[1] / "data" / "labels"
 Split = Literal["dev", "test", "all"]
 
 

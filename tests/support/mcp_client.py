@@ -1,9 +1,9 @@
 """A scripted MCP client, written with the official ``mcp`` SDK: it replays demo tasks' gold solutions as tool
 calls. The tests drive ``super-bench mcp`` with it, and ``run --agent mcp:...`` runs it as the external agent:
 
-    python tests/mcp_client.py gold    # the task in SUPER_BENCH_TASK_ID, over SUPER_BENCH_MCP_URL
-    python tests/mcp_client.py crash   # runs one cell, then exits with status 3
-    python tests/mcp_client.py linger  # as gold, then never exits
+    python tests/support/mcp_client.py gold    # the task in SUPER_BENCH_TASK_ID, over SUPER_BENCH_MCP_URL
+    python tests/support/mcp_client.py crash   # runs one cell, then exits with status 3
+    python tests/support/mcp_client.py linger  # as gold, then never exits
 """
 
 from __future__ import annotations

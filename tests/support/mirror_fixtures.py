@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from tests.sandboxes import tiny_wheel
+from tests.support.sandboxes import tiny_wheel
 
 from super_bench.sandbox.mirrors.serving import PIP_WITH_UPLOAD_FILTER
 

@@ -1,4 +1,4 @@
-"""What agent code plants to attack the harness's privileges (tests/test_privilege.py, tests/test_ordinary_user.py):
+"""What agent code plants to attack the harness's privileges (tests/sandbox/test_privilege.py, tests/e2e/test_ordinary_user.py):
 programs named like every helper the harness could start, each recording whom it ran as, and the probes
 read back (limits, capabilities, the stopping of every watcher)."""
 

@@ -12,7 +12,7 @@ import tarfile
 import textwrap
 from pathlib import Path
 
-from tests.sandboxes import tiny_wheel
+from tests.support.sandboxes import tiny_wheel
 
 PROBED = ("numpy",)
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.shared_runs import SharedRuns
+from tests.support.shared_runs import SharedRuns
 
 from super_bench import load_tasks
 from super_bench.construct.gold import min_runtime_problems

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.helpers import cli
+from tests.support.helpers import cli
 
 from super_bench.tasks._regex_syntax import parse
 from super_bench.tasks.model import compile_landmark
@@ -135,7 +135,7 @@ def test_the_demo_suite_is_valid(task_set: str) -> None:
 
 
 def test_repositories_are_never_read_as_options_of_git(tmp_path: Path) -> None:
-    from tests.helpers import make_repo
+    from tests.support.helpers import make_repo
 
     repo = make_repo(tmp_path / "-repo", {"train.py": "print('hi')\n"})  # a legitimate name that starts with "-"
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
