@@ -152,7 +152,10 @@ class DockerSandbox(Sandbox):
         ]
 
     # The task image over a Debian-like base image (SUPER's packages), or only its kernel layer.
-    build_options: ClassVar[frozenset[str]] = frozenset({"engine", "tag", "base_image", "kernel_only", "ca_bundle"})
+    # --python, --packages-as-of and --torch as for the other backends' base, so that both are one environment.
+    build_options: ClassVar[frozenset[str]] = frozenset(
+        {"engine", "tag", "base_image", "kernel_only", "ca_bundle", "python", "packages_as_of", "torch"}
+    )
 
     @classmethod
     def build(cls, request: BuildRequest, echo: Callable[[str], None]) -> BuildReport:
@@ -163,6 +166,9 @@ class DockerSandbox(Sandbox):
             requirements=request.requirements,
             kernel_only=request.kernel_only,
             ca_bundle=request.ca_bundle or host_ca_bundle(),
+            python=request.python,
+            packages_as_of=request.packages_as_of,
+            torch=request.torch or "cpu",
             echo=echo,
         )
         return BuildReport(
