@@ -203,7 +203,7 @@ def build_images(
         system = f"super-bench-build-{secrets.token_hex(6)}:system"
         build(_system_layer(base, found, staged), system)
         try:
-            info = _kernel_layer(build, base, system, kernel_tag)
+            info = _kernel_layer(build, base, system, kernel_tag, staged)
         finally:
             _engine(engine, ["rmi", system], capture_output=True)  # the tag only: the layers are the kernel's
         if kernel_only:
@@ -262,11 +262,15 @@ def reachable_entries(entries: list[str], echo: Callable[[str], None]) -> tuple[
     return kept, skipped
 
 
-def _kernel_layer(build: _Build, base: str, system: str, kernel_tag: str) -> ImageInfo:
-    """The kernel's packages and the minimal default, prepared on the host for the image's Python."""
+def _kernel_layer(
+    build: _Build, base: str, system: str, kernel_tag: str, staged: StagedPython | None = None
+) -> ImageInfo:
+    """The kernel's packages and the minimal default, prepared on the host for the image's Python (by the
+    staged interpreter's own pip where it was copied from this machine)."""
     full = _probe(build.engine, system)["version"]
     version = ".".join(full.split(".")[:2])
-    shutil.copytree(kernel_env(f"python{version}", version), build.context / "kernel")
+    host_python = staged.source if staged is not None else f"python{version}"
+    shutil.copytree(kernel_env(host_python, version), build.context / "kernel")
     _download_wheels(version, build.context / "wheels")
     differences = [] if version == PAPER_PYTHON else [f"Python {full}, not {PAPER_PYTHON} as in the paper's"]
     info = ImageInfo(image=kernel_tag, layer="kernel", base=base, python=full, differences=[*differences, _KERNEL_ONLY])

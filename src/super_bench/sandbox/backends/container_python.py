@@ -57,7 +57,9 @@ class StagedPython(Model):
         return [
             f"COPY {context_dir} {INSIDE_PREFIX}/",
             f'RUN ldconfig && {self.inside} -c "import {_LINKED}" '
-            f"&& {self.inside} -m compileall -q -j 0 {INSIDE_PREFIX}/lib/python{self.short}",
+            # What CPython's own install leaves out of its compiling: test data that is not Python 3 on purpose.
+            f"&& {self.inside} -W ignore -m compileall -q -j 0 -x 'bad_coding|badsyntax|lib2to3/tests/data' "
+            f"{INSIDE_PREFIX}/lib/python{self.short}",
         ]
 
 

@@ -82,7 +82,7 @@ from super_bench.sandbox.packages.task_access import (
     cache_applies,
     cache_record,
 )
-from super_bench.sandbox.pyenv.report import paper_differences
+from super_bench.sandbox.pyenv.report import compare_with_paper, paper_differences
 
 log = logging.getLogger(__name__)
 
@@ -215,12 +215,25 @@ class DockerSandbox(Sandbox):
             # The task Python as tasks find it, measured (the label says what the build meant): its version and
             # pip, how they differ from the paper's, and with ``packages`` every package a task's pip lists.
             measured = image_environment(engine, image)
-            if measured is not None:
+            if measured is not None and info is not None and info.layer == "super":
+                # SUPER's image is compared with the paper's as the other backends' base is: what is installed.
+                compared = compare_with_paper(
+                    "built",
+                    measured["python"],
+                    "/venv/bin/python",
+                    measured["packages"],
+                    packages_as_of=info.packages_as_of,
+                    torch=info.torch,
+                    notes=info.notes,
+                    source=f"the image {image}",
+                ).model_dump()
+                found |= {k: v for k, v in compared.items() if k != "kind"} | {"skipped": info.skipped}
+            elif measured is not None:
                 kept = [d for d in found.get("differences", []) if not d.startswith("Python ")]
                 differences = [*paper_differences(measured["python"], measured["pip"]), *kept]
                 found |= {"python": measured["python"], "pip": measured["pip"], "differences": differences}
-                if packages:
-                    found["packages"] = measured["packages"]
+            if measured is not None and packages:
+                found["packages"] = measured["packages"]
         disk = None
         if config.disk_limit is not None:
             try:

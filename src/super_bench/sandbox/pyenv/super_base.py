@@ -209,15 +209,19 @@ class ListPlan:
 
 
 def plan_list(
-    requirements: Path, torch: TorchSource, packages_as_of: date | datetime | None, echo: Callable[[str], None]
+    requirements: Path,
+    torch: TorchSource,
+    packages_as_of: date | datetime | None,
+    echo: Callable[[str], None],
+    torch_index: str = TORCH_CPU_INDEX,
 ) -> ListPlan:
     """Read the list and ask each index it names once: one that does not answer is left out (pip would retry
     it for every package's page, minutes each), and torch from PyPI where the CPU index does not answer."""
     notes: list[str] = []
     options, entries = _read_requirements(requirements)
     options = _reachable_indexes(without_pytorch_indexes(options), notes, echo)
-    if torch == "cpu" and not index_answers(TORCH_CPU_INDEX):
-        note = f"the PyTorch CPU index {TORCH_CPU_INDEX} is unreachable: torch comes from PyPI (with CUDA libraries)"
+    if torch == "cpu" and not index_answers(torch_index):
+        note = f"the PyTorch CPU index {torch_index} is unreachable: torch comes from PyPI (with CUDA libraries)"
         notes.append(note)
         echo(note)
         torch = "pypi"
