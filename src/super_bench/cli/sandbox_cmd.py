@@ -51,7 +51,8 @@ _BUILD_FLAGS = {
     "--python",
     "python",
     metavar="PYTHON",
-    help="Interpreter the base environment is made from: a path or a command on PATH (python3.10). "
+    help="Interpreter the base environment is made from: a path or a command on PATH (python3.10); docker: the "
+    "one copied into the image where its base has no Python 3.10, so that both backends run one interpreter. "
     "[default: a Python 3.10, as SUPER's, where one is installed, else the closest version]",
 )
 @click.option(

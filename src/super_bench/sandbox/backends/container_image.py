@@ -7,10 +7,12 @@
   (copied from the harness's own where the Python versions agree, else downloaded by the host's pip for
   the image's version), so this layer needs no package index inside the build.
 - The SUPER layer (``super-bench-task:VERSION``, about 6 GB): over the kernel layer, the build tools and
-  SUPER's package list, installed by pip inside the build.
+  SUPER's package list, installed by pip inside the build with the very commands ``sandbox build`` uses for
+  the local and bwrap base (``--packages-as-of``'s date, the same indexes, torch's source), then pip 24.0.
 
-Python 3.10, SUPER's, is used where the base has it, else the base's own ``python3``; what differs from
-the paper's environment is written into the image's labels, and runs record it. A CA bundle given for
+Python 3.10, SUPER's, is used where the base has it, else the interpreter the other backends' base is built
+from, copied in (``container_python``), else the base's own ``python3``; what differs from the paper's
+environment is written into the image's labels, and runs record it. A CA bundle given for
 the build (the host's trust store, for hosts behind a TLS-intercepting proxy) is mounted read-only into
 the steps that download, never copied into a layer; nothing else of the host's pip configuration is used
 inside the build.
