@@ -2,7 +2,8 @@
 freeze``) and of its shell (``!echo $0``) on bwrap and on docker is equal, or each difference is recorded in
 the backend's ``task_environment`` (what runs keep in run.json and ``sandbox check`` shows), and each way it
 differs from the paper's environment is in that record's ``differences``. Skipped cleanly where a backend
-cannot run (docker without its image)."""
+cannot run, or does not run SUPER's environment (bwrap without ``sandbox build``'s base, docker without
+SUPER's image: CI builds neither)."""
 
 from __future__ import annotations
 

@@ -43,13 +43,16 @@ def test_the_engines_settings_are_found_by_trying_and_start_a_container(docker: 
 
 def test_sandbox_check_says_which_engine_and_settings(docker: dict[str, Any]) -> None:
     engine, image = DockerSandbox.engine_for(SandboxConfig(**docker))
-    result = cli("sandbox", "check")
+    result = cli("sandbox", "check", *(["--image", docker["image"]] if "image" in docker else []))
     out = " ".join(result.stdout.split())
     assert f"--sandbox docker uses: {engine.name} {engine.version}" in out, out
     assert f"tried with {image}" in out
     for arg in engine.run_args:
         assert arg in out
     assert f"in docker: {DISK_MECHANISM}" in out
+    # How the image's task environment differs from the paper's, as runs record it, is shown.
+    for line in DockerSandbox.describe(SandboxConfig(**docker)).task_environment.get("differences", []):
+        assert " ".join(line.split()) in out, out
 
 
 def test_the_disk_limit_and_the_package_cache_are_recorded_as_docker_keeps_them(docker: dict[str, Any]) -> None:
