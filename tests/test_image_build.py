@@ -5,11 +5,14 @@ backends' base build) and the entries it leaves out."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import socket
+import sys
 import threading
 from datetime import date
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +20,8 @@ from super_bench.sandbox.backends.container_image import (
     DEFAULT_IMAGE,
     KERNEL_IMAGE,
     ImageInfo,
+    _paper_python,
+    _system_layer,
     image_tags,
     reachable_entries,
     super_layer,
@@ -118,3 +123,22 @@ def test_an_entry_whose_host_does_not_answer_is_left_out_and_recorded() -> None:
     assert kept == ["spacy==3.7.4", "numpy==1.25.2"]
     assert skipped == {entries[1]: f"{url} does not answer"}
     assert said == [f"Left out en-core-web-sm: {url} does not answer"]
+
+
+def test_the_image_gets_the_bases_interpreter_where_the_base_lacks_python_3_10(tmp_path: Path) -> None:
+    said: list[str] = []
+    # A base with SUPER's 3.10 keeps its own.
+    assert _paper_python({"python": "python3.10", "version": "3.10.12"}, None, tmp_path, said.append) is None
+    assert not (tmp_path / "python").exists()
+    if sys.base_prefix in ("/", "/usr"):
+        pytest.skip(f"this interpreter's prefix is {sys.base_prefix}, not an installation of its own")
+    # --python names the interpreter to copy in: the layer puts it at /usr/local and makes /venv from it.
+    host = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    found = {"version": "3.11.2", "apt": "yes"}  # a bare Debian: no python, apt to get the libraries
+    staged = _paper_python(found, host, tmp_path, said.append)
+    assert staged is not None and staged.version == ".".join(map(str, sys.version_info[:3]))
+    assert said == [f"The image's Python: {staged.version}, copied from {staged.source} (as the other backends' base)"]
+    lines = _system_layer("debian:bookworm-slim", found, staged)
+    assert "COPY python /usr/local/" in lines and f"RUN {staged.inside} -m venv /venv" in lines
+    apt = next(line for line in lines if "apt-get install" in line)
+    assert " python3 " in apt and "python3-venv" not in apt  # Debian's python3 for the libraries it links to
