@@ -199,7 +199,8 @@ def build_images(
         raise SandboxError(f"the base image {base} has no python3 and no apt-get to install one: choose another")
     with tempfile.TemporaryDirectory(prefix="super-bench-image-") as tmp:
         build = _Build(engine, Path(tmp), ca_bundle)
-        staged = _paper_python(found, python, build.context, echo)
+        # The kernel layer alone (the demo's image, CI's) keeps the base's Python unless --python names one.
+        staged = _paper_python(found, python, build.context, echo) if python or not kernel_only else None
         echo(f"Building the kernel layer over {base} with {engine.describe()}")
         # The system part goes under a tag of its own, so that the kernel image is never half built.
         system = f"super-bench-build-{secrets.token_hex(6)}:system"

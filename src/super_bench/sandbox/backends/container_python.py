@@ -1,9 +1,10 @@
 """The paper's interpreter in the docker image: the one the local and bwrap bases are built from.
 
-SUPER's runs had Python 3.10 (3.10.13 where it is built here); Debian's bookworm, the usual base, has 3.11 and no
-3.10 package. Where the base image has no Python 3.10, the build copies the interpreter ``sandbox build`` would
-make the other backends' base from (``super_base.find_python``: ``--python``, else a 3.10 on PATH or from pyenv)
-into the image at ``/usr/local``, as the official Python images keep theirs: its binary, shared library,
+SUPER's runs had Python 3.10; Debian's bookworm, the usual base, has 3.11 and no 3.10 package. Where the base
+image has no Python 3.10, the build of SUPER's image (of the kernel layer alone only with ``--python``) copies
+the interpreter ``sandbox build`` would make the other backends' base from (``super_base.find_python``:
+``--python``, else a 3.10 on PATH or from pyenv) into the image at ``/usr/local``, as the official Python
+images keep theirs: its binary, shared library,
 standard library (without its test suite and without anything installed in its ``site-packages``) and C
 headers, so that tasks' sdists build against it. So both backends run one interpreter.
 
