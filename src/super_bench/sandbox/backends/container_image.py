@@ -216,7 +216,7 @@ def build_images(
         entries, skipped = reachable_entries(plan.entries, echo)
         differences = [d for d in info.differences if d != _KERNEL_ONLY]
         if plan.torch == "pypi":
-            differences.append(TORCH_FROM_PYPI)
+            differences.append(_TORCH_FROM_PYPI)
         differences += [f"{entry.split(' @ ')[0]} left out: {why}" for entry, why in skipped.items()]
         dated = packages_as_of.isoformat() if packages_as_of is not None else None
         update = {"image": tag, "layer": "super", "differences": differences, "torch": plan.torch}
@@ -226,7 +226,7 @@ def build_images(
 
 
 _KERNEL_ONLY = "none of SUPER's packages: the kernel layer only"
-TORCH_FROM_PYPI = (
+_TORCH_FROM_PYPI = (
     f"torch 2.2.1 from PyPI (with CUDA libraries), not the CPU build 2.2.1+cpu the paper's runs had: the PyTorch "
     f"CPU index {TORCH_CPU_INDEX} was unreachable when the image was built, or --torch pypi was asked for"
 )
