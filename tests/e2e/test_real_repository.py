@@ -3,22 +3,29 @@ replayed with the repository served from a git mirror (a bundle), compared step 
 recorded (the kind of each result, and the metrics printed, within 1e-2).
 
 Its ``pip install -r requirements.txt`` installs torch 2.1.2 with CUDA libraries from the package index
-(about 5 GB, a few minutes).
+(about 5 GB, a few minutes). Then the same run replayed and verified as docs/real-repositories.md says, with
+``verify``'s defaults, on bwrap and in SUPER's docker image (skipped where that image is not built).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from tests.support.helpers import REFERENCE_REPOS, REFERENCE_TRAJECTORIES
+from tests.support.sandboxes import backend_settings
 
 from super_bench import run
 from super_bench.environment import EnvConfig
 from super_bench.runner.paper_notebooks import notebook_trajectory
 from super_bench.sandbox import SandboxConfig
+from super_bench.sandbox.backends.container_image import image_info
+from super_bench.sandbox.backends.docker import DockerSandbox
 from super_bench.tasks.model import Task
 
 TASK = "unsupervisedhierarchicalsymbolicregression"
@@ -85,3 +92,49 @@ def test_gpt4o_recorded_run_reproduces_through_a_git_mirror(tmp_path: Path) -> N
         for name in want:
             assert got[name] == pytest.approx(want[name], abs=1e-2), (where, name)
     assert result.submission == recorded.submission
+
+
+def _verify_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``super-bench ARGS`` as a user runs it, given the time a replay takes."""
+    command = [sys.executable, "-m", "super_bench", *args]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env={**os.environ, "COLUMNS": "200"})
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(5400)
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_the_documented_verify_reproduces_the_run_on_each_backend(backend: str, tmp_path: Path) -> None:
+    """docs/real-repositories.md's steps 1 and 4, with their defaults (the network off, the package cache),
+    reproduce the recorded run's submitted values on bwrap and in SUPER's docker image alike."""
+    for needed in (BUNDLE, NOTEBOOK):
+        if not needed.is_file():
+            pytest.skip(
+                f"{needed} is not here (set SUPER_BENCH_REFERENCE_REPOS and SUPER_BENCH_REFERENCE_TRAJECTORIES)"
+            )
+    settings = backend_settings(backend)
+    extra: list[str] = []
+    if backend == "docker":
+        engine, image = DockerSandbox.engine_for(SandboxConfig(**settings))
+        info = image_info(engine, image)
+        if info is None or info.layer != "super":
+            pytest.skip(f"{image} is not SUPER's image (build it with `super-bench sandbox build --sandbox docker`)")
+        extra = ["--image", image]
+    runs = tmp_path / "runs" / "gpt4o"
+    imported = _verify_cli("import-trajectories", str(NOTEBOOK.parents[1]), "--out", str(runs), cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    verified = _verify_cli(
+        "verify",
+        str(runs),
+        "--task-ids",
+        TASK,
+        "--git-mirror",
+        f"{URL}={BUNDLE}",
+        "--sandbox",
+        backend,
+        *extra,
+        cwd=tmp_path,
+    )
+    assert verified.returncode == 0, verified.stdout[-3000:] + verified.stderr[-3000:]
+    summary = json.loads((runs / "verify-summary.json").read_text())
+    assert (summary["reproduced"], summary["n_tasks"]) == (1, 1), verified.stdout[-3000:]
+    assert summary["environment"]["sandbox"]["backend"] == backend

@@ -267,6 +267,30 @@ def test_the_kernel_environment_is_found_again_without_reading_any_metadata(monk
     note.remember(first)
 
 
+def test_a_kernel_environment_for_another_python_is_installed_by_that_pythons_own_pip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip evaluates markers for the Python it runs on: ours, installing for 3.10 with --python-version, left
+    out what only 3.10 needs (IPython's exceptiongroup), and the kernel could not start. That Python's own
+    pip installs it where it runs here; one made by ours is another environment, never taken for it."""
+    from super_bench.sandbox.launch import kernel_env as module
+
+    monkeypatch.setenv("SUPER_BENCH_ENV_CACHE", str(tmp_path / "cache"))
+    calls = tmp_path / "calls"
+    python = tmp_path / "python3.9"
+    python.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    python.chmod(0o755)
+    built = module.kernel_env.__wrapped__(str(python), "3.9")
+    asked = [line.split() for line in calls.read_text().splitlines()]
+    assert asked[0] == ["-m", "pip", "--version"] and asked[1][:3] == ["-m", "pip", "install"]
+    assert "--target" in asked[1] and "--python-version" not in asked[1] and asked[1][-1] == "ipykernel"
+    assert (built / "kernel_boot.py").is_file()
+    ours: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(module, "_pip_install_target", lambda *args: ours.append(args))
+    other = module.kernel_env.__wrapped__(str(tmp_path / "not-here" / "python3.9"), "3.9")
+    assert other != built and ours and ours[0][-1] is False  # no pip of its own here: ours, kept apart
+
+
 def test_the_default_task_packages_are_found_again_without_reading_any_metadata(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -68,6 +68,9 @@ def test_the_built_base_ends_with_the_papers_pip_and_records_it(
     base = tmp_path / "base-env"
     python = venv_with_this_pip(base)  # the newer pip that installs the list (upload-time filter)
     assert install_papers_pip(python) is None
+    # As a docker task lists it: no path of this machine's as where pip came from.
+    freeze = subprocess.run([python, "-m", "pip", "freeze", "--all"], capture_output=True, text=True).stdout
+    assert f"pip=={PAPER_PIP}" in freeze.splitlines() and "file://" not in freeze, freeze
     record = BaseEnvRecord(python=python, version="3.11.7", requirements="r.txt", built_at=datetime.now(timezone.utc))
     (base / BUILT_MARKER).write_text(record.model_dump_json())
     monkeypatch.setenv("SUPER_BENCH_BASE_ENV", str(base))

@@ -51,7 +51,8 @@ _BUILD_FLAGS = {
     "--python",
     "python",
     metavar="PYTHON",
-    help="Interpreter the base environment is made from: a path or a command on PATH (python3.10). "
+    help="Interpreter the base environment is made from: a path or a command on PATH (python3.10); docker: the "
+    "one copied into the image where its base has no Python 3.10, so that both backends run one interpreter. "
     "[default: a Python 3.10, as SUPER's, where one is installed, else the closest version]",
 )
 @click.option(
@@ -152,7 +153,13 @@ def build_command(
     metavar="BACKEND",
     help="Run the checks every backend must pass on BACKEND (a registered name, plug-ins included).",
 )
-def check_command(conformance: str | None) -> None:
+@click.option(
+    "--image",
+    metavar="IMAGE",
+    help="docker: the image to check and describe (one built with --tag). [default: the one `super-bench "
+    "sandbox build` makes]",
+)
+def check_command(conformance: str | None, image: str | None) -> None:
     """Say which sandbox backends work on this machine, and what `auto` picks."""
     from super_bench.sandbox import SANDBOXES, SandboxConfig, describe_backend, resolve_backend
 
@@ -172,7 +179,7 @@ def check_command(conformance: str | None) -> None:
     table = Table(title="Sandboxes", title_justify="left")
     for column in ("backend", "works here", "isolation / what to do"):
         table.add_column(column)
-    config = SandboxConfig()
+    config = SandboxConfig(image=image)
     lines: dict[str, None] = {}  # each line once, in the order the backends give them
     working: list[str] = []
     for name, summary in SANDBOXES.summaries().items():
@@ -193,17 +200,17 @@ def check_command(conformance: str | None) -> None:
     for line in lines:
         console.print(escape(line))
     console.print(f"Task environment: {escape(describe_backend(config).environment)}")
-    _show_differences(console, working)
+    _show_differences(console, working, config)
 
 
-def _show_differences(console: Any, backends: list[str]) -> None:
+def _show_differences(console: Any, backends: list[str], config: Any) -> None:
     """Each working backend's task environment's differences from the paper's (``task_environment``'s
     ``differences``, as runs record them); a list several backends share is printed once."""
-    from super_bench.sandbox import SandboxConfig, describe_backend
+    from super_bench.sandbox import describe_backend
 
     shown: dict[tuple[str, ...], list[str]] = {}
     for name in backends:
-        environment = describe_backend(SandboxConfig(backend=name)).task_environment
+        environment = describe_backend(config.model_copy(update={"backend": name})).task_environment
         differences = tuple(str(d) for d in environment.get("differences") or ())
         if differences:
             shown.setdefault(differences, []).append(name)

@@ -7,10 +7,12 @@
   (copied from the harness's own where the Python versions agree, else downloaded by the host's pip for
   the image's version), so this layer needs no package index inside the build.
 - The SUPER layer (``super-bench-task:VERSION``, about 6 GB): over the kernel layer, the build tools and
-  SUPER's package list, installed by pip inside the build.
+  SUPER's package list, installed by pip inside the build with the very commands ``sandbox build`` uses for
+  the local and bwrap base (``--packages-as-of``'s date, the same indexes, torch's source), then pip 24.0.
 
-Python 3.10, SUPER's, is used where the base has it, else the base's own ``python3``; what differs from
-the paper's environment is written into the image's labels, and runs record it. A CA bundle given for
+Python 3.10, SUPER's, is used where the base has it, else the interpreter the other backends' base is built
+from, copied in (``container_python``), else the base's own ``python3``; what differs from the paper's
+environment is written into the image's labels, and runs record it. A CA bundle given for
 the build (the host's trust store, for hosts behind a TLS-intercepting proxy) is mounted read-only into
 the steps that download, never copied into a layer; nothing else of the host's pip configuration is used
 inside the build.
@@ -22,6 +24,7 @@ import contextlib
 import json
 import os
 import secrets
+import shlex
 import shutil
 import subprocess
 import sys
@@ -29,6 +32,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -41,11 +45,20 @@ from super_bench._pydantic import Model
 from super_bench._version import __version__
 from super_bench.errors import SandboxError
 from super_bench.sandbox.backends.container_engine import Engine, find_engine, image_exists
+from super_bench.sandbox.backends.container_python import StagedPython, stage_python
 from super_bench.sandbox.isolated_pip import isolated_pip_environ
 from super_bench.sandbox.launch.kernel_env import kernel_env
-from super_bench.sandbox.pyenv.base_install import TORCH_CPU_INDEX
+from super_bench.sandbox.mirrors.serving import PIP_WITH_UPLOAD_FILTER
+from super_bench.sandbox.pyenv.base_install import TORCH_CPU_INDEX, TorchSource, install_steps
 from super_bench.sandbox.pyenv.paper_pip import PAPER_PIP
-from super_bench.sandbox.pyenv.super_base import COLAB_REQUIREMENTS, PAPER_PYTHON, index_answers
+from super_bench.sandbox.pyenv.super_base import (
+    COLAB_REQUIREMENTS,
+    PAPER_PYTHON,
+    ListPlan,
+    find_python,
+    index_answers,
+    plan_list,
+)
 from super_bench.sandbox.pyenv.task_env import DEFAULT_PACKAGES
 
 DEFAULT_IMAGE = f"super-bench-task:{__version__}"
@@ -62,7 +75,7 @@ _PROBE = """
 for p in python3.10 python3; do
   if command -v "$p" >/dev/null 2>&1; then
     venv=no; "$p" -c 'import venv, ensurepip' >/dev/null 2>&1 && venv=yes
-    echo "python=$p"; echo "venv=$venv"; "$p" -c 'import sys; print("version=%d.%d" % sys.version_info[:2])'
+    echo "python=$p"; echo "venv=$venv"; "$p" -c 'import sys; print("version=%d.%d.%d" % sys.version_info[:3])'
     break
   fi
 done
@@ -82,18 +95,25 @@ class ImageInfo(Model):
     image: str
     layer: str = Field(description="kernel (no SUPER packages) or super")
     base: str
-    python: str
+    python: str = Field(description="The task interpreter's version (3.10.13; major.minor in older images)")
     differences: list[str] = Field(default_factory=list, description="How it differs from the paper's environment")
     torch: str | None = Field(
         None,
         description="Where the SUPER layer's torch came from: cpu (the PyTorch CPU index, the paper's 2.2.1+cpu) or "
-        "pypi (PyPI's CUDA build: the CPU index was unreachable when the image was built)",
+        "pypi (PyPI's CUDA build: the CPU index was unreachable when the image was built, or --torch pypi)",
     )
+    packages_as_of: str | None = Field(None, description="The date its packages were installed as of (UTC)")
+    skipped: dict[str, str] = Field(default_factory=dict, description="Entries of the list left out, with why")
+    notes: list[str] = Field(default_factory=list, description="What the build decided, as the base's record says")
 
     @property
     def summary(self) -> str:
-        what = "SUPER's package list" if self.layer == "super" else "the kernel layer only, no SUPER packages"
-        return f"the image {self.image} ({what}, Python {self.python}, over {self.base})"
+        if self.layer != "super":
+            what = "the kernel layer only, no SUPER packages"
+            return f"the image {self.image} ({what}, Python {self.python}, over {self.base})"
+        dated = f", packages as of {self.packages_as_of}" if self.packages_as_of else ""
+        cpu = ", CPU-only torch" if self.torch == "cpu" else ""
+        return f"the image {self.image} (SUPER's package list, Python {self.python}{dated}{cpu}, over {self.base})"
 
 
 def image_info(engine: Engine, image: str) -> ImageInfo | None:
@@ -191,10 +211,14 @@ def build_images(
     requirements: Path = COLAB_REQUIREMENTS,
     kernel_only: bool = False,
     ca_bundle: Path | None = None,
+    python: str | None = None,
+    packages_as_of: date | datetime | None = None,
+    torch: TorchSource = "cpu",
     echo: Callable[[str], None] = print,
 ) -> ImageInfo:
     """Build the kernel image over ``base``, then (unless ``kernel_only``) the SUPER image over it; their tags
-    are ``image_tags``'s."""
+    are ``image_tags``'s. The SUPER layer installs the list as ``sandbox build`` does for the other backends'
+    base (``plan_list``, ``install_steps``: the same indexes, date and torch), with the same interpreter."""
     tag, kernel_tag = image_tags(tag, kernel_only)
     engine = find_engine(engine_name)
     if not image_exists(engine, base) and _engine(engine, ["pull", base]).returncode != 0:
@@ -208,55 +232,84 @@ def build_images(
         raise SandboxError(f"the base image {base} has no python3 and no apt-get to install one: choose another")
     with tempfile.TemporaryDirectory(prefix="super-bench-image-") as tmp:
         build = _Build(engine, Path(tmp), ca_bundle)
+        # The kernel layer alone (the demo's image, CI's) keeps the base's Python unless --python names one.
+        staged = _paper_python(found, python, build.context, echo) if python or not kernel_only else None
         echo(f"Building the kernel layer over {base} with {engine.describe()}")
         # The system part goes under a tag of its own, so that the kernel image is never half built.
         system = f"super-bench-build-{secrets.token_hex(6)}:system"
-        build(_system_layer(base, found), system)
+        build(_system_layer(base, found, staged), system)
         try:
-            info = _kernel_layer(build, base, system, kernel_tag)
+            info = _kernel_layer(build, base, system, kernel_tag, staged)
         finally:
             _engine(engine, ["rmi", system], capture_output=True)  # the tag only: the layers are the kernel's
         if kernel_only:
             return info
         echo(f"Building SUPER's layer over {kernel_tag} (SUPER's package list: several GB)")
-        torch, listed = torch_source(requirements.read_text(), echo)
-        (build.context / "task-requirements.txt").write_text(listed)
+        plan = plan_list(requirements, torch, packages_as_of, echo)
+        entries, skipped = reachable_entries(plan.entries, echo)
         differences = [d for d in info.differences if d != _KERNEL_ONLY]
-        if torch == "pypi":
+        if plan.torch == "pypi":
             differences.append(_TORCH_FROM_PYPI)
-        update = {"image": tag, "layer": "super", "differences": differences, "torch": torch}
-        info = info.model_copy(update=update)
-        build(_super_layer(kernel_tag, info, ca_bundle is not None), tag)
+        differences += [f"{entry.split(' @ ')[0]} left out: {why}" for entry, why in skipped.items()]
+        dated = packages_as_of.isoformat() if packages_as_of is not None else None
+        update = {"image": tag, "layer": "super", "differences": differences, "torch": plan.torch}
+        info = info.model_copy(update={**update, "packages_as_of": dated, "skipped": skipped, "notes": plan.notes})
+        build(super_layer(kernel_tag, info, plan, entries, ca_bundle is not None), tag)
         return info
 
 
 _KERNEL_ONLY = "none of SUPER's packages: the kernel layer only"
 _TORCH_FROM_PYPI = (
     f"torch 2.2.1 from PyPI (with CUDA libraries), not the CPU build 2.2.1+cpu the paper's runs had: the PyTorch "
-    f"CPU index {TORCH_CPU_INDEX} was unreachable when the image was built"
+    f"CPU index {TORCH_CPU_INDEX} was unreachable when the image was built, or --torch pypi was asked for"
 )
 
 
-def torch_source(listed: str, echo: Callable[[str], None], index: str = TORCH_CPU_INDEX) -> tuple[str, str]:
-    """Where the image's torch comes from, and the package list to install: the list names the PyTorch CPU
-    index (the paper's torch 2.2.1+cpu), asked once here; where it does not answer, the list without it (pip
-    would retry it for every package's page, minutes each), and torch from PyPI."""
-    if index_answers(index):
-        return "cpu", listed
-    echo(f"The PyTorch CPU index {index} does not answer: torch comes from PyPI (with CUDA libraries)")
-    kept = [line for line in listed.splitlines() if index not in line]
-    return "pypi", "\n".join(kept) + "\n"
+def _paper_python(
+    found: dict[str, str], python: str | None, context: Path, echo: Callable[[str], None]
+) -> StagedPython | None:
+    """The paper's interpreter, staged for the image, where the base lacks Python 3.10 (or ``--python`` names
+    one): the interpreter the other backends' base is built from (``container_python``). None where the
+    base's own is used: it has a 3.10, or this machine has none to give (the difference is then recorded)."""
+    if found.get("version", "").startswith(PAPER_PYTHON + ".") and python is None:
+        return None
+    staged = stage_python(find_python(python), context / "python")
+    if python is None and staged.short != PAPER_PYTHON:
+        shutil.rmtree(context / "python")
+        echo(f"No Python {PAPER_PYTHON} here to copy into the image: it keeps the base's, recorded as a difference")
+        return None
+    echo(f"The image's Python: {staged.version}, copied from {staged.source} (as the other backends' base)")
+    return staged
 
 
-def _kernel_layer(build: _Build, base: str, system: str, kernel_tag: str) -> ImageInfo:
-    """The kernel's packages and the minimal default, prepared on the host for the image's Python."""
-    version = _probe(build.engine, system)["version"]
-    shutil.copytree(kernel_env(f"python{version}", version), build.context / "kernel")
+def reachable_entries(entries: list[str], echo: Callable[[str], None]) -> tuple[list[str], dict[str, str]]:
+    """The entries to install, and those left out with why: an entry at a URL (the spaCy model, on GitHub)
+    whose host does not answer, asked once here (pip inside the build would retry it, then fail the list)."""
+    kept: list[str] = []
+    skipped: dict[str, str] = {}
+    for entry in entries:
+        _, at, url = entry.partition(" @ ")
+        url = url.split("#")[0].strip()
+        if at and not index_answers(url):
+            skipped[entry] = f"{url} does not answer"
+            echo(f"Left out {entry.split(' @ ')[0]}: {skipped[entry]}")
+            continue
+        kept.append(entry)
+    return kept, skipped
+
+
+def _kernel_layer(
+    build: _Build, base: str, system: str, kernel_tag: str, staged: StagedPython | None = None
+) -> ImageInfo:
+    """The kernel's packages and the minimal default, prepared on the host for the image's Python (by the
+    staged interpreter's own pip where it was copied from this machine)."""
+    full = _probe(build.engine, system)["version"]
+    version = ".".join(full.split(".")[:2])
+    host_python = staged.source if staged is not None else f"python{version}"
+    shutil.copytree(kernel_env(host_python, version), build.context / "kernel")
     _download_wheels(version, build.context / "wheels")
-    differences = [] if version == PAPER_PYTHON else [f"Python {version}, not {PAPER_PYTHON} as in the paper's"]
-    info = ImageInfo(
-        image=kernel_tag, layer="kernel", base=base, python=version, differences=[*differences, _KERNEL_ONLY]
-    )
+    differences = [] if version == PAPER_PYTHON else [f"Python {full}, not {PAPER_PYTHON} as in the paper's"]
+    info = ImageInfo(image=kernel_tag, layer="kernel", base=base, python=full, differences=[*differences, _KERNEL_ONLY])
     build(
         [
             f"FROM {system}",
@@ -311,12 +364,15 @@ def _probe(engine: Engine, image: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
 
 
-def _system_layer(base: str, found: dict[str, str]) -> list[str]:
-    """The base, with python3 and venv and tini (from apt where missing), and the task's environment at /venv."""
-    python = found.get("python", "python3")
+def _system_layer(base: str, found: dict[str, str], staged: StagedPython | None = None) -> list[str]:
+    """The base, with python3 and venv and tini (from apt where missing), the paper's interpreter where it is
+    staged, and the task's environment at /venv, made from it."""
+    python = staged.inside if staged is not None else found.get("python", "python3")
     packages = [] if "python" in found else ["python3", "python3-venv"]
-    if found.get("venv") == "no":
+    if staged is None and found.get("venv") == "no":
         packages.append(f"{python}-venv" if python != "python3" else "python3-venv")
+    if staged is not None and "python" not in found:
+        packages.remove("python3-venv")  # the staged interpreter has its own; Debian's python3 brings the libraries
     if "tini" not in found:
         packages.append("tini")
     if "git" not in found:  # tasks clone their repositories (from mirrors and bundles offline)
@@ -331,6 +387,8 @@ def _system_layer(base: str, found: dict[str, str]) -> list[str]:
             raise SandboxError(f"the base image {base} lacks {' '.join(packages)} and has no apt-get to install them")
         # The package lists are kept, so that agents can `apt-get install` as they could on Colab.
         lines.append(f"RUN apt-get update && apt-get install -y --no-install-recommends {' '.join(packages)}")
+    if staged is not None:
+        lines += staged.dockerfile_lines("python")
     lines += [
         # The task's environment: what agents install goes here; the system's Python stays as built.
         f"RUN {python} -m venv /venv",
@@ -343,24 +401,31 @@ def _system_layer(base: str, found: dict[str, str]) -> list[str]:
     return lines
 
 
-def _super_layer(kernel_tag: str, info: ImageInfo, ca: bool) -> list[str]:
+def super_layer(kernel_tag: str, info: ImageInfo, plan: ListPlan, entries: list[str], ca: bool) -> list[str]:
+    """SUPER's layer: a fresh /venv, as the other backends' base starts (the interpreter's own pip and
+    setuptools), the list installed by the same pip commands as there (``install_steps``: a pip with the
+    upload-time filter, the same indexes, date and torch), then the paper's pip 24.0 for the tasks."""
     # A CA bundle is mounted into the steps that download, never copied into a layer.
     mount = f"--mount=type=bind,source=ca-bundle.crt,target={CA_BUNDLE_INSIDE} " if ca else ""
     cert = f"PIP_CERT={CA_BUNDLE_INSIDE} " if ca else ""
-    requirements = "/opt/super-bench/task-requirements.txt"
-    return [
+    pip = f"{cert}/venv/bin/python -m pip install --no-cache-dir --disable-pip-version-check --no-warn-script-location"
+    # The interpreter /venv was made from (the staged paper's, else the base's), to make it again.
+    base_python = "$(/venv/bin/python -c 'import os, sys; print(os.path.realpath(sys._base_executable))')"
+    lines = [
         f"FROM {kernel_tag}",
         f"RUN apt-get update && apt-get install -y --no-install-recommends {_SUPER_TOOLS}",
-        f"RUN {mount}{cert}python -m pip install --no-cache-dir --upgrade pip",
-        f"COPY task-requirements.txt {requirements}",
-        # An entry that cannot be had (where the spaCy model's host is unreachable) is left out, saying so.
-        f"RUN {mount}{cert}sh -c 'python -m pip install --no-cache-dir -r {requirements} || "
-        f"(grep -v ^en-core-web-sm {requirements} > /tmp/reqs.txt && echo en-core-web-sm left out && "
-        f"python -m pip install --no-cache-dir -r /tmp/reqs.txt)'",
-        # Tasks get the paper's pip, as over the other backends' bases (the list was installed by today's).
-        f"RUN {mount}{cert}python -m pip install --no-cache-dir pip=={PAPER_PIP}",
+        f'RUN python="{base_python}" && rm -rf /venv && "$python" -m venv /venv',
+        f"RUN {mount}{pip} --upgrade 'pip>={PIP_WITH_UPLOAD_FILTER[0]}'",
+    ]
+    lines += [
+        f"RUN {mount}{pip} {shlex.join(step)}"
+        for step in install_steps(plan.options, entries, torch=plan.torch, cutoff=plan.cutoff)
+    ]
+    lines += [
+        f"RUN {mount}{pip} pip=={PAPER_PIP}",
         f"LABEL {LABEL}={json.dumps(info.model_dump_json())}",
     ]
+    return lines
 
 
 @dataclass

@@ -85,7 +85,7 @@ from super_bench.sandbox.packages.task_access import (
     cache_applies,
     cache_record,
 )
-from super_bench.sandbox.pyenv.report import paper_differences
+from super_bench.sandbox.pyenv.report import compare_with_paper, paper_differences
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,10 @@ class DockerSandbox(Sandbox):
         ]
 
     # The task image over a Debian-like base image (SUPER's packages), or only its kernel layer.
-    build_options: ClassVar[frozenset[str]] = frozenset({"engine", "tag", "base_image", "kernel_only", "ca_bundle"})
+    # --python, --packages-as-of and --torch as for the other backends' base, so that both are one environment.
+    build_options: ClassVar[frozenset[str]] = frozenset(
+        {"engine", "tag", "base_image", "kernel_only", "ca_bundle", "python", "packages_as_of", "torch"}
+    )
 
     @classmethod
     def build(cls, request: BuildRequest, echo: Callable[[str], None]) -> BuildReport:
@@ -172,6 +175,9 @@ class DockerSandbox(Sandbox):
             requirements=request.requirements,
             kernel_only=request.kernel_only,
             ca_bundle=request.ca_bundle or host_ca_bundle(),
+            python=request.python,
+            packages_as_of=request.packages_as_of,
+            torch=request.torch or "cpu",
             echo=echo,
         )
         return BuildReport(
@@ -229,12 +235,25 @@ class DockerSandbox(Sandbox):
             # The task Python as tasks find it, measured (the label says what the build meant): its version and
             # pip, how they differ from the paper's, and with ``packages`` every package a task's pip lists.
             measured = image_environment(engine, image)
-            if measured is not None:
+            if measured is not None and info is not None and info.layer == "super":
+                # SUPER's image is compared with the paper's as the other backends' base is: what is installed.
+                compared = compare_with_paper(
+                    "built",
+                    measured["python"],
+                    "/venv/bin/python",
+                    measured["packages"],
+                    packages_as_of=info.packages_as_of,
+                    torch=info.torch,
+                    notes=info.notes,
+                    source=f"the image {image}",
+                ).model_dump()
+                found |= {k: v for k, v in compared.items() if k != "kind"} | {"skipped": info.skipped}
+            elif measured is not None:
                 kept = [d for d in found.get("differences", []) if not d.startswith("Python ")]
                 differences = [*paper_differences(measured["python"], measured["pip"]), *kept]
                 found |= {"python": measured["python"], "pip": measured["pip"], "differences": differences}
-                if packages:
-                    found["packages"] = measured["packages"]
+            if measured is not None and packages:
+                found["packages"] = measured["packages"]
         disk = None
         if config.disk_limit is not None:
             try:

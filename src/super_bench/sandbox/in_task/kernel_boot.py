@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -296,6 +297,10 @@ def _without_debugger_backend() -> None:
 
 def main() -> None:
     sys.path[0] = PACKAGES  # this directory itself holds nothing to import
+    # IPython 8 (the kernel's for Python 3.10, the paper's) warns at every `%cd` that it keeps no directory
+    # history without pickleshare: the kernel's own noise in the agent's output, which the paper's IPython
+    # never printed.
+    warnings.filterwarnings("ignore", message="This is now an optional IPython functionality", category=UserWarning)
     _split_stream_messages()
     _without_debugger_backend()
     import zmq

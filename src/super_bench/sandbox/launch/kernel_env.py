@@ -111,11 +111,16 @@ def kernel_env(python: str, version: str) -> Path:
     found = _found_before(version, boot)
     if found is not None and found.built is not None:
         return found.built
+    has_pip = False
     if _same_version(version):
         dists = distribution_closure([_KERNEL_REQUIREMENT])
         manifest = [d.pin for d in dists]
     else:
-        dists, manifest = [], [f"pip:{_KERNEL_REQUIREMENT}"]
+        # pip evaluates markers for the Python it runs on, not for ``--python-version``'s: an install for another
+        # version by ours misses what only that version needs (IPython's exceptiongroup below 3.11). The key
+        # says which pip installed it, so that one made by ours is not taken for one made by that Python's own.
+        has_pip = _has_pip(python)
+        dists, manifest = [], [f"pip:{_KERNEL_REQUIREMENT}", "its own pip" if has_pip else f"pip for {version}"]
 
     def fill(directory: Path) -> None:
         packages = directory / "packages"
@@ -123,7 +128,7 @@ def kernel_env(python: str, version: str) -> Path:
         if dists:
             copy_distributions(dists, packages)
         else:
-            _pip_install_target(python, version, packages)
+            _pip_install_target(python, version, packages, has_pip)
         (directory / "kernel_boot.py").write_bytes(boot)
 
     built = build_once("kernels", [_LAYOUT, version, manifest, hashlib.sha256(boot).hexdigest()], fill)
@@ -140,15 +145,19 @@ def _found_before(version: str, boot: bytes) -> Lookup | None:
     return remembered("kernels", [_LAYOUT, version, hashlib.sha256(boot).hexdigest()])
 
 
-def _pip_install_target(python: str, version: str, target: Path) -> None:
-    """Install ipykernel for another Python version: with that Python's own pip, else with ours for its version."""
+def _has_pip(python: str) -> bool:
+    """Whether ``python`` runs here, with a pip of its own."""
     try:
         found = subprocess.run(
             [python, "-m", "pip", "--version"], capture_output=True, timeout=120, env=isolated_pip_environ()
         )
-        has_pip = found.returncode == 0
     except OSError:  # no such interpreter here (the Python of an image): ours installs for its version
-        has_pip = False
+        return False
+    return found.returncode == 0
+
+
+def _pip_install_target(python: str, version: str, target: Path, has_pip: bool) -> None:
+    """Install ipykernel for another Python version: with that Python's own pip, else with ours for its version."""
     prefix = [python, "-m", "pip"] if has_pip else [sys.executable, "-m", "pip"]
     options = [] if has_pip else ["--python-version", version, "--only-binary=:all:"]
     command = [*prefix, "install", "--disable-pip-version-check", "--no-warn-script-location", "--quiet"]

@@ -66,7 +66,10 @@ def install_papers_pip(python: str) -> str | None:
     if wheel is None:
         return f"pip {PAPER_PIP} could not be fetched: the base keeps the pip that installed its packages"
     command = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--no-index"]
-    proc = subprocess.run([*command, str(wheel)], capture_output=True, text=True, env=isolated_pip_environ())
+    # Found in the wheel's folder, not named by its path: a path would be recorded as where pip came from
+    # (`pip freeze` would print `pip @ file:///...` of this machine, where a docker task prints `pip==24.0`).
+    command += ["--find-links", str(wheel.parent), f"pip=={PAPER_PIP}"]
+    proc = subprocess.run(command, capture_output=True, text=True, env=isolated_pip_environ())
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         return f"pip {PAPER_PIP} could not be installed in the base ({why}): it keeps the one that installed the list"

@@ -69,6 +69,7 @@ class TaskEnvironmentInfo(Model):
     )
     torch: str | None = Field(None, description="Where the built base's torch came from: pypi or cpu (`--torch`)")
     notes: list[str] = Field(default_factory=list)
+    source: str | None = Field(None, description="What holds it, where not a base of this host (a docker image)")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -96,6 +97,7 @@ class TaskEnvironmentInfo(Model):
             )
         else:
             label = "SUPER's, built by `super-bench sandbox build`" if self.kind == "built" else "--task-python's"
+            label = f"SUPER's, in {self.source}" if self.source else label
             dated = f", packages as of {self.packages_as_of}" if self.packages_as_of else ""
             cpu = ", CPU-only torch" if self.torch == "cpu" else ""
             head = f"{label} (Python {self.python}{dated}{cpu})"
@@ -117,7 +119,32 @@ class TaskEnvironmentInfo(Model):
 def describe_task_environment(config: SandboxConfig) -> TaskEnvironmentInfo:
     """What the task environments of ``config`` are layered over, next to the paper's environment."""
     base = task_base(config.task_python)
-    installed = {_canonical(name): version for name, version in packages_of(base.site_dirs).items()}
+    record = built_record() if base.kind == "built" else None
+    return compare_with_paper(
+        base.kind,
+        base.full_version,
+        base.interpreter,
+        packages_of(base.site_dirs),
+        packages_as_of=record.packages_as_of if record else None,
+        torch=record.torch if record else None,
+        notes=list(record.notes) if record else [],
+    )
+
+
+def compare_with_paper(
+    kind: str,
+    python: str,
+    interpreter: str,
+    packages: dict[str, str],
+    *,
+    packages_as_of: str | None = None,
+    torch: str | None = None,
+    notes: list[str] | None = None,
+    source: str | None = None,
+) -> TaskEnvironmentInfo:
+    """An environment's record next to the paper's, from what is installed in it (every backend's the same
+    way, so that their records compare)."""
+    installed = {_canonical(name): version for name, version in packages.items()}
     reference = reference_packages()
     missing = sorted(name for name in reference if name not in installed)
     other = {
@@ -125,19 +152,19 @@ def describe_task_environment(config: SandboxConfig) -> TaskEnvironmentInfo:
         for name, version in reference.items()
         if version and name in installed and installed[name].split("+")[0] != version
     }
-    record = built_record() if base.kind == "built" else None
-    notes = list(record.notes) if record else []
+    notes = list(notes or [])
     pip = installed.get("pip")
     if pip is not None and pip != PAPER_PIP:
         notes.append(f"pip {pip}, not {PAPER_PIP} as in the paper's environment")
     return TaskEnvironmentInfo(
-        kind=base.kind,
-        python=base.full_version,
-        interpreter=base.interpreter,
+        kind=kind,
+        python=python,
+        interpreter=interpreter,
         missing=missing,
         other_versions=other,
         pip=pip,
-        packages_as_of=record.packages_as_of if record else None,
-        torch=record.torch if record else None,
+        packages_as_of=packages_as_of,
+        torch=torch,
         notes=notes,
+        source=source,
     )

@@ -13,6 +13,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
 
@@ -157,13 +158,9 @@ def build_base_env(
     if created.returncode != 0:
         raise SandboxError(f"cannot create a virtual environment in {target} with {interpreter}")
     env_python = str(target / "bin" / "python")
-    options, entries = _read_requirements(requirements)
-    options = _reachable_indexes(without_pytorch_indexes(options), notes, echo)
-    if torch == "cpu" and not index_answers(TORCH_CPU_INDEX):
-        note = f"the PyTorch CPU index {TORCH_CPU_INDEX} is unreachable: torch comes from PyPI (with CUDA libraries)"
-        notes.append(note)
-        echo(note)
-        torch = "pypi"
+    plan = plan_list(requirements, torch, packages_as_of, echo)
+    options, entries, torch, cutoff = plan.options, plan.entries, plan.torch, plan.cutoff
+    notes += plan.notes
     # A pip with the upload-time filter, for the date here and --packages-as-of later (the interpreter's own
     # may be older); pip itself is the installer, not one of the list's packages: today's.
     if pip_install(env_python, ["--upgrade", f"pip>={PIP_WITH_UPLOAD_FILTER[0]}", *pip_args]) != 0:
@@ -173,8 +170,6 @@ def build_base_env(
                 f"could not be upgraded (its output is above)"
             )
         notes.append(f"pip could not be upgraded to {PIP_WITH_UPLOAD_FILTER[0]} or newer: --packages-as-of needs it")
-    cutoff = cutoff_of(packages_as_of) if packages_as_of is not None else None
-    notes += torch_notes(entries, torch, cutoff)
     skipped = install_list(env_python, options, entries, pip_args, torch=torch, cutoff=cutoff, echo=echo)
     if skipped is None:
         raise SandboxError(f"installing {requirements} into {target} failed (pip's output is above)")
@@ -198,6 +193,41 @@ def build_base_env(
     )
     (target / BUILT_MARKER).write_text(record.model_dump_json(indent=2) + "\n")
     return record
+
+
+@dataclass(frozen=True)
+class ListPlan:
+    """How a build installs the package list, decided once before it starts (the same for every backend's
+    build, so that they install one package set): the pip options whose indexes answer, the entries, where
+    torch comes from and the date the packages are installed as of; with the notes the record keeps."""
+
+    options: list[str]
+    entries: list[str]
+    torch: TorchSource
+    cutoff: datetime | None
+    notes: list[str]
+
+
+def plan_list(
+    requirements: Path,
+    torch: TorchSource,
+    packages_as_of: date | datetime | None,
+    echo: Callable[[str], None],
+    torch_index: str = TORCH_CPU_INDEX,
+) -> ListPlan:
+    """Read the list and ask each index it names once: one that does not answer is left out (pip would retry
+    it for every package's page, minutes each), and torch from PyPI where the CPU index does not answer."""
+    notes: list[str] = []
+    options, entries = _read_requirements(requirements)
+    options = _reachable_indexes(without_pytorch_indexes(options), notes, echo)
+    if torch == "cpu" and not index_answers(torch_index):
+        note = f"the PyTorch CPU index {torch_index} is unreachable: torch comes from PyPI (with CUDA libraries)"
+        notes.append(note)
+        echo(note)
+        torch = "pypi"
+    cutoff = cutoff_of(packages_as_of) if packages_as_of is not None else None
+    notes += torch_notes(entries, torch, cutoff)
+    return ListPlan(options, entries, torch, cutoff, notes)
 
 
 def _full_version(python: str) -> str:
