@@ -57,7 +57,7 @@ PPMIVEC = expert(
     [r"Saved \d+ vectors of dimension 30", r"Pairs covered: 64/67", r"Spearman rho: 0\.\d+"],
     [*SETUP, BUILD, FIX_COSINE, RANKS, SPEARMAN, EVALUATE, REPORT],
     entrypoint="build_vectors.py",
-    min_runtime=0.08,
+    min_runtime=0.05,
 )
 
 EXPERT = [PPMIVEC]
@@ -87,7 +87,7 @@ AUTO = [
         "Build PPMI-SVD word vectors from the corpus of ppmivec with build_vectors.py.",
         "build_vectors.py",
         [*SETUP, execute("!python build_vectors.py")],
-        min_runtime=0.08,
+        min_runtime=0.05,
     ),
     auto(
         "ppmivec-eval-auto",

@@ -63,6 +63,7 @@ def test_a_missing_docker_image_is_answered_with_the_kernel_only_build_for_the_d
     except SandboxError:
         pytest.skip("no container engine here: the image is never looked for")
     monkeypatch.setattr(docker, "image_exists", lambda engine, image: False)
+    monkeypatch.setattr(docker, "_FOUND", {})  # nothing found earlier in this process counts
     with pytest.raises(SandboxError) as raised:
         docker.DockerSandbox.check(config)
     message = str(raised.value)

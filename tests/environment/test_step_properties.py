@@ -112,7 +112,7 @@ def test_no_action_escapes_step_and_every_step_can_be_kept(
     shared_env: Environment, actions: list[dict[str, Any]], thought: str | None
 ) -> None:
     env = shared_env
-    if env._kernel is None or env.done:  # a fresh episode only when the last one ended (a submission)
+    if env._kernel_now is None or env.done:  # a fresh episode only when the last one ended (a submission)
         env.reset(make_task())
         env.step({"type": "execute", "content": "open('f.txt', 'w').write('hello\\n')"})
     for action in actions:
@@ -127,7 +127,7 @@ def test_no_action_escapes_step_and_every_step_can_be_kept(
 @pytest.mark.parametrize("kind", ["execute", "edit", "submit"])
 def test_far_too_deep_content_is_refused_in_every_action(shared_env: Environment, kind: str) -> None:
     env = shared_env
-    if env._kernel is None or env.done:
+    if env._kernel_now is None or env.done:
         env.reset(make_task())
     step = env.step({"type": kind, "content": _deep(5000)})
     assert step.outcome == "invalid" and env.trajectory.stop_reason is None
@@ -136,7 +136,7 @@ def test_far_too_deep_content_is_refused_in_every_action(shared_env: Environment
 
 def test_an_edit_of_an_int_too_long_to_write_out_is_refused_not_raised(shared_env: Environment) -> None:
     env = shared_env
-    if env._kernel is None or env.done:
+    if env._kernel_now is None or env.done:
         env.reset(make_task())
     step = env.step({"type": "edit", "content": 10**5000})  # str() of it raises ValueError (4,300 digits at most)
     assert step.outcome == "invalid" and "cannot be read as text" in step.observation
