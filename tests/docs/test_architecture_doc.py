@@ -86,3 +86,17 @@ def test_every_module_under_the_sandbox_but_its_face_is_forbidden_outside_it() -
 def test_every_name_the_face_exports_is_there() -> None:
     missing = [name for name in super_bench.sandbox.__all__ if not hasattr(super_bench.sandbox, name)]
     assert missing == []
+
+
+def test_the_tests_mirror_the_package() -> None:
+    package = ROOT / "src" / "super_bench"
+    packages = {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+    top_modules = {p.stem for p in package.glob("*.py")}
+    tests = ROOT / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name not in ("data", "__pycache__")}
+    assert folders <= packages | {"e2e", "docs", "support"}, folders - packages
+    loose = [p for p in tests.glob("test_*.py")]
+    assert len(loose) <= 10
+    # A loose test file is named after the top-level module it tests.
+    assert {p.stem.removeprefix("test_") for p in loose} <= top_modules
+    assert not list((tests / "support").glob("test_*.py"))
