@@ -4,6 +4,7 @@ the episode as the agent's failure (or raises where the agent had not acted), an
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,15 @@ def output(kernel: NotebookKernel, code: str) -> str:
     return str(result.output).strip()
 
 
+def left_running(kernel: NotebookKernel, code: str) -> None:
+    """Start ``code`` and return once it has printed ``begun`` (where it is sure to go on running) and still runs."""
+    result = kernel.execute(code, 0.5)
+    seen, deadline = str(result.output), time.monotonic() + 30
+    while "begun" not in seen and kernel.running and time.monotonic() < deadline:
+        seen += str(kernel.wait(0.2).output)
+    assert "begun" in seen and kernel.running, seen
+
+
 LAST_WORDS = "import os\nos.write(2, b'last words\\n')\n"
 
 
@@ -96,7 +106,7 @@ def test_a_cell_still_running_is_interrupted_before_the_next_action_and_the_kern
     recovery = start()
     kernel = recovery.kernel
     output(kernel, "x = 41")
-    assert kernel.execute("import time\ntime.sleep(60)", 0.5).state == "running"
+    left_running(kernel, "import time\nprint('begun', flush=True)\ntime.sleep(60)")
     assert recovery.settle(agent_acted=True) == messages.PREVIOUS_CELL_INTERRUPTED
     assert not kernel.running and kernel.restarts == 0
     assert output(kernel, "print(x + 1)") == "42"
@@ -106,8 +116,8 @@ def test_a_cell_that_would_not_stop_costs_the_kernel_and_the_note_says_so(start:
     recovery = start()
     kernel = recovery.kernel
     output(kernel, "x = 41")
-    stubborn = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.1)"
-    assert kernel.execute(stubborn, 0.5).state == "running"
+    ignore = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('begun', flush=True)\n"
+    left_running(kernel, ignore + "while True:\n    time.sleep(0.1)")
     assert recovery.settle(agent_acted=True) == messages.PREVIOUS_CELL_WOULD_NOT_STOP
     assert kernel.alive and not kernel.running and kernel.restarts == 1
     assert output(kernel, "print('x' in dir())") == "False"
@@ -144,13 +154,13 @@ def test_a_kernel_that_cannot_start_again_before_the_agent_acted_is_the_infrastr
 
 
 def test_a_kernel_the_wall_time_limit_stopped_is_not_replaced_and_the_note_names_the_limit(start: Start) -> None:
-    recovery = start(wall_time_limit=3)
+    recovery = start(wall_time_limit=5)  # time enough for the kernel to start first
     kernel, sandbox = recovery.kernel, recovery.sandbox
     assert kernel.execute("import time\ntime.sleep(60)", 30).state == "died"
     assert sandbox.ended and sandbox.expired
     note = recovery.replace_dead(agent_acted=True)
-    assert note == limit_note(sandbox, recovery.limits) == messages.wall_time_passed(3)
-    assert "wall-time limit (3 s) has passed" in note
+    assert note == limit_note(sandbox, recovery.limits) == messages.wall_time_passed(5)
+    assert "wall-time limit (5 s) has passed" in note
     assert not kernel.alive and kernel.restarts == 0  # nothing more starts once a limit ended the task
     assert recovery.settle(agent_acted=True) == ""
     assert not kernel.alive and recovery.broken is None

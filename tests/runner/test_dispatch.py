@@ -323,8 +323,10 @@ def full_disk(tmp_path: Path) -> Iterator[Path]:
     subprocess.run(["umount", "-l", str(path)], check=False)
 
 
-def fill(disk: Path) -> None:
-    with open(disk / "filler", "wb") as f:
+def fill(disk: Path, leave: int) -> None:
+    """Take every free byte of ``disk`` but ``leave`` (whole pages)."""
+    filler = disk / "filler"
+    with open(filler, "wb") as f:
         try:
             while True:
                 f.write(b"\0" * 65536)
@@ -332,27 +334,42 @@ def fill(disk: Path) -> None:
         except OSError:
             pass
     assert os.statvfs(disk).f_bavail == 0
+    if leave:
+        page = os.statvfs(disk).f_frsize
+        os.truncate(filler, (filler.stat().st_size // page) * page - leave)
+        assert os.statvfs(disk).f_bavail * page >= leave
 
 
-@pytest.mark.parametrize("reserve", [True, False])
-def test_a_row_that_finds_the_disk_full_stops_the_run_and_no_row_is_torn(full_disk: Path, reserve: bool) -> None:
+def large(item: WorkItem) -> TaskResult:
+    """A result whose row is longer than the room a test leaves: its write can only be torn."""
+    result = result_of(item)
+    result.details = {"log": "x" * (64 << 10)}
+    return result
+
+
+@pytest.mark.parametrize("room", [0, 8192], ids=["no-room", "room-for-part-of-a-row"])
+@pytest.mark.parametrize("reserve", [True, False], ids=["reserve", "no-reserve"])
+def test_a_row_that_finds_the_disk_full_stops_the_run_and_no_row_is_torn(
+    full_disk: Path, reserve: bool, room: int
+) -> None:
     """With the reserve, the finishing row is written (the reserve given up for it) and so is the row of the task
-    that still finishes once cancelled; without room at all, no row is kept, none half-written, and the run stops."""
+    that still finishes once cancelled; without it, the long row is not kept, none is half-written (a short row
+    that still fits after it starts on a clean line), and the run stops."""
     run_dir = RunDir(full_disk / "run")
     run_dir.create()
     if reserve:
         guard.keep_reserve(run_dir.path)
         assert (run_dir.path / guard.RESERVE_NAME).stat().st_size == guard.RESERVE_BYTES
-    fill(full_disk)
+    fill(full_disk, room)
     box: list[FunctionExecutor] = []
-    work = {"first": finishes, "long": waits_for_cancel(box, "finished"), "never": finishes}
+    work = {"first": large, "long": waits_for_cancel(box, "finished"), "never": finishes}
     with FunctionExecutor(work, capacity=2) as executor:
         box.append(executor)
         with pytest.raises(RunDirWriteError, match="no space left on device; the run stopped"):
             dispatch(executor, items("first", "long", "never"), run_dir, 2)
     assert executor.cancelled.is_set()
     assert executor.submitted == [("first", 1), ("long", 1)]
-    kept = ["first", "long"] if reserve else []
+    kept = ["first", "long"] if reserve else ["long"] if room else []
     assert rows(run_dir) == kept
     written = run_dir.results_path.read_bytes() if run_dir.results_path.exists() else b""
-    assert written.count(b"\n") == len(kept) and written.endswith(b"\n" if kept else b"")  # whole rows only
+    assert len(written.splitlines()) == len(kept) and written.endswith(b"\n" if kept else b"")  # whole rows only
