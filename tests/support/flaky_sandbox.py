@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from pathlib import Path
 from typing import ClassVar
 
 from super_bench.errors import SandboxError
+from super_bench.sandbox import KernelLaunch
 from super_bench.sandbox.backends.local import LocalSandbox
-from super_bench.sandbox.base import KernelProcess
 
 
 class FlakySandbox(LocalSandbox):
@@ -38,8 +37,8 @@ class OneKernelSandbox(LocalSandbox):
 
     name = "one-kernel"
 
-    def launch_kernel(self, connection_file: Path, extra_args: list[str]) -> KernelProcess:
+    def launch_kernel(self, extra_args: list[str], timeout: float) -> KernelLaunch:
         if getattr(self, "_launched", False):
             raise SandboxError("injected failure: no new kernel can start in this sandbox")
         self._launched = True
-        return super().launch_kernel(connection_file, extra_args)
+        return super().launch_kernel(extra_args, timeout)
