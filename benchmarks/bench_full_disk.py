@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from common import Row, scored_rows, super_bench, table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test suite's disk filler
+
+from tests.support.disks import fill
 
 UNWRITABLE = 74  # the documented exit status of a run whose run directory cannot be written
 
@@ -52,7 +56,7 @@ def _fill_and_resume(
         while run.poll() is None and _lines(results) < after:
             time.sleep(0.05)
         written = _lines(results)
-        _fill(disk)
+        fill(disk)
         _, raw = run.communicate(timeout=1800)
     stderr = raw.decode(errors="replace")
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
@@ -118,19 +122,6 @@ def _trajectory_kept(out: Path, line: bytes) -> bool:
         return (out / json.loads(line)["trajectory"]).is_file()
     except (ValueError, KeyError, TypeError):
         return False
-
-
-def _fill(disk: Path) -> None:
-    """Take every free byte of ``disk``."""
-    with open(disk / "filler", "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
-    if os.statvfs(disk).f_bavail:
-        raise RuntimeError(f"{disk} still has room once filled")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.disks import fill
 from tests.support.helpers import make_task
 
 from super_bench.errors import ConfigError, RunDirWriteError
@@ -321,23 +322,6 @@ def full_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     yield path
     subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def fill(disk: Path, leave: int) -> None:
-    """Take every free byte of ``disk`` but ``leave`` (whole pages)."""
-    filler = disk / "filler"
-    with open(filler, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
-    assert os.statvfs(disk).f_bavail == 0
-    if leave:
-        page = os.statvfs(disk).f_frsize
-        os.truncate(filler, (filler.stat().st_size // page) * page - leave)
-        assert os.statvfs(disk).f_bavail * page >= leave
 
 
 def large(item: WorkItem) -> TaskResult:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.disks import fill
 
 import super_bench as sb
 from super_bench.errors import RunDirWriteError
@@ -54,18 +55,6 @@ def scored(out: Path) -> dict[str, tuple[Any, ...]]:
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len({r["task_id"] for r in rows}) == len(rows)
     return {r["task_id"]: (r["status"], r["stop_reason"], r["metrics"], r["submission"], r["n_steps"]) for r in rows}
-
-
-def fill(disk: Path) -> None:
-    """Take every free byte of ``disk``."""
-    with open(disk / "filler", "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
-    assert os.statvfs(disk).f_bavail == 0
 
 
 def test_a_disk_that_fills_during_a_run_stops_it_cleanly_and_the_resume_ends_as_a_clean_run(
