@@ -20,6 +20,7 @@ def cli(*args: str, stdin: str | None = None, cwd: Path | None = None, **env: st
     return subprocess.run(
         [sys.executable, "-m", "super_bench", *args],
         input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,  # never the test worker's own input
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -274,7 +274,7 @@ def test_the_adversarial_tests_pass_as_an_ordinary_user(ordinary_user: OrdinaryU
         "--rootdir",
         str(checkout),
     ]
-    basetemp = ordinary_user.work / f"pytest-{module}"
+    basetemp = ordinary_user.work / f"pytest-{Path(module).stem}"
     proc = ordinary_user.run(*args, "--basetemp", str(basetemp), env={"PYTHONDONTWRITEBYTECODE": "1"})
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout and " failed" not in proc.stdout, proc.stdout[-2000:]
