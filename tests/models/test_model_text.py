@@ -4,7 +4,6 @@ not UTF-8 is kept with replacement characters wherever it is stored, and the epi
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -114,9 +113,11 @@ def server() -> Any:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=ANY_TEXT)
-def test_every_provider_returns_text(server: ModelServer, text: str) -> None:
-    os.environ.setdefault("OPENAI_API_KEY", "test")
-    os.environ.setdefault("ANTHROPIC_API_KEY", "test")
+def test_every_provider_returns_text(server: ModelServer, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    # Set for this test alone: a key left in the worker's environment would let later tests' commands call the
+    # real provider.
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
     request = ModelRequest(messages=[{"role": "user", "content": "go"}])
     models = [MockModel("m", ModelOptions(cache=None), replies=[text])]
     for provider in ("openai", "anthropic"):
