@@ -81,6 +81,7 @@ def test_play_streams_a_running_cell_and_a_ctrl_c_quit_fails(tmp_path: Path) -> 
         shown = terminal.wait_for(r"first line\n", start)
         # The cell's first line is on the screen while the cell still runs: no prompt for the next one yet.
         assert "[2]>>>" not in terminal.seen and terminal.process.poll() is None
+        time.sleep(1)  # a person presses Ctrl-C after reading the line, not within the same millisecond
         terminal.type("\x03")  # Ctrl-C interrupts the cell, as in Jupyter
         prompt = terminal.wait_for(r"\[2\]>>> ", shown)
         assert "KeyboardInterrupt" in terminal.seen[shown:prompt] and "(interrupted)" in terminal.seen[shown:prompt]
