@@ -121,3 +121,37 @@ def test_streamed_output_obeys_no_control_but_the_carriage_return(text: str) -> 
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", shown), repr(shown)
     if "\x1b" not in text:  # (an escape sequence removed may have held one)
         assert shown.count("\r") == text.count("\r")  # a progress bar still redraws its line
+
+
+# The prompt's reader in a terminal of its own; ``pressed`` sends the process SIGINT the first time it is asked, so
+# the key lands after the reader's check and before its wait: the moment a blocking ``input`` would lose it.
+_READER = """
+import os, signal, sys
+from super_bench.agents.human import _read_line
+keys = []
+signal.signal(signal.SIGINT, lambda signum, frame: keys.append(signum))
+asked = []
+def pressed():
+    asked.append(1)
+    if len(asked) == 1:
+        os.kill(os.getpid(), signal.SIGINT)
+        return False
+    return bool(keys and keys.pop())
+try:
+    _read_line("ready> ", pressed)
+except KeyboardInterrupt:
+    print("answered")
+print("line:", _read_line("again> ", lambda: False), flush=True)
+"""
+
+
+def test_a_ctrl_c_just_before_the_prompt_waits_is_answered_at_once_and_a_line_still_reads(tmp_path: Path) -> None:
+    terminal = Terminal([sys.executable, "-c", _READER], tmp_path)
+    try:
+        terminal.wait_for(r"answered\n")  # no line was typed: the key alone ended the first read
+        terminal.type("typed\n")
+        terminal.wait_for(r"line: typed\n")
+    except BaseException:
+        terminal.process.kill()
+        raise
+    assert terminal.close() == 0, terminal.seen

@@ -24,6 +24,8 @@ record and check gold solutions.
 from __future__ import annotations
 
 import codeop
+import os
+import select
 import signal
 import sys
 import threading
@@ -51,6 +53,41 @@ def _to_terminal(text: str) -> None:
     characters shown, not obeyed, but the carriage return a progress bar redraws its line with."""
     sys.stdout.write("\r".join(defang(part) for part in strip_ansi(text).split("\r")))
     sys.stdout.flush()
+
+
+def _read_line(prompt: str, pressed: Callable[[], bool]) -> str:
+    """``input(prompt)`` at a terminal that raises ``KeyboardInterrupt`` once ``pressed()`` says Ctrl-C came.
+
+    While ``play`` runs, SIGINT's handler only notes the key (an exception raised wherever the signal
+    lands could cut the episode's saving short). ``input`` would not wake for that: it blocks in the
+    terminal's read, and a handler that does not raise lets the read go on. So the signal also writes a
+    byte to a pipe (``signal.set_wakeup_fd``) waited on with the terminal: one pressed before the wait
+    wakes it at once, one pressed during it too."""
+    if not os.isatty(0):
+        if pressed():
+            raise KeyboardInterrupt
+        return input(prompt)
+    woken, wake = os.pipe()
+    os.set_blocking(wake, False)
+    previous = signal.set_wakeup_fd(wake, warn_on_full_buffer=False)
+    try:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        while not pressed():
+            ready, _, _ = select.select([0, woken], [], [])
+            if woken in ready:
+                os.read(woken, 512)  # a signal came: its handler has run, or runs before the check above
+            elif ready:
+                # A terminal in canonical mode gives one line a read: the line typed, or b"" at Ctrl-D.
+                line = os.read(0, 65536)
+                if not line:
+                    raise EOFError
+                return line.decode(errors="replace").removesuffix("\n")
+        raise KeyboardInterrupt
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(woken)
+        os.close(wake)
 
 
 def _complete(source: str) -> bool:
@@ -92,17 +129,18 @@ class HumanAgent:
         arg: str | None = None,
         options: AgentOptions | None = None,
         *,
-        read: Callable[[str], str] = input,
+        read: Callable[[str], str] | None = None,
         write: Callable[[str], Any] = print,
         stream: Callable[[str], Any] | None = _to_terminal,
     ) -> None:
-        """``write`` shows a line; ``stream`` a running cell's output as it comes (None: shown when the
-        step ends, whole)."""
+        """``read`` reads a line after a prompt (default: the terminal); ``write`` shows a line; ``stream``
+        a running cell's output as it comes (None: shown when the step ends, whole)."""
         if arg:
             raise AgentError("the human agent takes no argument")
         refuse_model("human", options)
-        self.read = read
+        self.read = read or (lambda prompt: _read_line(prompt, self._take_ctrl_c))
         self.write = write
+        self._ctrl_c = False  # Ctrl-C was pressed outside a running cell, and no prompt has answered it yet
         self.stream = stream
         self._streamed: list[str] = []
 
@@ -111,7 +149,37 @@ class HumanAgent:
         if self.stream is not None:
             self.stream(text)
 
+    def _take_ctrl_c(self) -> bool:
+        pressed, self._ctrl_c = self._ctrl_c, False
+        return pressed
+
+    @contextmanager
+    def _ctrl_c_noted(self) -> Iterator[None]:
+        """Outside a running cell, Ctrl-C is noted and answered at the prompt (``KeyboardInterrupt`` from
+        the read), never raised half-way through showing or saving a step."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def note(signum: int, frame: FrameType | None) -> None:
+            self._ctrl_c = True
+
+        previous = signal.signal(signal.SIGINT, note)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _prompt(self, prompt: str) -> str:
+        if self._take_ctrl_c():
+            raise KeyboardInterrupt
+        return self.read(prompt)
+
     def run(self, env: AgentEnv) -> None:
+        with self._ctrl_c_noted():
+            self._play(env)
+
+    def _play(self, env: AgentEnv) -> None:
         task = env.task
         # Wrapped here, at word boundaries, since the terminal would cut the words at its edge.
         self.write(wrapped(f"Task {task.task_id} ({task.task_set}):\n{task.query}\n", sys.stdout))
@@ -151,7 +219,7 @@ class HumanAgent:
     def _next(self, env: AgentEnv) -> Action | str | None:
         """The next action, a note (str), or None to stop."""
         while True:
-            line = self.read(f"[{len(env.trajectory.agent_steps) + 1}]>>> ")
+            line = self._prompt(f"[{len(env.trajectory.agent_steps) + 1}]>>> ")
             command, _, rest = line.strip().partition(" ")
             if not line.startswith(":"):
                 if not line.strip():
@@ -171,7 +239,7 @@ class HumanAgent:
                 return Action(type="interrupt")
             elif command in (":edit", ":cell"):
                 lines = []
-                while (more := self.read("... ")).strip() != ":end":
+                while (more := self._prompt("... ")).strip() != ":end":
                     lines.append(more)
                 return Action(type="edit" if command == ":edit" else "execute", content="\n".join(lines))
             else:
@@ -181,7 +249,7 @@ class HumanAgent:
         """Continuation lines of an unfinished cell, up to an empty line."""
         lines = [first]
         while not _complete("\n".join(lines)):
-            line = self.read("... ")
+            line = self._prompt("... ")
             if not line.strip():
                 break
             lines.append(line)
