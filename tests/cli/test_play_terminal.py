@@ -127,7 +127,7 @@ def test_streamed_output_obeys_no_control_but_the_carriage_return(text: str) -> 
 # the key lands after the reader's check and before its wait: the moment a blocking ``input`` would lose it.
 _READER = """
 import os, signal, sys
-from super_bench.agents.human import _read_line
+from super_bench.agents.human import _Keyboard
 keys = []
 signal.signal(signal.SIGINT, lambda signum, frame: keys.append(signum))
 asked = []
@@ -138,10 +138,10 @@ def pressed():
         return False
     return bool(keys and keys.pop())
 try:
-    _read_line("ready> ", pressed)
+    _Keyboard(pressed)("ready> ")
 except KeyboardInterrupt:
     print("answered")
-print("line:", _read_line("again> ", lambda: False), flush=True)
+print("line:", _Keyboard(lambda: False)("again> "), flush=True)
 """
 
 

@@ -131,6 +131,9 @@ def test_ctrl_c_in_play_interrupts_the_cell_and_twice_at_the_prompt_ends_the_epi
         proc.send_signal(signal.SIGINT)  # at the prompt: twice ends the episode
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
+        # Its input stays open until it ends, as a person's terminal does (closed at once, the end of the
+        # input could be read before the key is handled: a stop all the same, but by end of input).
+        proc.wait(timeout=60)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()

@@ -55,39 +55,48 @@ def _to_terminal(text: str) -> None:
     sys.stdout.flush()
 
 
-def _read_line(prompt: str, pressed: Callable[[], bool]) -> str:
-    """``input(prompt)`` at a terminal that raises ``KeyboardInterrupt`` once ``pressed()`` says Ctrl-C came.
+class _Keyboard:
+    """Reads the player's lines from standard input, ``input``-like, and raises ``KeyboardInterrupt`` once
+    ``pressed()`` says Ctrl-C came.
 
     While ``play`` runs, SIGINT's handler only notes the key (an exception raised wherever the signal
-    lands could cut the episode's saving short). ``input`` would not wake for that: it blocks in the
-    terminal's read, and a handler that does not raise lets the read go on. So the signal also writes a
-    byte to a pipe (``signal.set_wakeup_fd``) waited on with the terminal: one pressed before the wait
-    wakes it at once, one pressed during it too."""
-    if not os.isatty(0):
-        if pressed():
-            raise KeyboardInterrupt
-        return input(prompt)
-    woken, wake = os.pipe()
-    os.set_blocking(wake, False)
-    previous = signal.set_wakeup_fd(wake, warn_on_full_buffer=False)
-    try:
+    lands could cut the episode's saving short). ``input`` would not wake for that: it blocks in its read,
+    and a handler that does not raise lets the read go on. So the signal also writes a byte to a pipe
+    (``signal.set_wakeup_fd``) waited on with the input: a key pressed just before the wait wakes it at
+    once, one pressed during it too."""
+
+    def __init__(self, pressed: Callable[[], bool]) -> None:
+        self._pressed = pressed
+        self._pending = b""  # read past the last line given (a pipe gives several lines a read)
+
+    def __call__(self, prompt: str) -> str:
+        if threading.current_thread() is not threading.main_thread():
+            return input(prompt)  # (signals reach the main thread only)
         sys.stdout.write(prompt)
         sys.stdout.flush()
-        while not pressed():
-            ready, _, _ = select.select([0, woken], [], [])
-            if woken in ready:
-                os.read(woken, 512)  # a signal came: its handler has run, or runs before the check above
-            elif ready:
-                # A terminal in canonical mode gives one line a read: the line typed, or b"" at Ctrl-D.
-                line = os.read(0, 65536)
-                if not line:
-                    raise EOFError
-                return line.decode(errors="replace").removesuffix("\n")
-        raise KeyboardInterrupt
-    finally:
-        signal.set_wakeup_fd(previous)
-        os.close(woken)
-        os.close(wake)
+        woken, wake = os.pipe()
+        os.set_blocking(wake, False)
+        previous = signal.set_wakeup_fd(wake, warn_on_full_buffer=False)
+        try:
+            while b"\n" not in self._pending:
+                if self._pressed():
+                    raise KeyboardInterrupt
+                ready, _, _ = select.select([0, woken], [], [])
+                if woken in ready:
+                    os.read(woken, 512)  # a signal came: its handler has run, or runs before the check above
+                    continue
+                chunk = os.read(0, 65536)
+                if not chunk:  # end of input
+                    if not self._pending:
+                        raise EOFError
+                    self._pending += b"\n"
+                self._pending += chunk
+        finally:
+            signal.set_wakeup_fd(previous)
+            os.close(woken)
+            os.close(wake)
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode(errors="replace")
 
 
 def _complete(source: str) -> bool:
@@ -138,7 +147,7 @@ class HumanAgent:
         if arg:
             raise AgentError("the human agent takes no argument")
         refuse_model("human", options)
-        self.read = read or (lambda prompt: _read_line(prompt, self._take_ctrl_c))
+        self.read = read or _Keyboard(self._take_ctrl_c)
         self.write = write
         self._ctrl_c = False  # Ctrl-C was pressed outside a running cell, and no prompt has answered it yet
         self.stream = stream
