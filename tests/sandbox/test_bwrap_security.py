@@ -337,6 +337,9 @@ def test_the_hosts_loopback_is_unreachable_with_the_network_off(
     env = start(network=network)
     seen = run(env, CONNECT.format(port=port))
     if network:  # the control: with the network on, the same code does reach the host
+        deadline = time.monotonic() + 10  # (the server's thread takes the connection from its queue in its time)
+        while not accepted and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert seen.startswith("connected") and accepted
     else:
         assert seen.startswith("unreachable") and not accepted
