@@ -1,7 +1,8 @@
 """The README's long commands (the slow tier of test_first_hour), each run as written in a folder of its
 own and checked for its exit status and a table whole at 80 columns. Each is a class of its own, so that
-`pytest -n logical --dist loadscope` runs them on different workers at once; the run of the Masked set is
-the session's shared one (tests/support/shared_runs.py), which test_demo_suite checks too."""
+`pytest -n auto --dist loadscope` runs them on different workers at once; the run of the Masked set and the
+construction of Masked tasks are the session's shared ones (tests/support/shared_runs.py), which test_demo_suite
+and test_construct_mask check too."""
 
 from __future__ import annotations
 
@@ -37,9 +38,10 @@ class TestMaskedRun:
 
 
 class TestConstructMask:
-    def test_masked_tasks_are_cut_and_checked(self, tmp_path: Path) -> None:
-        ran(Home(tmp_path).sh(MASK))
-        assert (tmp_path / "masked.jsonl").is_file()
+    def test_masked_tasks_are_cut_and_checked(self, shared_runs: SharedRuns) -> None:
+        shared = shared_runs.get(MASK)  # shared with tests/construct/test_construct_mask.py, which reads the tasks
+        ran(shared.result)
+        assert (shared.home / "masked.jsonl").is_file()
 
 
 class TestDoctor:
