@@ -22,6 +22,13 @@ from super_bench import EnvConfig, Environment, SandboxConfig
 from super_bench.sandbox import SANDBOXES
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (the README's test command): two workers per CPU this process may use, at most 16. Most tests
+    wait on kernels, sandboxes and the commands they start: with one worker per CPU, the CPUs were busy about
+    half the time; with two, nearly all of it, and the suite ends about a fifth sooner."""
+    return min(2 * len(os.sched_getaffinity(0)), 16)
+
+
 @pytest.fixture
 def tmp_sandbox_root(tmp_path: Path) -> Path:
     root = tmp_path / "sandboxes"

@@ -24,7 +24,7 @@ BLOCK = re.compile(r"(?:<!-- docs-test: skip: (?P<why>.+?) -->\n)?```(?:bash|sh|
 SKIPPED = {
     (
         "README.md",
-        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest -n logical --dist loadscope",
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest -n auto --dist loadscope",
     ),
     ("README.md", "super-bench tasks list                          # the demo Expert tasks"),
     (

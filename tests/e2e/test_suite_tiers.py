@@ -29,7 +29,7 @@ def test_ci_runs_the_readmes_test_command_in_parallel() -> None:
     readme = (ROOT / "README.md").read_text()
     command = re.search(r"pip install -e '\.\[test\]' && (pytest[^\n]*)", readme)
     assert command, "the README's test command"
-    assert "-n logical" in command.group(1)
+    assert "-n auto" in command.group(1)  # as many workers as tests/conftest.py says: two per CPU
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     # CI adds a report of the slowest tests, which changes no test that runs.
     assert ci[-1] == f"SUPER_BENCH_REQUIRE_SANDBOXES=$require {command.group(1)} --durations=15"
