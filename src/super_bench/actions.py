@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any, Literal
 
 from pydantic import ConfigDict, ValidationError
@@ -105,6 +106,8 @@ def content_problem(
             size += len(item) + 2
         elif item is None or isinstance(item, bool | int | float):
             # An int's digits without converting it (a 5000-digit int has no decimal text in Python).
+            if isinstance(item, int) and _too_many_digits(item):
+                return f"holds an integer of more than {sys.get_int_max_str_digits():,} digits, which has no JSON text"
             size += item.bit_length() // 3 + 1 if isinstance(item, int) else 5
         elif isinstance(item, containers):
             if depth >= max_depth:
@@ -125,6 +128,18 @@ def content_problem(
         if max_chars is not None and size > max_chars:
             return f"is longer than {max_chars:,} characters as JSON"
     return None
+
+
+def _too_many_digits(value: int) -> bool:
+    """Whether Python refuses to write ``value`` in decimal (``sys.set_int_max_str_digits``)."""
+    limit = sys.get_int_max_str_digits()
+    if limit == 0 or value.bit_length() < 3 * limit:  # (fewer digits than the limit, by far)
+        return False
+    try:
+        str(value)  # Python refuses a value far past the limit from its size, before converting anything
+    except ValueError:
+        return True
+    return False
 
 
 def _unencodable(text: str) -> bool:

@@ -134,12 +134,13 @@ def test_far_too_deep_content_is_refused_in_every_action(shared_env: Environment
     _kept(env)
 
 
-def test_an_edit_of_an_int_too_long_to_write_out_is_refused_not_raised(shared_env: Environment) -> None:
+@pytest.mark.parametrize("kind", ["execute", "edit", "submit"])
+def test_an_int_too_long_to_write_out_is_refused_not_raised(shared_env: Environment, kind: str) -> None:
     env = shared_env
     if env._kernel_now is None or env.done:
         env.reset(make_task())
-    step = env.step({"type": "edit", "content": 10**5000})  # str() of it raises ValueError (4,300 digits at most)
-    assert step.outcome == "invalid" and "cannot be read as text" in step.observation
+    step = env.step({"type": kind, "content": 10**5000})  # str() of it raises ValueError (4,300 digits at most)
+    assert step.outcome == "invalid" and "more than 4,300 digits" in step.observation, step.observation
     assert env.trajectory.stop_reason is None
     _kept(env)
 

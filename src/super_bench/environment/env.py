@@ -580,13 +580,7 @@ class Environment:
         if self._broken is not None:
             return _Outcome(notes.rstrip("\n"), None, "kernel_died")
         try:
-            source = str(action.content or "")
-        except ValueError as e:  # an int too long to write out (sys.set_int_max_str_digits): no edit's text
-            problem = f"cannot be read as text ({e})"
-            refused = messages.content_refused("edit", problem)
-            return _Outcome(notes + refused, None, "invalid", action=_unkept(action, problem))
-        try:
-            request = parse_edit(source)
+            request = parse_edit(str(action.content or ""))
             cwd = self.cwd
             path = posixpath.join(cwd, request.path)
             message = ""
