@@ -107,7 +107,8 @@ def content_problem(
         elif item is None or isinstance(item, bool | int | float):
             # An int's digits without converting it (a 5000-digit int has no decimal text in Python).
             if isinstance(item, int) and _too_many_digits(item):
-                return f"holds an integer of more than {sys.get_int_max_str_digits():,} digits, which has no JSON text"
+                digits = sys.get_int_max_str_digits()
+                return f"holds an integer of more than {digits:,} digits, which cannot be written as JSON"
             size += item.bit_length() // 3 + 1 if isinstance(item, int) else 5
         elif isinstance(item, containers):
             if depth >= max_depth:
