@@ -65,9 +65,6 @@ def _forked() -> None:
     _watchdog = _Watchdog()
 
 
-os.register_at_fork(after_in_child=_forked)
-
-
 def spawn(argv: list[str], **options: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(argv, **options)``, forked by the harness's long-lived spawner thread."""
     return _spawner.spawn(argv, **options)
@@ -117,7 +114,7 @@ class _Watchdog:
 
 
 _watchdog = _Watchdog()
-os.register_at_fork(after_in_child=_forked)
+os.register_at_fork(after_in_child=_forked)  # (once both classes exist)
 # What the watchdog may still have to remove at a normal exit (a proxy's folder, a task a stop left) takes it
 # well under a second; a cgroup's or a container's end can take longer, and is left to it past this.
 _EXIT_WAIT = 10.0
