@@ -13,6 +13,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +237,25 @@ def waits_for_cancel(executor_box: list[FunctionExecutor], ends: str) -> Work:
     return run
 
 
+def stopped_run(
+    run_dir: RunDir,
+    first: str,
+    work: Work,
+    stop: AbstractContextManager[Any],
+    ends: str = "finished",
+    reporter: Recorder | None = None,
+) -> FunctionExecutor:
+    """``first`` (running ``work``), ``long`` (running until the run is cancelled, then ending as ``ends`` says)
+    and ``never`` queued behind them, two at a time: a run that ``stop`` expects to stop; its executor, closed."""
+    box: list[FunctionExecutor] = []
+    tasks = {first: work, "long": waits_for_cancel(box, ends), "never": finishes}
+    with FunctionExecutor(tasks, capacity=2) as executor:
+        box.append(executor)
+        with stop:
+            dispatch(executor, items(first, "long", "never"), run_dir, 2, reporter)
+    return executor
+
+
 @pytest.mark.parametrize("ends", ["finished", "cancelled"])
 def test_ctrl_c_cancels_the_tasks_in_flight_keeps_those_that_finish_and_starts_no_more(
     run_dir: RunDir, ends: str
@@ -247,12 +267,7 @@ def test_ctrl_c_cancels_the_tasks_in_flight_keeps_those_that_finish_and_starts_n
             interrupted.append(result.task_id)
             raise KeyboardInterrupt
 
-    box: list[FunctionExecutor] = []
-    work = {"first": finishes, "long": waits_for_cancel(box, ends), "never": finishes}
-    with FunctionExecutor(work, capacity=2) as executor:
-        box.append(executor)
-        with pytest.raises(KeyboardInterrupt):
-            dispatch(executor, items("first", "long", "never"), run_dir, 2, Recorder(interrupt))
+    executor = stopped_run(run_dir, "first", finishes, pytest.raises(KeyboardInterrupt), ends, Recorder(interrupt))
     assert executor.cancelled.is_set()
     assert executor.submitted == [("first", 1), ("long", 1)]  # the queue was dropped: "never" never started
     assert rows(run_dir) == (["first", "long"] if ends == "finished" else ["first"])
@@ -262,12 +277,7 @@ def test_a_configuration_error_stops_the_run_and_is_not_a_tasks_result(run_dir: 
     def misconfigured(item: WorkItem) -> TaskResult:
         raise ConfigError("no such model: nonesuch")
 
-    box: list[FunctionExecutor] = []
-    work = {"bad": misconfigured, "long": waits_for_cancel(box, "finished"), "never": finishes}
-    with FunctionExecutor(work, capacity=2) as executor:
-        box.append(executor)
-        with pytest.raises(ConfigError, match="no such model: nonesuch"):
-            dispatch(executor, items("bad", "long", "never"), run_dir, 2)
+    executor = stopped_run(run_dir, "bad", misconfigured, pytest.raises(ConfigError, match="no such model: nonesuch"))
     assert executor.cancelled.is_set()
     assert executor.submitted == [("bad", 1), ("long", 1)]  # not retried, and nothing more started
     assert rows(run_dir) == ["long"]
@@ -345,12 +355,8 @@ def test_a_row_that_finds_the_disk_full_stops_the_run_and_no_row_is_torn(
         guard.keep_reserve(run_dir.path)
         assert (run_dir.path / guard.RESERVE_NAME).stat().st_size == guard.RESERVE_BYTES
     fill(full_disk, room)
-    box: list[FunctionExecutor] = []
-    work = {"first": large, "long": waits_for_cancel(box, "finished"), "never": finishes}
-    with FunctionExecutor(work, capacity=2) as executor:
-        box.append(executor)
-        with pytest.raises(RunDirWriteError, match="no space left on device; the run stopped"):
-            dispatch(executor, items("first", "long", "never"), run_dir, 2)
+    full = pytest.raises(RunDirWriteError, match="no space left on device; the run stopped")
+    executor = stopped_run(run_dir, "first", large, full)
     assert executor.cancelled.is_set()
     assert executor.submitted == [("first", 1), ("long", 1)]
     kept = ["first", "long"] if reserve else ["long"] if room else []
