@@ -19,7 +19,13 @@ from tests.support.helpers import make_task
 from tests.support.shared_runs import SharedRuns, session_root
 
 from super_bench import EnvConfig, Environment, SandboxConfig
+from super_bench.cli._process import keep_byte_code
 from super_bench.sandbox import SANDBOXES
+
+# Where the environment says not to write byte code (PYTHONDONTWRITEBYTECODE), every worker compiled the package
+# and rewrote the tests' asserts again (about 4 s of CPU each, half its collection): kept in the user's cache
+# instead, as the `super-bench` command keeps its own.
+keep_byte_code()
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

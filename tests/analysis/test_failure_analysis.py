@@ -26,7 +26,7 @@ RUNS = ("react-super_expert", "react-super_masked", "swe-agent_expert", "swe-age
 DOC = Path(__file__).resolve().parents[2] / "docs" / "failure-analysis.md"
 FAILED = Metrics(submitted=0.0, output_match=0.0, landmarks=0.0)
 # The dev half's agreement when the rules were last tuned on it: a floor that catches a rule made worse.
-DEV_FLOOR = 0.75
+DEV_FLOOR = 0.8
 
 needs_reference = pytest.mark.skipif(
     not EXPERT.is_dir(), reason="the published trajectories are not beside the checkout"
@@ -87,6 +87,22 @@ def test_the_docs_limits_say_the_held_out_figures() -> None:
 
 
 @needs_reference
+def test_the_docs_say_swe_agents_compute_share_as_computed() -> None:
+    # Its views and edits of files are no runs: a budget spent on them is not compute (issue: below 20%).
+    shares = []
+    for run in ("swe-agent_expert", "swe-agent_masked"):
+        causes = []
+        for task in (t for r, t in published() if r == run):
+            metrics, _ = recorded_metrics(REFERENCE_TRAJECTORIES / run / task / METRICS_FILE)
+            cause = analyze_failure(load(run, task), metrics)
+            causes += [cause.cause] if cause is not None else []
+        assert causes.count("compute") < 0.2 * len(causes), run
+        shares.append(f"{causes.count('compute')} of {len(causes)}")
+    text = " ".join(DOC.read_text(encoding="utf-8").split())
+    assert f"SWE-agent's failures are `compute` in {shares[0]} (Expert) and {shares[1]} (Masked)" in text
+
+
+@needs_reference
 def test_agent_format_wherever_most_actions_were_refused() -> None:
     # Invalid replies, edits that did not apply (SWE-agent's "Your changes have NOT been applied", SUPER's
     # "Could not find the following lines") and malformed commands: where they are most of the actions,
@@ -112,6 +128,11 @@ def test_the_docs_show_the_figures_computed(split: Split, block: str) -> None:
 CLONE = "!git clone https://github.com/someone/proj.git"
 TRACE = 'Traceback (most recent call last):\n  File "/content/proj/train.py", line 3, in <module>\n'
 LIB = '  File "/usr/local/lib/python3.10/site-packages/lib/core.py", line 9, in run\n'
+# The clone, and a download of the data that the server refused: a file then missing could not be had.
+FETCH = "!wget https://example.org/data.zip; " + CLONE[1:]
+REFUSED = (
+    "Cloning into 'proj'...\nHTTP request sent, awaiting response... 403 Forbidden\n2024-08-20 ERROR 403: Forbidden."
+)
 
 
 def run(index: int, output: str, code: str = "!python proj/train.py", **kw: Any) -> Step:
@@ -171,7 +192,7 @@ def test_a_plugin_the_installed_library_lacks_is_the_environment_and_comes_befor
 
 def test_reading_a_script_is_no_run_and_a_refused_command_line_does_not_resolve() -> None:
     cause = cause_of(
-        run(0, "", CLONE),
+        run(0, REFUSED, FETCH),
         run(1, TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'data/x'"),
         run(2, "import sys", "!cat proj/train.py"),
         run(3, "ValueError: Some specified arguments are not used by the HfArgumentParser: ['--y']"),
@@ -188,12 +209,25 @@ def test_a_pin_dropped_is_blamed_only_when_what_ran_after_fails_as_a_wrong_versi
     assert cause_of(run(0, "", CLONE), install, dropped, data).cause == "repository_error"
 
 
-def test_a_missing_dataset_is_a_resource() -> None:
-    cause = cause_of(
-        run(0, "", CLONE),
-        run(1, TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'"),
+def test_a_missing_dataset_whose_download_failed_is_a_resource() -> None:
+    missing = run(1, TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'")
+    assert (cause_of(run(0, REFUSED, FETCH), missing).cause, cause_of(run(0, REFUSED, FETCH), missing).step) == (
+        "resource",
+        1,
     )
-    assert (cause.cause, cause.step) == ("resource", 1)
+    for failed in ("ERROR 500: Internal Server Error.", "curl: (6) Could not resolve host: example.org"):
+        assert cause_of(run(0, failed, FETCH), missing).cause == "resource", failed
+
+
+def test_a_missing_file_nobody_failed_to_fetch_is_the_agents() -> None:
+    # Nothing the agent fetched failed: it never fetched the data, or put it elsewhere (a skipped step, a wrong
+    # path), so the file was there to be had.
+    missing = TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'"
+    cause = cause_of(run(0, "", CLONE), run(1, missing))
+    assert (cause.cause, cause.step) == ("no_experiment", 1)
+    assert cause.reason.startswith("a file the run needed was never there, and no attempt to fetch it failed")
+    gone = "ValueError: File /content/proj/dataset/train.src not exist"
+    assert cause_of(run(0, "Saved 'data.zip' [1200/1200]", FETCH), run(1, TRACE + gone)).cause == "no_experiment"
 
 
 def test_a_failed_download_is_resolved_by_a_run_that_gets_past_its_inputs() -> None:
@@ -221,7 +255,7 @@ def test_hardware_the_run_needs_is_compute() -> None:
 
 def test_an_error_seen_before_a_syntax_error_is_not_resolved_by_it() -> None:
     cause = cause_of(
-        run(0, "", CLONE),
+        run(0, REFUSED, FETCH),
         run(1, TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'data/x'"),
         run(2, '  File "proj/train.py", line 4\nSyntaxError: invalid syntax'),
     )
@@ -389,7 +423,8 @@ def test_a_made_up_answer_after_a_missing_file_is_unobserved_and_the_missing_fil
     assert trace is not None and trace.status == "unobserved"
     cause = analyze_failure(episode, Metrics(submitted=1.0, output_match=0.0, landmarks=0.0))
     assert cause is not None
-    assert (cause.cause, cause.step) == ("resource", 1)
+    # Nothing failed to download: the data was never fetched, so the cause is the agent's, at that step.
+    assert (cause.cause, cause.step) == ("no_experiment", 1)
     assert cause.quote.startswith("FileNotFoundError")
 
 
@@ -471,7 +506,7 @@ def test_a_swe_agent_edit_applies_only_where_its_tool_showed_the_file_again() ->
     assert [(d.kind, d.applied) for d in deeds] == [("edit", True), ("edit", False), ("edit", False)]
 
 
-def test_a_wrong_version_the_agent_patched_around_in_its_code_stays_the_environment() -> None:
+def test_a_wrong_version_the_agent_patched_around_then_failing_in_its_own_change_is_the_agents() -> None:
     version = run(1, TRACE + "AttributeError: 'CountVectorizer' object has no attribute 'x'. Did you mean: 'y'?")
     edit = step(
         2,
@@ -479,8 +514,10 @@ def test_a_wrong_version_the_agent_patched_around_in_its_code_stays_the_environm
         "Edit was successful.",
     )
     own = run(3, TRACE + "TypeError: Object of type ndarray is not JSON serializable")
+    # The patch got past the version; what stopped the run then is the agent's own change.
     cause = cause_of(run(0, "", CLONE), version, edit, own)
-    assert (cause.cause, cause.step) == ("environment", 1)
+    assert (cause.cause, cause.step) == ("no_experiment", 3)
+    assert cause_of(run(0, "", CLONE), version).cause == "environment"
     # A run after the patch that failed elsewhere, in code the agent did not change, got past the version.
     other = run(
         4,
@@ -492,11 +529,12 @@ def test_a_wrong_version_the_agent_patched_around_in_its_code_stays_the_environm
 def test_a_missing_file_got_round_only_to_fail_in_the_repositorys_code_stays_the_resource() -> None:
     missing = run(1, TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'raw/train.txt'")
     empty = run(2, TRACE + "ZeroDivisionError: division by zero")  # the agent made the file empty; the code fails
-    cause = cause_of(run(0, "", CLONE), missing, empty)
+    cause = cause_of(run(0, REFUSED, FETCH), missing, empty)
     assert (cause.cause, cause.step) == ("resource", 1)
     # A later run that went through got past it: the repository's error after that is the cause.
     through = run(3, "epoch 1 done")
-    assert cause_of(run(0, "", CLONE), missing, through, run(4, TRACE + "KeyError: 'x'")).cause == "repository_error"
+    after = cause_of(run(0, REFUSED, FETCH), missing, through, run(4, TRACE + "KeyError: 'x'"))
+    assert after.cause == "repository_error"
 
 
 def test_an_empty_name_is_no_missing_resource() -> None:
@@ -521,7 +559,10 @@ def test_a_script_the_agent_wrote_in_place_of_the_repositorys_is_no_experiment()
         assert "a script it wrote itself (mine.py)" in cause.reason
     # The agent's script was a helper, and the repository's script ran last: its missing file is the cause.
     helper = cause_of(
-        run(0, "", CLONE), run(1, "", "!echo 'import json' > mine.py"), run(2, "", "!python mine.py"), run(3, missing)
+        run(0, REFUSED, FETCH),
+        run(1, "", "!echo 'import json' > mine.py"),
+        run(2, "", "!python mine.py"),
+        run(3, missing),
     )
     assert (helper.cause, helper.step) == ("resource", 3)
     # Its own script failing for want of a dependency is still the environment.
@@ -546,7 +587,7 @@ def test_a_file_listed_earlier_but_missing_where_the_run_looked_is_not_a_missing
     cause = cause_of(run(0, "", CLONE), run(1, missing), listed, run(3, missing))
     assert (cause.cause, cause.step) == ("no_experiment", 3)
     assert "an earlier listing showed it" in cause.reason
-    never = cause_of(run(0, "", CLONE), run(1, missing), run(2, "test.txt", "!ls data"), run(3, missing))
+    never = cause_of(run(0, REFUSED, FETCH), run(1, missing), run(2, "test.txt", "!ls data"), run(3, missing))
     assert never.cause == "resource"
 
 

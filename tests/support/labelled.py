@@ -2,8 +2,9 @@
 
 Every label falls in the dev half or the test half by a hash of ``run/task_id`` that no rule can move:
 rules are tuned on the dev half only, and the test half is only ever counted (docs/failure-analysis.md and
-docs/verification.md report it). A second labeller, who saw neither the first labels nor the rules,
-labelled a sample again (``second_labeller.json``); the agreement between the two is reported too.
+docs/verification.md report it). Every failure cause was labelled twice, independently, and settled by a
+third reader where the two differed (``failure_causes.json``); a second labeller labelled a sample of the
+answers' provenance again (``second_labeller.json``). The agreement between labellers is reported too.
 """
 
 from __future__ import annotations
@@ -38,6 +39,6 @@ def provenance_labels(split: Split) -> list[dict[str, Any]]:
 
 
 def second_labels() -> dict[str, list[dict[str, Any]]]:
-    """The second labeller's failure causes and provenance of a fixed sample."""
+    """The second labeller's provenance labels of a fixed sample."""
     data: dict[str, list[dict[str, Any]]] = json.loads((LABELS / "second_labeller.json").read_text(encoding="utf-8"))
     return data

@@ -33,11 +33,20 @@ _VERSION_MISMATCH = ("AttributeError", "TypeError")
 # Problems a later run gets past only by ending on something other than a failure of the given kind: a library
 # of the wrong version that the agent patched around in its code, to fail in its own patches; a file that was
 # missing, got round so that the repository's code then failed (on empty data, or a stand-in for it).
-_NOT_PAST: dict[str, str] = {"environment": "agent", "resource": "repository_error"}
+_NOT_PAST: dict[str, str] = {"resource": "repository_error"}
 # Problems any later run resolves by getting past them (ending on something else): a missing module or
 # command, a failed download. The agent may have found another way (a pip install, another source).
 _PASSED = ("ModuleNotFoundError", "ImportError", "command:", "404")
 _MISSING_PATH = re.compile(r"No such file or directory: '(?P<path>[^']+)'")
+# A local file or folder not there (not a model or dataset id that no hub knows).
+_LOCAL_MISSING = re.compile(r"No such file or directory|does not exist|not exist", re.IGNORECASE)
+# A fetch that failed: a server's refusal or error, or no route to it.
+_FETCH_FAILED = re.compile(
+    r"ERROR [45]\d\d\b|HTTP Error [45]\d\d|[45]\d\d (?:Client|Server) Error|\b[45]\d\d: (?:Not Found|Forbidden|"
+    r"Internal Server Error)|Repository Not Found|is a gated|Max retries exceeded|Could not resolve host|"
+    r"Temporary failure in name resolution|Failed to establish a new connection"
+)
+_FETCH_CHARS = 200_000
 _LISTS = re.compile(r"(?:^|[!\s;&|])(?:ls|find|tree)\b")
 _LISTING_CHARS = 100_000
 _PIN = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]*)(?:\[[^\]]*\])?(?P<pin>[=<>!~].*)?$")
@@ -119,8 +128,19 @@ def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
         if blocker.cause == "resource" and _listed_before(blocker.line, blocker.step.index, steps):
             blocker.cause = "no_experiment"  # the file was there, the run looked for it elsewhere
             blocker.reason = "a file the run wanted was missing where it looked, though an earlier listing showed it"
+        elif blocker.cause == "resource" and _LOCAL_MISSING.search(blocker.line) and not _fetch_failed(steps):
+            # Nothing the agent fetched failed: it never fetched the file, or put it elsewhere, or ran from the
+            # wrong folder. A file missing for want of a step the agent skipped is the agent's, not a resource
+            # that could not be had.
+            blocker.cause = "no_experiment"
+            blocker.reason = "a file the run needed was never there, and no attempt to fetch it failed"
     result += _installs(steps, attempts, result)
     return sorted(result, key=lambda b: b.first)
+
+
+def _fetch_failed(steps: list[Step]) -> bool:
+    """Whether any step's output shows a download that failed (a server's error, no route to it)."""
+    return any(_FETCH_FAILED.search(s.raw_output[:_FETCH_CHARS]) for s in steps)
 
 
 def _listed_before(line: str, before: int, steps: list[Step]) -> bool:
