@@ -211,10 +211,8 @@ def test_a_pin_dropped_is_blamed_only_when_what_ran_after_fails_as_a_wrong_versi
 
 def test_a_missing_dataset_whose_download_failed_is_a_resource() -> None:
     missing = run(1, TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'")
-    assert (cause_of(run(0, REFUSED, FETCH), missing).cause, cause_of(run(0, REFUSED, FETCH), missing).step) == (
-        "resource",
-        1,
-    )
+    cause = cause_of(run(0, REFUSED, FETCH), missing)
+    assert (cause.cause, cause.step) == ("resource", 1)
     for failed in ("ERROR 500: Internal Server Error.", "curl: (6) Could not resolve host: example.org"):
         assert cause_of(run(0, failed, FETCH), missing).cause == "resource", failed
 
