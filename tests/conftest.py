@@ -9,6 +9,7 @@ import re
 import shutil
 import socket
 import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,21 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     wait on kernels, sandboxes and the commands they start: with one worker per CPU, the CPUs were busy about
     half the time; with two, nearly all of it, and the suite ends about a fifth sooner."""
     return min(2 * len(os.sched_getaffinity(0)), 16)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False  # the order is ours (``pytest_collection_modifyitems``)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Test files with long end-to-end runs (``slow``) first, then the others by their number of tests, each
+    file's tests in their order. Workers take whole files in this order (``--dist loadscope``, with xdist's own
+    reordering by size off: ``pytest_configure``), so the last files handed out are short ones, and no worker is
+    left running a long one while the others have nothing to do."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    size = Counter(item.path for item in items)
+    items.sort(key=lambda item: (item.path not in slow, -size[item.path]))
 
 
 @pytest.fixture
