@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.support.helpers import cli
 from tests.support.mcp_client import call, http_session, replay_gold, stdio_session, text
+from tests.support.shared_runs import SharedRuns
 
 from super_bench.environment.edit import EditFailed, parse_edit
 from super_bench.integrations.mcp_ext.episode import ToolCallError
@@ -44,7 +45,7 @@ SOME = {
 }  # fmt: skip
 CLIENT = Path(__file__).parents[1] / "support" / "mcp_client.py"
 LOCAL = ["--sandbox", "local"]
-GOLD_DIRS: dict[str, Path] = {}  # the gold runs of the `gold` fixture, by set
+GOLD_DIRS: dict[str, Path] = {}  # the gold runs of the `gold` fixture, by set (shared: read only)
 
 
 def metrics(out: Path) -> dict[str, dict[str, Any]]:
@@ -83,16 +84,16 @@ class HttpServer:
 
 
 @pytest.fixture(scope="module")
-def gold(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict[str, Any]]]:
-    """What `run --agent gold` scores on each set's tasks of ``SOME`` (2 workers)."""
+def gold(shared_runs: SharedRuns) -> dict[str, dict[str, dict[str, Any]]]:
+    """What the gold agent scores on each set's tasks of ``SOME``: read from the README's runs of the whole demo
+    suite, which the session runs once and shares read-only (tests/tasks/test_demo_suite.py checks them)."""
     scores = {}
     for task_set in SETS:
-        out = tmp_path_factory.mktemp("gold") / task_set
-        some = ["--task-ids", *SOME[task_set]]
-        result = cli("run", "--agent", "gold", "--set", task_set, *some, "--workers", "2", "--out", str(out), *LOCAL)
-        assert result.returncode == 0, result.stderr
-        scores[task_set] = metrics(out)
-        GOLD_DIRS[task_set] = out
+        shared = shared_runs.get("super-bench run" if task_set == "expert" else f"super-bench run --set {task_set}")
+        assert shared.result.returncode == 0, shared.result.stderr
+        every = metrics(shared.run_dir)
+        scores[task_set] = {task: every[task] for task in SOME[task_set]}
+        GOLD_DIRS[task_set] = shared.run_dir
     return scores
 
 
