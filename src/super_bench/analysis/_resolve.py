@@ -4,7 +4,7 @@ A *run* is an execute step that runs a script or a module (``python train.py``, 
 ``python -m x``) or Python code, or a wait on such a cell. An error a run met is **resolved** when a later
 run of the same script gets past it: it ends without that error, having started (a syntax error, a bad
 command line or a broken shell script stops it before it starts, and so proves nothing). A wrong-version
-library is not got past by runs that fail in code the agent changed (it patched around it), nor a missing
+library the agent patched around is got past (what its patches then raise is its own), but not a missing
 file by runs that fail in the repository's code (on empty or stand-in data). A
 ``ModuleNotFoundError`` followed by a pip install and a run that fails elsewhere, or succeeds, is resolved;
 one seen again in the last run is not.
@@ -30,9 +30,8 @@ _CAUSES: tuple[str, ...] = ("environment", "resource", "compute", "repository_er
 # An error in code the agent changed is its own: the experiment was never run as it stands.
 _AS_CAUSE: dict[str, Cause] = {"agent": "no_experiment"}
 _VERSION_MISMATCH = ("AttributeError", "TypeError")
-# Problems a later run gets past only by ending on something other than a failure of the given kind: a library
-# of the wrong version that the agent patched around in its code, to fail in its own patches; a file that was
-# missing, got round so that the repository's code then failed (on empty data, or a stand-in for it).
+# Problems a later run gets past only by ending on something other than a failure of the given kind: a file that
+# was missing, got round so that the repository's code then failed (on empty data, or a stand-in for it).
 _NOT_PAST: dict[str, str] = {"resource": "repository_error"}
 # Problems any later run resolves by getting past them (ending on something else): a missing module or
 # command, a failed download. The agent may have found another way (a pip install, another source).

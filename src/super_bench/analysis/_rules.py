@@ -39,7 +39,7 @@ _UNAVAILABLE = re.compile(
 _THOUGHT_CHARS = 4000
 _REASONS = {
     "environment": "installing or importing a dependency failed and was never fixed",
-    "resource": "a file, dataset or model the run needs was never found",
+    "resource": "a file, dataset or model the run needs could not be had",
     "compute": "the hardware or the time limit stopped the run, and it never ran through",
     "repository_error": "the repository's own code raised an error that was never fixed",
     "no_experiment": "code the agent changed raised an error that was never fixed, so the experiment never ran",
