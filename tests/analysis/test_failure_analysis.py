@@ -17,6 +17,7 @@ from super_bench import Action, Step, Trajectory
 from super_bench.analysis import CAUSES, FailureCause, analyze_failure
 from super_bench.analysis._judge import digest
 from super_bench.analysis._lines import traceback_ends
+from super_bench.analysis._signals import repository_dirs
 from super_bench.reading import read_trajectory, strip_ansi
 from super_bench.runner.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
 from super_bench.scoring import Metrics, answer_provenance
@@ -207,6 +208,23 @@ def test_a_pin_dropped_is_blamed_only_when_what_ran_after_fails_as_a_wrong_versi
     data = run(3, TRACE + "KeyError: 'label'")
     assert cause_of(run(0, "", CLONE), install, dropped, version).cause == "environment"
     assert cause_of(run(0, "", CLONE), install, dropped, data).cause == "repository_error"
+
+
+@pytest.mark.parametrize(
+    ("code", "folders"),
+    [
+        (CLONE, {"proj"}),
+        (CLONE + " && cd proj && wget https://example.org/data.zip", {"proj"}),
+        ("!git clone https://github.com/a/b.git; ls", {"b"}),
+        ("!git clone --depth 1 https://github.com/a/b c", {"c"}),
+        ("!git clone -b dev git@github.com:a/rep.git|tail -1", {"rep"}),
+        ("!git clone -q /srv/repos/x.git y && ls y", {"y"}),
+        ("!git clone https://github.com/a/b && git clone https://github.com/c/d", {"b", "d"}),
+    ],
+)
+def test_the_cloned_folder_is_read_past_options_and_up_to_the_shells_words(code: str, folders: set[str]) -> None:
+    # An error in the repository's code is known by its frames in these folders.
+    assert repository_dirs([run(0, "", code)]) == folders
 
 
 def test_a_missing_dataset_whose_download_failed_is_a_resource() -> None:

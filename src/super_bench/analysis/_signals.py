@@ -71,7 +71,12 @@ _MODULE = re.compile(r"No module named '([\w.]+)'")
 _FOLDER = re.compile(r"^[A-Za-z_][\w.-]*$")
 # transformers' argument parser refusing a command line: a usage error, as argparse's.
 _HF_USAGE = "Some specified arguments are not used by the HfArgumentParser"
-_CLONE = re.compile(r"git clone\s+(?:-\S+\s+)*(?P<url>\S+)(?:\s+(?P<dir>[^\s-]\S*))?")
+# The repository is the first URL after the options (``--depth 1``, ``-b main``: options may take values), else the
+# first word that is no option; the URL and the folder end where the shell's own words begin (``&& cd x``, ``; ls``).
+_CLONE = re.compile(
+    r"git clone\s+(?:(?:[^\s;&|]+\s+)*?(?P<url>(?:[a-z+]+://|git@)[^\s;&|]+)|(?:-\S+\s+)*(?P<path>[^\s;&|]+))"
+    r"(?:\s+(?P<dir>[^\s;&|<>-][^\s;&|<>]*))?"
+)
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,8 @@ def repository_dirs(steps: list[Step]) -> set[str]:
     found = set()
     for step in steps:
         for match in _CLONE.finditer(command(step)):
-            name = match.group("dir") or match.group("url").rstrip("/").rsplit("/", 1)[-1]
+            source = match.group("url") or match.group("path")
+            name = match.group("dir") or source.rstrip("/").rsplit("/", 1)[-1]
             name = name.removesuffix(".git").strip("'\"")
             if name:
                 found.add(name)
