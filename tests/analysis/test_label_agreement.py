@@ -7,6 +7,7 @@ among them) is what docs/failure-analysis.md and docs/verification.md state.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -105,3 +106,25 @@ def test_the_docs_say_how_the_third_reader_settled_the_differences() -> None:
         f"run, the second's in {sum(r['cause'] == r['second'] for r in expert)} of {len(expert)}), and chose "
         f"neither in {len(settled) - first - second}."
     ) in text
+
+
+EXAMPLE = re.compile(r"(ReAct-SUPER|SWE-agent) (Expert|Masked), `([^`]+)`, step (\d+)(?:: `([^`]+)`)?")
+
+
+def test_the_class_tables_examples_are_labelled_as_shown() -> None:
+    labels = {(row["run"], row["task_id"]): row for row in failure_labels("all")}
+    rows = [line for line in _block_lines("failure-analysis.md", "## The classes") if line.startswith("| `")]
+    seen = 0
+    for line in rows:
+        cause = line.split("`")[1]
+        for agent, task_set, task, step, quote in EXAMPLE.findall(line):
+            label = labels[(f"{agent.lower()}_{task_set.lower()}", task)]
+            assert (label["cause"], label["step"]) == (cause, int(step)), line
+            assert " ".join(quote.split()) in " ".join(label["quote"].split()), (quote, label["quote"])
+            seen += 1
+    assert seen >= 7
+
+
+def _block_lines(doc: str, heading: str) -> list[str]:
+    text = (DOCS / doc).read_text(encoding="utf-8")
+    return text.split(heading, 1)[1].split("\n## ", 1)[0].splitlines()
