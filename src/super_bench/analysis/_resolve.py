@@ -123,11 +123,14 @@ def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
             cause = _AS_CAUSE.get(problem.kind, cast(Cause, problem.kind))
             found[key] = Blocker(cause, run.step.index, run.step, problem.line, 0.7)
     result = list(found.values())
-    for blocker in result:
-        if blocker.cause == "resource" and _listed_before(blocker.line, blocker.step.index, steps):
+    missing = [b for b in result if b.cause == "resource"]
+    # Read once per episode, and only where a file is missing: whether any download of the episode failed.
+    fetch_failed = bool(missing) and _fetch_failed(steps)
+    for blocker in missing:
+        if _listed_before(blocker.line, blocker.step.index, steps):
             blocker.cause = "no_experiment"  # the file was there, the run looked for it elsewhere
             blocker.reason = "a file the run wanted was missing where it looked, though an earlier listing showed it"
-        elif blocker.cause == "resource" and _LOCAL_MISSING.search(blocker.line) and not _fetch_failed(steps):
+        elif _LOCAL_MISSING.search(blocker.line) and not fetch_failed:
             # Nothing the agent fetched failed: it never fetched the file, or put it elsewhere, or ran from the
             # wrong folder. A file missing for want of a step the agent skipped is the agent's, not a resource
             # that could not be had.
