@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -120,6 +121,36 @@ def run_dir(tmp_path: Path) -> RunDir:
 
 def rows(run_dir: RunDir) -> list[str]:
     return [result.task_id for result in run_dir.read_results()]
+
+
+def test_a_stop_during_a_rows_sync_keeps_the_row_and_one_during_its_write_cuts_it_back(
+    run_dir: RunDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C (a real SIGINT) while a finished row is synced: the row is whole and stays, as a reader may already
+    have counted it; one that comes while a row is half written leaves no part of it."""
+    first, second = (result_of(item) for item in items("first", "second"))
+    sync = os.fsync
+
+    def interrupted_sync(fd: int) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt once the sync returns
+        sync(fd)
+
+    monkeypatch.setattr(os, "fsync", interrupted_sync)
+    with pytest.raises(KeyboardInterrupt):
+        run_dir.append_result(first)
+    assert rows(run_dir) == ["first"]
+    monkeypatch.setattr(os, "fsync", sync)
+    write = os.write
+
+    def half_then_interrupted(fd: int, data: Any) -> int:
+        write(fd, bytes(data[: len(data) // 2]))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "write", half_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_dir.append_result(second)
+    monkeypatch.setattr(os, "write", write)
+    assert rows(run_dir) == ["first"] and run_dir.results_path.read_bytes().count(b"\n") == 1
 
 
 def test_each_result_is_written_and_handed_on_as_its_task_ends(run_dir: RunDir) -> None:

@@ -93,6 +93,26 @@ def test_the_folders_of_processes_that_are_gone_are_swept_and_no_others(
     assert made.name.startswith(f"super-bench-ray-{os.getpid()}-") and not other.exists()
 
 
+def test_a_resume_with_nothing_left_to_do_still_sweeps_a_killed_harnesss_folders(tmp_path: Path) -> None:
+    # A harness killed after its last row: the resume starts no sandbox, so makes no folder of its own.
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200"}
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "super_bench", "run", "--sandbox", "local", "--task-ids", "tinyreg"]
+    command += ["--out", str(out)]
+    assert subprocess.run(command, env=env, capture_output=True, timeout=600).returncode == 0
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = [tmp / f"super-bench-{kind}-{gone.stdout.strip()}-abc" for kind in ("git", "ray")]
+    alive = tmp / f"super-bench-git-{os.getpid()}-abc"
+    for path in (*dead, alive):
+        path.mkdir()
+    resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert len((out / "results.jsonl").read_text().splitlines()) == 1
+    assert sorted(p.name for p in tmp.iterdir()) == [alive.name]
+
+
 def test_a_ray_run_leaves_no_temporary_folder(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     tmp = tmp_path / "tmp"

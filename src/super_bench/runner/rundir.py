@@ -274,8 +274,12 @@ class RunDir:
                 while view:
                     view = view[os.write(fd, view) :]
                 os.fsync(fd)
-            except BaseException:
-                os.ftruncate(fd, start)  # frees what a torn row took, so no reader ever sees half of it
+            except BaseException as e:
+                # A torn row is cut back, so that no reader ever sees half of it, and so is a row whose sync
+                # failed (the write is retried). A row written whole stays when a stop (Ctrl-C, SIGTERM) comes
+                # during its sync: the task finished, and a reader may have seen the row already.
+                if isinstance(e, OSError) or os.fstat(fd).st_size != start + len(line):
+                    os.ftruncate(fd, start)
                 raise
         finally:
             os.close(fd)

@@ -9,7 +9,8 @@ same run directory does.
 
 A process's own temporary folders (``private_temp``: its git configuration, a Ray worker's scratch) are
 named after it, ``super-bench-<kind>-<pid>-*``, so that the folders of a process that is gone, however
-it went, are found and removed by the next that makes one.
+it went, are found and removed by the next that makes one, and by the start of every run (``clear_scratch``):
+a resume with nothing left to do makes none.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ def clear_scratch(scratch: Path) -> list[str]:
     for runtime in glob.glob(os.path.join(short_temp_base(), f"sbk-{runtime_tag(scratch)}-*")):
         remove_tree(runtime)
         removed.append(runtime)
+    for kind in PRIVATE_KINDS:
+        removed += sweep(kind)
     return removed + remove_containers(runtime_tag(scratch))
 
 
@@ -143,9 +146,14 @@ def _noted_cgroup(note: Path) -> str | None:
     return path
 
 
+# The kinds of ``private_temp`` folders: every one is swept at a run's start.
+PRIVATE_KINDS = ("git", "ray")
+
+
 def private_temp(kind: str) -> Path:
     """A new temporary folder of this process, ``super-bench-<kind>-<pid>-*``, once the folders of this kind of
     processes that are gone (killed, however) are removed (``sweep``)."""
+    assert kind in PRIVATE_KINDS, kind  # an unlisted kind would escape the sweep at a run's start
     sweep(kind)
     return Path(tempfile.mkdtemp(prefix=f"super-bench-{kind}-{os.getpid()}-"))
 
