@@ -136,8 +136,13 @@ def test_a_stop_during_a_rows_sync_keeps_the_row_and_one_during_its_write_cuts_i
         sync(fd)
 
     monkeypatch.setattr(os, "fsync", interrupted_sync)
-    with pytest.raises(KeyboardInterrupt):
-        run_dir.append_result(first)
+    # Python's own Ctrl-C handler, as the command has (a test worker may ignore SIGINT).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_dir.append_result(first)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert rows(run_dir) == ["first"]
     monkeypatch.setattr(os, "fsync", sync)
     write = os.write
