@@ -113,6 +113,33 @@ def test_a_resume_with_nothing_left_to_do_still_sweeps_a_killed_harnesss_folders
     assert sorted(p.name for p in tmp.iterdir()) == [alive.name]
 
 
+@pytest.mark.parametrize(
+    ("runs_containers", "attempted", "asked"), [(False, False, False), (True, False, True), (False, True, True)]
+)
+def test_the_engines_are_asked_for_a_runs_containers_only_where_it_may_have_some(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs_containers: bool, attempted: bool, asked: bool
+) -> None:
+    """A fresh run of a backend without containers asks no engine; a container backend's run does, and so does any
+    run whose earlier attempt left its scratch directory (``--redo`` may have changed the backend)."""
+    engines = tmp_path / "bin"
+    engines.mkdir()
+    calls = tmp_path / "calls"
+    for name in ("docker", "podman"):
+        (engines / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {calls}\n')
+        (engines / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{engines}{os.pathsep}{os.environ['PATH']}")
+    scratch = tmp_path / "super-bench-run-0123456789ab"
+    if attempted:
+        scratch.mkdir()
+    clear_scratch(scratch, runs_containers)
+    said = calls.read_text().splitlines() if calls.exists() else []
+    assert said == (
+        [f"{n} ps -a -q --filter label=super-bench.scratch={runtime_tag(scratch)}" for n in ("docker", "podman")]
+        if asked
+        else []
+    )
+
+
 def test_a_ray_run_leaves_no_temporary_folder(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     tmp = tmp_path / "tmp"

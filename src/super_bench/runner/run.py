@@ -27,7 +27,14 @@ from super_bench.runner.manifest import (
 )
 from super_bench.runner.results import Tally, TaskResult
 from super_bench.runner.rundir import RunDir, RunOutcome
-from super_bench.sandbox import SandboxConfig, check_backend, clear_scratch, describe_backend, scratch_dir
+from super_bench.sandbox import (
+    SandboxConfig,
+    check_backend,
+    clear_scratch,
+    describe_backend,
+    sandbox_class,
+    scratch_dir,
+)
 from super_bench.tasks.model import Task
 
 if TYPE_CHECKING:
@@ -107,7 +114,8 @@ def _run(
     given = {"root": scratch, "env": {**_thread_limits(config), **sandbox.env}}
     env = config.env.model_copy(update={"sandbox": sandbox.model_copy(update=given)})
     with run_dir.lock():
-        for leftover in [] if sandbox.keep else clear_scratch(scratch):
+        containers = sandbox_class(sandbox).runs_containers
+        for leftover in [] if sandbox.keep else clear_scratch(scratch, containers):
             log.info("removed %s, left behind by an earlier attempt at this run", leftover)
         try:
             return _resume(config, tasks, run_dir, make_executor, reporter, env, scratch)

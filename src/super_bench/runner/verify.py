@@ -46,7 +46,14 @@ from super_bench.runner.verify_records import (
     read_rows,
     summarize_verification,
 )
-from super_bench.sandbox import check_backend, clear_scratch, describe_backend, remove_tree, scratch_dir
+from super_bench.sandbox import (
+    check_backend,
+    clear_scratch,
+    describe_backend,
+    remove_tree,
+    sandbox_class,
+    scratch_dir,
+)
 from super_bench.scoring import ScoreMode, submission_of, trace_answer
 from super_bench.tasks.model import Task
 from super_bench.trajectory import Trajectory, atomic_write
@@ -93,7 +100,7 @@ def verify(
     scratch = scratch_dir(home.path, env.sandbox.root)
     env = env.model_copy(update={"sandbox": env.sandbox.model_copy(update={"root": scratch})})
     with home.lock():
-        clear_scratch(scratch)
+        clear_scratch(scratch, sandbox_class(env.sandbox).runs_containers)
         if redo and task_ids is None:
             for child in home.path.iterdir():
                 if child.is_dir() and not child.is_symlink():

@@ -116,6 +116,10 @@ class Sandbox(LimitClock, ABC):
     # elsewhere (a run directory's replays) runs only when the user names this backend.
     isolates: ClassVar[bool] = False
 
+    # Whether its tasks run in containers of an engine, labelled with their run's scratch (``CONTAINER_LABEL``):
+    # only then does a fresh run ask the engines for a killed attempt's containers.
+    runs_containers: ClassVar[bool] = False
+
     @classmethod
     def check(cls, config: SandboxConfig) -> None:
         """Raise ``SandboxError``, saying what to install or start, if this backend cannot run here."""

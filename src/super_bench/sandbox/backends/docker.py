@@ -124,6 +124,7 @@ os.execvp(sys.argv[3], sys.argv[3:])
 class DockerSandbox(Sandbox):
     name = "docker"
     isolates: ClassVar[bool] = True
+    runs_containers: ClassVar[bool] = True
     # A container started ahead has its guard count its lifetime from the task's start (``start_clock``).
     starts_ahead: ClassVar[bool] = True
 

@@ -52,9 +52,12 @@ def runtime_tag(root: Path | None) -> str:
     return hashlib.sha256(str(root).encode()).hexdigest()[:8] if root is not None else "any"
 
 
-def clear_scratch(scratch: Path) -> list[str]:
-    """Kill what still runs from ``scratch`` and remove what is left there; returns what was removed."""
+def clear_scratch(scratch: Path, containers: bool = True) -> list[str]:
+    """Kill what still runs from ``scratch`` and remove what is left there; returns what was removed. The
+    container engines are asked for the run's containers where ``containers`` (its backend runs them) or where
+    an earlier attempt left the scratch directory (of whichever backend: ``--redo`` may change it)."""
     removed: list[str] = []
+    containers = containers or scratch.is_dir()
     needle = f"HOME={scratch}/".encode()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -83,7 +86,7 @@ def clear_scratch(scratch: Path) -> list[str]:
         removed.append(runtime)
     for kind in PRIVATE_KINDS:
         removed += sweep(kind)
-    return removed + remove_containers(runtime_tag(scratch))
+    return removed + (remove_containers(runtime_tag(scratch)) if containers else [])
 
 
 def remove_containers(tag: str) -> list[str]:
