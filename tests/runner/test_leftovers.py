@@ -140,6 +140,28 @@ def test_the_engines_are_asked_for_a_runs_containers_only_where_it_may_have_some
     )
 
 
+def test_the_sweep_of_a_dead_processs_folders_follows_no_link_planted_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folders named like a gone process's, planted in the temporary directory by whoever may write it: a link
+    so named is left alone, and a real one is removed without following the links inside it."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = gone.stdout.strip()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("kept")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    (temp / f"super-bench-git-{pid}-link").symlink_to(victim)
+    planted = temp / f"super-bench-ray-{pid}-abc"
+    planted.mkdir()
+    (planted / "inside").symlink_to(victim)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    clear_scratch(tmp_path / "super-bench-run-0123456789ab", containers=False)
+    assert (victim / "keep").read_text() == "kept"
+    assert sorted(p.name for p in temp.iterdir()) == [f"super-bench-git-{pid}-link"]
+
+
 def test_a_ray_run_leaves_no_temporary_folder(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     tmp = tmp_path / "tmp"
