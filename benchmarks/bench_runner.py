@@ -1,24 +1,23 @@
 """How the runner scales: the gold agent on the demo suite with 1 and 2 workers, and the alternatives.
 
-Runs every task of the demo suite (Expert, Masked and Auto) with the local executor at 1 and 2 workers
-(threads), each with ``--prestart off`` (no task's environment started ahead) and as by default (the next task's
-started ahead while a core is idle, which one worker of the gold agent's computing tasks leaves and two seldom
-do). The runner's scaling, which the target bounds, is 2 workers against 1 with neither starting tasks ahead.
-2 workers start the tasks that took longest first, from the times the runner remembers (the first repeat's
-first run records them, as a user's earlier run would); for comparison, 2 workers with the tasks in the order
-given, 2 worker processes (a process pool calling the same episode function) and, where Ray is installed, the
-Ray executor on a local 2-CPU instance. Reports the wall time, the speedup over 1 worker without tasks started
-ahead (the ratio; higher is better here), and the CPU time of the harness process itself (its threads; the
-kernels are separate processes), which shows whether threads are enough.
-Each repeat's times and the machine's load average go to stderr as they come: other work on the
-machine slows every variant.
+Runs every task of the demo suite (Expert, Masked and Auto) with the local executor at 1 and 2 workers (threads),
+each with ``--prestart off`` (no task's environment started ahead) and as by default (the next task's started ahead
+while a core is idle, which one worker of the gold agent's computing tasks leaves and two seldom do). The runner's
+scaling, which the target bounds, is 2 workers against 1 with neither starting tasks ahead. 2 workers start the
+tasks that took longest first, balanced between them (``runner.schedule``), from the times the runner remembers
+(the first repeat's first run records them, as a user's earlier run would); for comparison, 2 workers with the
+tasks in the order given, 2 worker processes (a process pool calling the same episode function) and, where Ray is
+installed, the Ray executor on a local 2-CPU instance. Reports the wall time, the speedup over 1 worker without
+tasks started ahead (the ratio; higher is better here), and the CPU time of the harness process itself (its
+threads; the kernels are separate processes), which shows whether threads are enough. Each repeat's times and the
+machine's load average go to stderr as they come: other work on the machine slows every variant.
 
-The order: each task's time alone (its wall time less any wait for room, from the last 1-worker run, as the
-runner records it in ``durations.json``), the order the runner starts them in with 2 workers (longest first), and
-the bound that order achieves: the end of the last task if each ran as long beside another as alone, each
-started on the first free worker, against the sum over 2 (no order does better) and the order given. The
-2-worker figure is given per pair too (each repeat's 1-worker run over its 2-worker run): the median and the
-spread of the pairs. ``--pairs-only`` runs those two variants alone.
+The order: each task's time alone (its wall time less any wait for room, from the last 1-worker run, as the runner
+records it in ``durations.json``), the order the runner starts them in with 2 workers, and the bound that order
+achieves: the end of the last task if each ran as long beside another as alone, each started on the first free
+worker, against the sum over 2 (no order does better), longest first, the runner's plan of these very times and the
+order given. The 2-worker figure is given per pair too (each repeat's 1-worker run over its 2-worker run): the
+median and the spread of the pairs. ``--pairs-only`` runs those two variants alone.
 
     python benchmarks/bench_runner.py [--sets expert masked auto] [--repeats 1] [--no-processes] [--no-ray]
     python benchmarks/bench_runner.py --sets expert --pairs-only --repeats 5
@@ -27,7 +26,6 @@ spread of the pairs. ``--pairs-only`` runs those two variants alone.
 from __future__ import annotations
 
 import argparse
-import heapq
 import os
 import resource
 import statistics
@@ -45,6 +43,7 @@ from super_bench.agents import AgentOptions
 from super_bench.runner.episode import run_episode
 from super_bench.runner.results import TaskResult
 from super_bench.runner.rundir import RunDir
+from super_bench.runner.schedule import finish, plan
 from super_bench.tasks.model import Task
 
 ONE, TWO = "1 worker (thread)", "2 workers (threads)"
@@ -122,30 +121,26 @@ def variants(tasks: list[Task], processes: bool, with_ray: bool, pairs_only: boo
     return found
 
 
-def makespan(seconds: list[float], workers: int) -> float:
-    """When the last task ends, each started in the order given on the first worker free, each as long as given."""
-    free = [0.0] * workers
-    for length in seconds:
-        heapq.heappush(free, heapq.heappop(free) + length)
-    return max(free)
-
-
 def order_rows(tasks: list[Task], alone: list[TaskResult], two: list[TaskResult], where: str) -> list[Row]:
-    """The tasks' times alone, the order 2 workers started them in, and the bound of that order."""
-    seconds = {r.task_id: max(0.0, r.wall_time - r.waited) for r in alone}
-    given = [seconds[t.task_id] for t in tasks]
-    longest = sorted(given, reverse=True)
-    started = [r.task_id for r in sorted(two, key=lambda r: r.started_at.timestamp() if r.started_at else 0.0)]
-    print("  the tasks alone, longest first: " + ", ".join(f"{s:.2f}" for s in longest), file=sys.stderr)
-    print("  started by 2 workers: " + ", ".join(f"{t} ({seconds[t]:.2f} s)" for t in started), file=sys.stderr)
-    total = sum(given)
-    by_runner = makespan([seconds[t] for t in started], 2)
+    """The tasks' times alone, the order 2 workers started them in, and the bound of that order against
+    longest first, the runner's plan of these times and the order given."""
+    index = {t.task_id: i for i, t in enumerate(tasks)}
+    seconds = [max(0.0, r.wall_time - r.waited) for r in sorted(alone, key=lambda r: index[r.task_id])]
+    longest = sorted(range(len(tasks)), key=lambda i: -seconds[i])
+    started = [index[r.task_id] for r in sorted(two, key=lambda r: r.started_at.timestamp() if r.started_at else 0.0)]
+    print("  the tasks alone, longest first: " + ", ".join(f"{seconds[i]:.2f}" for i in longest), file=sys.stderr)
+    names = ", ".join(f"{tasks[i].task_id} ({seconds[i]:.2f} s)" for i in started)
+    print(f"  started by 2 workers: {names}", file=sys.stderr)
+    total = sum(seconds)
+    by_runner = finish(started, seconds, 2)
     return [
         Row(
             "scaling, order",
             f"{where}, 2 workers, the order the runner used",
             f"ends at {by_runner:.2f} s if each ran as long as alone ({total / by_runner:.2f}x); longest first: "
-            f"{makespan(longest, 2):.2f} s; in the order given: {makespan(given, 2):.2f} s",
+            f"{finish(longest, seconds, 2):.2f} s; planned from these times: "
+            f"{finish(plan(seconds, 2), seconds, 2):.2f} s; "
+            f"in the order given: {finish(range(len(tasks)), seconds, 2):.2f} s",
             f"{total / 2:.2f} s (the sum over 2: {total:.2f} s / 2)",
             by_runner / (total / 2),
         )

@@ -33,7 +33,7 @@ def tasks(*ids: str) -> dict[str, Task]:
 
 
 def order(durations: Durations, known: dict[str, Task], ids: list[str]) -> list[str]:
-    return [item.task.task_id for item in durations.longest_first([WorkItem(known[i]) for i in ids])]
+    return [item.task.task_id for item in durations.order([WorkItem(known[i]) for i in ids], 2)]
 
 
 def test_untimed_tasks_go_first_in_the_order_given_then_the_longest(tmp_path: Path) -> None:

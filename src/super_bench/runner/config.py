@@ -104,8 +104,8 @@ class Execution(Model):
     )
     order: Literal["longest-first", "given"] = Field(
         "longest-first",
-        description="With several workers, the tasks that took longest in earlier runs first (untimed ones first of "
-        "all), or the order given.",
+        description="With several workers, the tasks that took longest in earlier runs first, shared out evenly "
+        "between the workers by those times (untimed ones first of all), or the order given.",
     )
     epochs: int = Field(
         1, ge=1, description="Runs of each task (seeds: seed, seed+1, ...); summary.json gets standard errors."

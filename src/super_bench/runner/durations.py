@@ -2,9 +2,9 @@
 
 A run of tasks of very different lengths on a few workers ends when its last task ends: started last, one long
 task keeps one worker busy while the others idle. Started first (longest processing time first), it runs beside
-the short ones. The runner cannot know a task's length before it runs it, so it remembers: each finished task's
-wall time, per task and agent, in ``durations.json`` in the user's cache directory. Tasks never timed go first
-(any of them may be long), in the order given.
+the short ones (and the plan then evens the workers' shares: ``schedule``). The runner cannot know a task's length
+before it runs it, so it remembers: each finished task's wall time, per task and agent, in ``durations.json`` in
+the user's cache directory. Tasks never timed go first (any of them may be long), in the order given.
 
 The file is data, read with a schema: a missing, unreadable or malformed file gives no estimates and the given
 order, never an error (one malformed entry makes the whole file unknown); nothing in it is run. Runs that end at
@@ -28,6 +28,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from super_bench._paths import cache_dir, file_lock
 from super_bench._pydantic import Model
+from super_bench.runner.schedule import plan
 
 if TYPE_CHECKING:
     from super_bench.runner.executors import WorkItem
@@ -98,16 +99,13 @@ class Durations:
             if key not in self._new or self._new[key].seconds < seconds:
                 self._new[key] = Timing(seconds=seconds, at=now)
 
-    def longest_first(self, items: list[WorkItem]) -> list[WorkItem]:
-        """``items`` with those never timed first, then the rest from the longest; a stable sort, so ties and
-        the untimed keep the order given."""
-        estimates = {id(item): self.estimate(item.task) for item in items}
-
-        def key(item: WorkItem) -> float:
-            seconds = estimates[id(item)]
-            return -float("inf") if seconds is None else -seconds
-
-        return sorted(items, key=key)
+    def order(self, items: list[WorkItem], workers: int) -> list[WorkItem]:
+        """``items`` in the order to hand them out to ``workers``: those never timed first, in the order given;
+        then the rest longest first, balanced between the workers by their estimates (``schedule.plan``)."""
+        estimates = [self.estimate(item.task) for item in items]
+        untimed = [item for item, seconds in zip(items, estimates, strict=True) if seconds is None]
+        timed = [(item, seconds) for item, seconds in zip(items, estimates, strict=True) if seconds is not None]
+        return untimed + [timed[i][0] for i in plan([seconds for _, seconds in timed], workers)]
 
     def save(self) -> None:
         """Add what was learnt to the file (read again under its lock, so that other runs' entries stay)."""

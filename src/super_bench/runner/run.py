@@ -186,7 +186,7 @@ def _resume(
             spec = EpisodeSpec(config.agent.name, options, env, config.mode, run_dir.path)
             with make_executor(spec, config) as executor:
                 if config.execution.order == "longest-first" and executor.capacity > 1:
-                    pending = durations.longest_first(pending)
+                    pending = durations.order(pending, executor.capacity)
                 stamp = identity_sha256(current)
                 dispatch(executor, pending, run_dir, config.execution.infra_retries, reporter, stamp, keep)
     finally:
