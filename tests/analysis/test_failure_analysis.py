@@ -131,6 +131,8 @@ TRACE = 'Traceback (most recent call last):\n  File "/content/proj/train.py", li
 LIB = '  File "/usr/local/lib/python3.10/site-packages/lib/core.py", line 9, in run\n'
 # The clone, and a download of the data that the server refused: a file then missing could not be had.
 FETCH = "!wget https://example.org/data.zip; " + CLONE[1:]
+# The task gives the data's addresses: a download of one that fails shows the data could not be had.
+TASK = "Train on the data of https://example.org/data.zip (the split: https://example.org/train.csv)."
 REFUSED = (
     "Cloning into 'proj'...\nHTTP request sent, awaiting response... 403 Forbidden\n2024-08-20 ERROR 403: Forbidden."
 )
@@ -141,7 +143,8 @@ def run(index: int, output: str, code: str = "!python proj/train.py", **kw: Any)
 
 
 def cause_of(*steps: Step, metrics: Metrics = FAILED, **kw: Any) -> FailureCause:
-    episode = trajectory(*steps, **{k: v for k, v in kw.items() if k in ("submission", "submitted")})
+    kw.setdefault("query", TASK)
+    episode = trajectory(*steps, **{k: v for k, v in kw.items() if k in ("submission", "submitted", "query")})
     episode.stop_reason = kw.get("stop_reason", "agent_stopped")
     cause = analyze_failure(episode, metrics)
     assert cause is not None
@@ -250,6 +253,49 @@ def test_a_failed_download_is_resolved_by_a_run_that_gets_past_its_inputs() -> N
     download = run(1, "2024-08-19 ERROR 404: Not Found.", "!wget https://example.org/train.csv")
     assert cause_of(run(0, "", CLONE), download).cause == "resource"
     assert cause_of(run(0, "", CLONE), download, run(2, TRACE + "KeyError: 'x'")).cause == "repository_error"
+
+
+def test_a_download_from_an_address_the_agent_guessed_is_no_resource_that_could_not_be_had() -> None:
+    # The agent guessed where the data might be; the server does not know the address. That shows nothing about
+    # whether the data could be had: the file then missing is the agent's, and so is the failed download.
+    guess = run(1, "2024-08-19 ERROR 404: Not Found.", "!wget https://example.org/guess/train.csv")
+    missing = run(2, TRACE + "FileNotFoundError: [Errno 2] No such file or directory: 'train.csv'")
+    cause = cause_of(run(0, "", CLONE), guess, missing)
+    assert (cause.cause, cause.step) == ("no_experiment", 1)
+    assert cause.reason == "the agent fetched from addresses it guessed, which the server does not know"
+    # The same address, shown by the repository's README before: the data's own address failed.
+    readme = run(1, "Get the data: wget https://example.org/guess/train.csv", "!cat proj/README.md")
+    shown = cause_of(run(0, "", CLONE), readme, guess.model_copy(update={"index": 2}), missing)
+    assert shown.cause == "resource"
+    # A download prints its own address: the agent's second try at its guess is no address shown to it.
+    again = run(2, "--2024-08-19--  https://example.org/guess/train.csv\nERROR 404: Not Found.", guess.action.content)
+    assert cause_of(run(0, "", CLONE), guess, again, missing.model_copy(update={"index": 3})).cause == "no_experiment"
+
+
+def test_a_programs_own_failed_download_is_a_resource_and_a_printed_error_page_is_no_download() -> None:
+    missing = run(2, TRACE + "FileNotFoundError")  # no message: still a local file missing
+    prepare = run(1, "https://example.net/de-en.tgz\nERROR 404: Not Found.", "!bash proj/prepare.sh")
+    assert cause_of(run(0, "", CLONE), prepare, missing).cause == "resource"
+    # curl saved the server's error page as the data; printing it is no download that failed.
+    printed = run(1, "404: Not Found", "!head train.csv")
+    assert cause_of(run(0, "", CLONE), printed, missing).cause == "no_experiment"
+
+
+def test_a_lookup_of_a_name_the_agents_command_passed_is_the_agents() -> None:
+    # The code does not know the dataset the agent asked for: how it was run, not the repository's error.
+    unknown = TRACE + "KeyError: 'custom'"
+    cause = cause_of(run(0, "", CLONE), run(1, unknown, "!python proj/train.py --dataset custom --seed 1"))
+    assert (cause.cause, cause.reason) == (
+        "no_experiment",
+        "the agent's command asked the program for a name it does not know",
+    )
+    assert cause_of(run(0, "", CLONE), run(1, unknown, "!python proj/train.py --dataset=custom")).cause == (
+        "no_experiment"
+    )
+    # A key the command did not name is the repository's own error.
+    assert cause_of(run(0, "", CLONE), run(1, unknown, "!python proj/train.py --dataset sst2")).cause == (
+        "repository_error"
+    )
 
 
 def test_an_error_out_of_the_repositorys_files_is_a_repository_error_and_one_in_a_library_alone_is_not() -> None:

@@ -123,3 +123,50 @@ def test_the_work_of_an_analysis_grows_with_its_steps_not_their_square(monkeypat
         counts.append(looked[0])
     assert counts[1] <= 4 * counts[0] + 100, counts  # linear: four times the steps, four times the work
     assert counts[1] <= 6 * 4000, counts
+
+
+def _guessing_episode(count: int, flood: int) -> Any:
+    """An agent that guesses a download address at every step, each answered by a 404, each output holding
+    ``flood`` other addresses, and then runs into the file it never got."""
+    noise = " ".join(f"https://n.example/{j}" for j in range(flood))
+    steps = [
+        step(
+            i,
+            {"type": "execute", "content": f"!wget https://x.example/guess{i}.csv"},
+            f"{noise}\nERROR 404: Not Found.",
+        )
+        for i in range(count)
+    ]
+    missing = "Traceback (most recent call last):\nFileNotFoundError: [Errno 2] No such file or directory: 'a.csv'"
+    steps.append(step(count, {"type": "execute", "content": "!python train.py"}, missing, outcome="error"))
+    return trajectory(*steps)
+
+
+def test_addresses_shown_are_gathered_in_one_pass_and_only_those_asked_about_are_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An output can hold any number of addresses: the analysis reads each output once for them and keeps only
+    the addresses the failed downloads named."""
+    kept: list[int] = []
+    scans = [0]
+    shown, addresses = _resolve._addresses_shown, _resolve._addresses
+
+    def counted_scan(text: str) -> list[str]:
+        scans[0] += 1
+        return addresses(text)
+
+    def counted_shown(*args: Any) -> dict[str, int]:
+        found = shown(*args)
+        kept.append(len(found))
+        return found
+
+    monkeypatch.setattr(_resolve, "_addresses", counted_scan)
+    monkeypatch.setattr(_resolve, "_addresses_shown", counted_shown)
+    counts = []
+    for count in (200, 800):
+        scans[0] = 0
+        cause = analyze_failure(_guessing_episode(count, 500), Metrics(output_match=0.0, landmarks=0.0))
+        assert cause is not None and cause.cause == "no_experiment"  # every address was the agent's guess
+        counts.append(scans[0])
+    assert kept == [0, 0]  # 500 addresses in each output, none of them one the agent fetched
+    assert counts[1] <= 4 * counts[0] + 10, counts  # four times the steps, four times the scans

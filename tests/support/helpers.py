@@ -97,8 +97,8 @@ def step(
     )
 
 
-def trajectory(*steps: Step, submission: Any = None, submitted: bool = False) -> Trajectory:
-    return Trajectory(task_id="t", query="q", steps=list(steps), submission=submission, submitted=submitted)
+def trajectory(*steps: Step, submission: Any = None, submitted: bool = False, query: str = "q") -> Trajectory:
+    return Trajectory(task_id="t", query=query, steps=list(steps), submission=submission, submitted=submitted)
 
 
 def react(thought: str, action: str, content: str | None = None) -> str:

@@ -18,11 +18,12 @@ wrong version fails: an import error, or an ``AttributeError``/``TypeError`` nev
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
 from super_bench.analysis._model import Cause
-from super_bench.analysis._signals import Problem, local_names, pip_specs, problems, repository_dirs
+from super_bench.analysis._signals import Problem, command, local_names, pip_specs, problems, repository_dirs
 from super_bench.reading import Deed, edited_files
 from super_bench.trajectory import Step
 
@@ -38,7 +39,7 @@ _NOT_PAST: dict[str, str] = {"resource": "repository_error"}
 _PASSED = ("ModuleNotFoundError", "ImportError", "command:", "404")
 _MISSING_PATH = re.compile(r"No such file or directory: '(?P<path>[^']+)'")
 # A local file or folder not there (not a model or dataset id that no hub knows).
-_LOCAL_MISSING = re.compile(r"No such file or directory|does not exist|not exist", re.IGNORECASE)
+_LOCAL_MISSING = re.compile(r"No such file or directory|does not exist|not exist|doesn't exist|FileNotFoundError", re.I)
 # A fetch that failed: a server's refusal or error, or no route to it.
 _FETCH_FAILED = re.compile(
     r"ERROR [45]\d\d\b|HTTP Error [45]\d\d|[45]\d\d (?:Client|Server) Error|\b[45]\d\d: (?:Not Found|Forbidden|"
@@ -46,6 +47,9 @@ _FETCH_FAILED = re.compile(
     r"Temporary failure in name resolution|Failed to establish a new connection"
 )
 _FETCH_CHARS = 200_000
+_ADDRESS = re.compile(r"(?:https?|ftp)://[^\s'\"<>()\[\]{}]+")
+# Commands that only print or list files: a file that holds a server's error page is no download failing there.
+_READS_ONLY = re.compile(r"^\s*!?\s*(?:head|tail|cat|less|more|ls|wc|file|echo|pwd|cd)\b")
 _LISTS = re.compile(r"(?:^|[!\s;&|])(?:ls|find|tree)\b")
 _LISTING_CHARS = 100_000
 _PIN = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]*)(?:\[[^\]]*\])?(?P<pin>[=<>!~].*)?$")
@@ -109,8 +113,9 @@ def runs(deeds: list[Deed]) -> list[Run]:
     return found
 
 
-def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
-    """Every error of the episode never resolved, in the order first seen; ``attempts`` are its ``runs``."""
+def blockers(steps: list[Step], attempts: list[Run], given: Sequence[str] = ()) -> list[Blocker]:
+    """Every error of the episode never resolved, in the order first seen; ``attempts`` are its ``runs``;
+    ``given``: what the agent was given before its first step (the task, the cells run for it)."""
     found: dict[tuple[str, str], Blocker] = {}
     for run, resolved in zip(attempts, _resolutions(attempts)):
         problem = run.final
@@ -122,12 +127,18 @@ def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
         else:
             cause = _AS_CAUSE.get(problem.kind, cast(Cause, problem.kind))
             found[key] = Blocker(cause, run.step.index, run.step, problem.line, 0.7)
+            if problem.key.startswith("asked:"):
+                found[key].reason = "the agent's command asked the program for a name it does not know"
     result = list(found.values())
     missing = [b for b in result if b.cause == "resource"]
     # Read once per episode, and only where a file is missing: whether any download of the episode failed.
-    fetch_failed = bool(missing) and _fetch_failed(steps)
+    shown = _addresses_shown(steps, given) if missing else {}
+    fetch_failed = bool(missing) and _fetch_failed(steps, shown)
     for blocker in missing:
-        if _listed_before(blocker.line, blocker.step.index, steps):
+        if _FETCH_FAILED.search(blocker.line) and _guessed(blocker.step, shown):
+            blocker.cause = "no_experiment"
+            blocker.reason = "the agent fetched from addresses it guessed, which the server does not know"
+        elif _listed_before(blocker.line, blocker.step.index, steps):
             blocker.cause = "no_experiment"  # the file was there, the run looked for it elsewhere
             blocker.reason = "a file the run wanted was missing where it looked, though an earlier listing showed it"
         elif _LOCAL_MISSING.search(blocker.line) and not fetch_failed:
@@ -140,9 +151,48 @@ def blockers(steps: list[Step], attempts: list[Run]) -> list[Blocker]:
     return sorted(result, key=lambda b: b.first)
 
 
-def _fetch_failed(steps: list[Step]) -> bool:
-    """Whether any step's output shows a download that failed (a server's error, no route to it)."""
-    return any(_FETCH_FAILED.search(s.raw_output[:_FETCH_CHARS]) for s in steps)
+def _fetch_failed(steps: list[Step], shown: dict[str, int]) -> bool:
+    """Whether a step's output shows a download that failed (a server's error, no route to it) that the agent did
+    not guess (``_guessed``). Printing a file that holds a server's error page is no download failing (its
+    download is judged where it ran)."""
+    for step in steps:
+        if not _FETCH_FAILED.search(step.raw_output[:_FETCH_CHARS]):
+            continue
+        code = command(step)
+        if code and all(_READS_ONLY.match(line) for line in code.splitlines() if line.strip()):
+            continue
+        if not _guessed(step, shown):
+            return True
+    return False
+
+
+def _guessed(step: Step, shown: dict[str, int]) -> bool:
+    """Whether the step fetched only from addresses the agent made up: its command names addresses, and neither
+    the task nor an earlier output showed any of them. A program's own download (no address in the command) is
+    the repository's or a library's. That a guessed address does not exist shows nothing that could not be had."""
+    addresses = _addresses(command(step))
+    return bool(addresses) and not any(shown.get(a, step.index) < step.index for a in addresses)
+
+
+def _addresses_shown(steps: list[Step], given: Sequence[str]) -> dict[str, int]:
+    """For each address a step that shows a failed download names in its command, the first step whose output
+    showed it (-1: what the agent was given). A step does not show the addresses its own command names: a
+    download prints its own address. One pass over the outputs' first characters; only the addresses asked
+    about are kept, however many an output holds."""
+    wanted = {a for s in steps if _FETCH_FAILED.search(s.raw_output[:_FETCH_CHARS]) for a in _addresses(command(s))}
+    if not wanted:
+        return {}
+    first = {a: -1 for text in given for a in _addresses(text[:_FETCH_CHARS]) if a in wanted}
+    for step in steps:
+        named = set(_addresses(command(step)))
+        for address in _addresses(step.raw_output[:_FETCH_CHARS]):
+            if address in wanted and address not in named:
+                first.setdefault(address, step.index)
+    return first
+
+
+def _addresses(text: str) -> list[str]:
+    return [a.rstrip(".,;:") for a in _ADDRESS.findall(text)]
 
 
 def _listed_before(line: str, before: int, steps: list[Step]) -> bool:

@@ -102,7 +102,7 @@ def analyze_failure(
                 0.6,
                 f"the agent submitted values it said it did not have (step {unavailable.index} says so)",
             )
-        crash = _crashed_after(deeds, step)
+        crash = _crashed_after(deeds, step, _given(trajectory))
         if crash is not None:
             return _cause(
                 crash.cause,
@@ -128,7 +128,7 @@ def analyze_failure(
             f"the agent ended on a script it wrote itself ({', '.join(sorted(own.identity))}), in place of the "
             "repository's: no run of the experiment asked for went through",
         )
-    found = blockers(steps, every)
+    found = blockers(steps, every, _given(trajectory))
     if found:
         best = min(found, key=lambda b: (_PRIORITY[b.cause], b.first))
         return _cause(
@@ -167,7 +167,13 @@ def analyze_failure(
     return _cause("no_experiment", end, line, 0.4, "no run of the experiment went through")
 
 
-def _crashed_after(deeds: list[Deed], shown: Step | None) -> Blocker | None:
+def _given(trajectory: Trajectory) -> list[str]:
+    """What the agent had before its first step: the task, and the cells run for it with what they printed."""
+    cells = [f"{s.action.content or ''}\n{s.raw_output}" for s in trajectory.steps if s.pre_executed]
+    return [trajectory.query, *cells]
+
+
+def _crashed_after(deeds: list[Deed], shown: Step | None, given: list[str]) -> Blocker | None:
     """The error never resolved that ended the very run that printed the answer: the values it printed were
     not all the run was to show."""
     if shown is None:
@@ -175,7 +181,7 @@ def _crashed_after(deeds: list[Deed], shown: Step | None) -> Blocker | None:
     return next(
         (
             b
-            for b in blockers([d.step for d in deeds], runs(deeds))
+            for b in blockers([d.step for d in deeds], runs(deeds), given)
             if b.first == shown.index and b.cause not in ("compute", "no_experiment")
         ),
         None,

@@ -65,6 +65,7 @@ _API_CHANGED = re.compile(
     r"^AttributeError: module '[\w.]+' has no attribute|ExpectedMoreSplits|"
     r"^AttributeError: .* has no attribute '\w+'\. Did you mean"
 )
+_KEY_ERROR = re.compile(r"^KeyError: '(?P<key>[^'\s]{1,100})'$")
 _MAX_PROBLEMS = 100
 _CODE_LINES = 200
 _MODULE = re.compile(r"No module named '([\w.]+)'")
@@ -166,6 +167,8 @@ def problems(
         if problem is not None:
             if problem.kind in ("repository_error", "early") and _in_edited(frames, line, edited):
                 problem = Problem("agent", problem.key, line, step.index)
+            elif problem.kind == "repository_error" and _asked_unknown(line, step):
+                problem = Problem("agent", f"asked:{problem.key}", line, step.index)
             found.append(problem)
             if problem.kind not in ("early", "other") or _EXCEPTION.match(line) or traced:
                 frames = []
@@ -186,6 +189,16 @@ def problems(
     if step.outcome == "kernel_died":
         found.append(Problem("compute", "kernel_died", last_line(text) or "the kernel died", step.index))
     return found
+
+
+def _asked_unknown(line: str, step: Step) -> bool:
+    """Whether the error is a lookup of a name the agent itself passed the program (``KeyError: 'custom'`` from
+    ``--dataset custom``): the code does not know what it was asked for, so the agent's command is at fault."""
+    found = _KEY_ERROR.match(line)
+    if found is None:
+        return False
+    name = found.group("key")
+    return re.search(rf"(?:\s--?[\w-]+[\s=]|[\w-]=)['\"]?{re.escape(name)}['\"]?(?:\s|$)", command(step)) is not None
 
 
 def _in_edited(frames: list[str], line: str, edited: frozenset[str]) -> bool:
