@@ -17,10 +17,12 @@ records it in ``durations.json``), the order the runner starts them in with 2 wo
 achieves: the end of the last task if each ran as long beside another as alone, each started on the first free
 worker, against the sum over 2 (no order does better), longest first, the runner's plan of these very times and the
 order given. The 2-worker figure is given per pair too (each repeat's 1-worker run over its 2-worker run): the
-median and the spread of the pairs. ``--pairs-only`` runs those two variants alone.
+median and the spread of the pairs. ``--pairs-only`` runs those two variants alone. Last, what planning the order
+costs for 5,000 and 20,000 tasks of random lengths (``--plan-only``: that alone).
 
     python benchmarks/bench_runner.py [--sets expert masked auto] [--repeats 1] [--no-processes] [--no-ray]
     python benchmarks/bench_runner.py --sets expert --pairs-only --repeats 5
+    python benchmarks/bench_runner.py --plan-only
 """
 
 from __future__ import annotations
@@ -229,6 +231,25 @@ def rows(
     return found + order_rows(tasks, last[ONE_OFF], last[TWO_OFF], where)
 
 
+def plan_rows() -> list[Row]:
+    """What planning the order costs: ``schedule.plan`` on random task times (exponential, fixed seed), against
+    sorting them longest first."""
+    import random
+
+    found = []
+    for tasks, workers in ((5_000, 16), (20_000, 64)):
+        draw = random.Random(tasks)
+        seconds = [draw.expovariate(1.0) for _ in range(tasks)]
+        start = time.perf_counter()
+        order = plan(seconds, workers)
+        took = time.perf_counter() - start
+        longest = sorted(range(tasks), key=lambda i: -seconds[i])
+        gain = finish(longest, seconds, workers) / finish(order, seconds, workers)
+        where = f"{tasks:,} tasks, {workers} workers, random times"
+        found.append(Row("scaling, plan", where, f"{took:.3f} s to plan", "longest first's end over the plan's", gain))
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", nargs="+", default=["expert", "masked", "auto"])
@@ -236,8 +257,13 @@ def main() -> None:
     parser.add_argument("--no-processes", action="store_true")
     parser.add_argument("--no-ray", action="store_true")
     parser.add_argument("--pairs-only", action="store_true", help="Run 1 and 2 workers, --prestart off, alone.")
+    parser.add_argument("--plan-only", action="store_true", help="Time the planning of the order alone.")
     args = parser.parse_args()
-    print(table(rows(args.sets, args.repeats, not args.no_processes, not args.no_ray, args.pairs_only)))
+    if args.plan_only:
+        print(table(plan_rows()))
+        return
+    found = rows(args.sets, args.repeats, not args.no_processes, not args.no_ray, args.pairs_only)
+    print(table(found + plan_rows()))
 
 
 if __name__ == "__main__":
