@@ -279,6 +279,9 @@ def test_a_programs_own_failed_download_is_a_resource_and_a_printed_error_page_i
     # curl saved the server's error page as the data; printing it is no download that failed.
     printed = run(1, "404: Not Found", "!head train.csv")
     assert cause_of(run(0, "", CLONE), printed, missing).cause == "no_experiment"
+    # A command that runs something after a listing is no mere printing.
+    listed = run(1, "ERROR 404: Not Found.", "!ls proj && bash proj/prepare.sh")
+    assert cause_of(run(0, "", CLONE), listed, missing).cause == "resource"
 
 
 def test_a_lookup_of_a_name_the_agents_command_passed_is_the_agents() -> None:

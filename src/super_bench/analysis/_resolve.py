@@ -48,8 +48,9 @@ _FETCH_FAILED = re.compile(
 )
 _FETCH_CHARS = 200_000
 _ADDRESS = re.compile(r"(?:https?|ftp)://[^\s'\"<>()\[\]{}]+")
-# Commands that only print or list files: a file that holds a server's error page is no download failing there.
-_READS_ONLY = re.compile(r"^\s*!?\s*(?:head|tail|cat|less|more|ls|wc|file|echo|pwd|cd)\b")
+# A command that only prints or lists files (and runs nothing after: no ``&&``, ``;``, ``|``): a file that holds
+# a server's error page is no download failing there.
+_READS_ONLY = re.compile(r"^\s*!?\s*(?:head|tail|cat|less|more|ls|wc|file|echo)\b[^;&|`$]*$")
 _LISTS = re.compile(r"(?:^|[!\s;&|])(?:ls|find|tree)\b")
 _LISTING_CHARS = 100_000
 _PIN = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]*)(?:\[[^\]]*\])?(?P<pin>[=<>!~].*)?$")

@@ -2,8 +2,8 @@
 
 Each worker takes the next task in the queue when it frees, so the queue's order is the whole plan. Longest
 first (LPT) is the classic order, but with a handful of tasks of similar length it can end with one worker
-still on a task while the other has long been idle: nine demo tasks on two workers end at 2.80 s by longest
-first against 2.65 s for the best split. So the plan starts from longest first and then moves or swaps tasks
+still on a task while the other has long been idle: nine demo tasks on two workers end at 2.72 s by longest
+first against 2.55 s for the best split. So the plan starts from longest first and then moves or swaps tasks
 between the busiest worker and another while that ends the run sooner by the estimates; each worker's tasks
 stay longest first, and the queue takes them in the order they are to start, so that workers taking the next
 task as they free follow the plan. Where the estimates are wrong the queue is still a sensible order. The plan
