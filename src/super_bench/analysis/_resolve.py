@@ -13,6 +13,10 @@ A failed ``pip install`` is resolved when a later install of each requirement it
 pinned version, if pinned) succeeds. Agents often drop a pin that cannot be met and go on, so an
 unresolved install is blamed only when nothing ran after it, or when what ran after it failed the way a
 wrong version fails: an import error, or an ``AttributeError``/``TypeError`` never resolved.
+
+A file never resolved is a ``resource`` only where a download of the episode failed that the agent did not
+guess: one a program made, or of an address the task or an earlier output showed. Otherwise the file, and a
+download from an address the agent made up, are the agent's (``no_experiment``).
 """
 
 from __future__ import annotations
@@ -132,9 +136,11 @@ def blockers(steps: list[Step], attempts: list[Run], given: Sequence[str] = ()) 
                 found[key].reason = "the agent's command asked the program for a name it does not know"
     result = list(found.values())
     missing = [b for b in result if b.cause == "resource"]
-    # Read once per episode, and only where a file is missing: whether any download of the episode failed.
-    shown = _addresses_shown(steps, given) if missing else {}
-    fetch_failed = bool(missing) and _fetch_failed(steps, shown)
+    # Read once per episode, and only where a file is missing: whether a download of the episode failed, and one
+    # the agent did not guess. Printing a file that holds a server's error page is no download failing there.
+    failing = [s for s in steps if _FETCH_FAILED.search(s.raw_output[:_FETCH_CHARS])] if missing else []
+    shown = _addresses_shown(steps, failing, given)
+    fetch_failed = any(not _prints_only(command(s)) and not _guessed(s, shown) for s in failing)
     for blocker in missing:
         if _FETCH_FAILED.search(blocker.line) and _guessed(blocker.step, shown):
             blocker.cause = "no_experiment"
@@ -152,19 +158,8 @@ def blockers(steps: list[Step], attempts: list[Run], given: Sequence[str] = ()) 
     return sorted(result, key=lambda b: b.first)
 
 
-def _fetch_failed(steps: list[Step], shown: dict[str, int]) -> bool:
-    """Whether a step's output shows a download that failed (a server's error, no route to it) that the agent did
-    not guess (``_guessed``). Printing a file that holds a server's error page is no download failing (its
-    download is judged where it ran)."""
-    for step in steps:
-        if not _FETCH_FAILED.search(step.raw_output[:_FETCH_CHARS]):
-            continue
-        code = command(step)
-        if code and all(_READS_ONLY.match(line) for line in code.splitlines() if line.strip()):
-            continue
-        if not _guessed(step, shown):
-            return True
-    return False
+def _prints_only(code: str) -> bool:
+    return bool(code) and all(_READS_ONLY.match(line) for line in code.splitlines() if line.strip())
 
 
 def _guessed(step: Step, shown: dict[str, int]) -> bool:
@@ -175,12 +170,12 @@ def _guessed(step: Step, shown: dict[str, int]) -> bool:
     return bool(addresses) and not any(shown.get(a, step.index) < step.index for a in addresses)
 
 
-def _addresses_shown(steps: list[Step], given: Sequence[str]) -> dict[str, int]:
-    """For each address a step that shows a failed download names in its command, the first step whose output
-    showed it (-1: what the agent was given). A step does not show the addresses its own command names: a
-    download prints its own address. One pass over the outputs' first characters; only the addresses asked
-    about are kept, however many an output holds."""
-    wanted = {a for s in steps if _FETCH_FAILED.search(s.raw_output[:_FETCH_CHARS]) for a in _addresses(command(s))}
+def _addresses_shown(steps: list[Step], failing: list[Step], given: Sequence[str]) -> dict[str, int]:
+    """For each address the commands of ``failing`` (the steps that show a failed download) name, the first step
+    whose output showed it (-1: what the agent was given). A step does not show the addresses its own command
+    names: a download prints its own address. One pass over the outputs' first characters; only the addresses
+    asked about are kept, however many an output holds."""
+    wanted = {a for s in failing for a in _addresses(command(s))}
     if not wanted:
         return {}
     first = {a: -1 for text in given for a in _addresses(text[:_FETCH_CHARS]) if a in wanted}
