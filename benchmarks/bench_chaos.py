@@ -2,12 +2,12 @@
 is left: the rows (none lost, none twice, every one equal to a clean run's), and the temporary folders, task
 memory cgroups and processes the dead harnesses left (none, once the last resume is over).
 
-Runs the demo Expert set, ``--epochs`` times over (36 rows by default), with 2 workers and ``--memory-limit 1g``
-(so that tasks get memory cgroups where this machine can make them), in a temporary folder of its own (``TMPDIR``).
-Each of ``--kills`` attempts is SIGKILLed after a random ``--after`` seconds (between two bounds, 5 and 25 by
-default: a run's start takes a few seconds, its tasks a few each); the last one together with its watchdog,
-which would otherwise clean up after it. A final resume runs to the end. A clean run of the same settings gives
-the rows to compare with.
+Runs the demo Expert set, ``--epochs`` times over (36 rows by default), with 2 workers and ``--memory-limit 1001m``
+(so that tasks get memory cgroups where this machine can make them, of a limit that tells them from others'), in a
+temporary folder of its own (``TMPDIR``). Each of ``--kills`` attempts is SIGKILLed after a random ``--after``
+seconds (between two bounds, 5 and 25 by default: a run's start takes a few seconds, its tasks a few each); the
+last one together with its watchdog, which would otherwise clean up after it. A final resume runs to the end. A
+clean run of the same settings gives the rows to compare with.
 
     python benchmarks/bench_chaos.py [--kills 10] [--epochs 4] [--after 5 25] [--seed 0] [--sandbox local]
 """
@@ -39,7 +39,7 @@ def rows(kills: int, epochs: int, seed: int, sandbox: str, after: tuple[float, f
         tmp.mkdir()
         env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "120"}
         common = [*super_bench(), "run", "--sandbox", sandbox, "--workers", "2", "--epochs", str(epochs)]
-        common += ["--memory-limit", "1g"]
+        common += ["--memory-limit", f"{LIMIT_MIB}m"]
         clean = base / "clean"
         subprocess.run([*common, "--out", str(clean)], env=env, capture_output=True, check=True)
         out = base / "chaos"
@@ -76,9 +76,25 @@ def _count(out: Path) -> int:
         return 0
 
 
+# The tasks' memory limit, a value nothing else uses: the cgroups counted are this benchmark's own, not those of
+# other runs on the machine at the same time (a test suite's, say), whose tasks have other limits.
+LIMIT_MIB = 1001
+
+
 def _task_cgroups() -> set[str]:
     parent = cgroup_parent()
-    return set() if parent is None else {str(p) for p in parent[1].glob("super-bench-*")}
+    if parent is None:
+        return set()
+    return {str(p) for p in parent[1].glob("super-bench-*") if _limit(p) == LIMIT_MIB * 2**20}
+
+
+def _limit(cgroup: Path) -> int | None:
+    for name in ("memory.max", "memory.limit_in_bytes"):
+        try:
+            return int((cgroup / name).read_text().strip())
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def main() -> None:

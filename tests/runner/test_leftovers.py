@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,3 +204,43 @@ def test_a_planted_cgroup_note_removes_nothing(tmp_path: Path) -> None:
     removed = clear_scratch(scratch)
     assert (victim / "keep").read_text() == "kept"
     assert not any(path.startswith("/sys/fs/cgroup") for path in removed)
+
+
+def test_a_tasks_cgroup_is_noted_before_it_is_made_and_the_note_goes_with_one_never_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Noted and known to the watchdog only after it was made, a cgroup was left by a harness killed in between.
+    if cgroup_parent() is None:
+        pytest.skip("no memory cgroup can be made here")
+    from super_bench.errors import SandboxError
+    from super_bench.sandbox import SandboxConfig
+    from super_bench.sandbox.backends.local import LocalSandbox
+    from super_bench.sandbox.lifetime import supervisor
+    from super_bench.sandbox.limits import memory
+
+    seen: list[tuple[Path, bool]] = []
+    made = memory.MemoryCgroup("t", 2**30, lambda path: seen.append((path, path.exists())))
+    try:
+        assert seen == [(made.path, False)] and made.path.is_dir()
+    finally:
+        made.remove()
+    # A cgroup announced, then never made (its limit refused, say): the sandbox's stop forgets it everywhere.
+    made_init = memory.MemoryCgroup.__init__
+    root = tmp_path / "sandboxes"
+    noted: list[str] = []
+
+    def refused(self: memory.MemoryCgroup, label: str, limit: int, announce: Any = None) -> None:
+        made_init(self, label, limit, announce)
+        noted.extend(p.name for p in root.glob(f"{CGROUP_NOTE}*"))
+        self.remove()
+        raise SandboxError("the limit was refused")
+
+    monkeypatch.setattr(memory.MemoryCgroup, "__init__", refused)
+    told: list[tuple[str, str]] = []
+    monkeypatch.setattr(supervisor, "unregister", lambda kind, value: told.append((kind, value)))
+    sandbox = LocalSandbox(SandboxConfig(root=root, memory_limit="1g"), "t")
+    with pytest.raises(SandboxError, match="refused"):
+        sandbox.start()  # which stops the sandbox on its way out
+    assert len(noted) == 1  # noted while it was being made
+    assert not list(root.glob(f"{CGROUP_NOTE}*"))
+    assert [kind for kind, _ in told].count("cgroup") == 1

@@ -129,6 +129,7 @@ class HostSandbox(Sandbox):
         self._base: BasePython | None = None
         self._kernels: list[PopenKernelProcess] = []
         self._cgroup: MemoryCgroup | None = None
+        self._announced: Path | None = None  # the cgroup path the watchdog and the scratch note know of
         self._oom_seen = 0
         self._filesystem: TaskFilesystem | None = None
         self._disk_watched: Callable[[], int] | None = None
@@ -291,9 +292,14 @@ class HostSandbox(Sandbox):
             self._packages.install_hook(self.python_dir / "lib" / f"python{self._base.version}" / "site-packages")
         self._env = self.agent_environ()
         if self.config.memory_limit is not None and memory_mechanism(self.config.memory_enforcement) != "address-space":
-            self._cgroup = MemoryCgroup(self.label, self.config.memory_limit)
-            supervisor.register("cgroup", str(self._cgroup.path))
-            note_cgroup(self.config.root, self._cgroup.path)  # for a resume, should the watchdog die too
+            self._cgroup = MemoryCgroup(self.label, self.config.memory_limit, self._announce_cgroup)
+
+    def _announce_cgroup(self, path: Path) -> None:
+        """Before the task's cgroup is made: the watchdog learns of it, and the run's scratch folder notes it for
+        a resume, should the watchdog die too. Made only then, it is never left by a harness killed meanwhile."""
+        self._announced = path
+        supervisor.register("cgroup", str(path))
+        note_cgroup(self.config.root, path)
 
     def agent_environ(self) -> dict[str, str]:
         """The environment agent code sees: scrubbed host variables plus the task's own settings."""
@@ -455,9 +461,11 @@ class HostSandbox(Sandbox):
         kill_marked(self.id)
         if self._cgroup is not None:
             self._cgroup.remove()
-            supervisor.unregister("cgroup", str(self._cgroup.path))
-            forget_cgroup(self.config.root, self._cgroup.path)
             self._cgroup = None
+        if self._announced is not None:  # also one that failed to be made
+            supervisor.unregister("cgroup", str(self._announced))
+            forget_cgroup(self.config.root, self._announced)
+            self._announced = None
         if self._packages is not None:
             self._packages.close()
             self._packages = None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -188,14 +189,18 @@ def cgroup_of(pid: int) -> CgroupMemory | None:
 
 
 class MemoryCgroup(CgroupMemory):
-    """A task's own memory cgroup, with its limit; processes join it through ``wrap``."""
+    """A task's own memory cgroup, with its limit; processes join it through ``wrap``. ``announce`` is told its
+    path before it is made, so that whoever cleans up after a harness killed at any moment (the watchdog, a
+    resume) knows of it; it is told of a cgroup that then failed to be made as well."""
 
-    def __init__(self, label: str, limit: int) -> None:
+    def __init__(self, label: str, limit: int, announce: Callable[[Path], None] | None = None) -> None:
         parent = cgroup_parent()
         if parent is None:
             raise SandboxError("cannot make a memory cgroup here")
         mechanism, base = parent
         super().__init__(mechanism, base / f"super-bench-{label[:40]}-{secrets.token_hex(4)}")
+        if announce is not None:
+            announce(self.path)
         try:
             self.path.mkdir()
             if self.mechanism == "cgroup2":
