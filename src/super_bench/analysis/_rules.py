@@ -169,8 +169,8 @@ def analyze_failure(
 
 def _given(trajectory: Trajectory) -> list[str]:
     """What the agent had before its first step: the task, and the cells run for it with what they printed."""
-    cells = [f"{s.action.content or ''}\n{s.raw_output}" for s in trajectory.steps if s.pre_executed]
-    return [trajectory.query, *cells]
+    given = [s for s in trajectory.steps if s.pre_executed]
+    return [trajectory.query, *(str(s.action.content or "") for s in given), *(s.raw_output for s in given)]
 
 
 def _crashed_after(deeds: list[Deed], shown: Step | None, given: list[str]) -> Blocker | None:
