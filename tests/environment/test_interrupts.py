@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.sandboxes import kill_all
 
 TWO = ["tinyreg", "tinyreg-lr"]
 TINYREG = "https://github.com/super-bench-demo/tinyreg"
@@ -33,11 +34,7 @@ def home(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     env = {**os.environ, "COLUMNS": "80", "TMPDIR": str(tmp_path / "tmp"), "PATH": f"{scripts}:{os.environ['PATH']}"}
     env.pop("RAY_ADDRESS", None)
     yield tmp_path, env
-    for pid in sandboxes_under(tmp_path / "tmp"):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    kill_all(sandboxes_under(tmp_path / "tmp"))
 
 
 def sandboxes_under(root: Path) -> list[int]:

@@ -22,6 +22,7 @@ from rich.console import Console
 from tests.support.flaky_sandbox import FlakySandbox
 from tests.support.helpers import make_task
 from tests.support.model_server import error, model_server
+from tests.support.sandboxes import kill_all
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, load_tasks, run
 from super_bench.cli._display import score_table
@@ -72,11 +73,7 @@ def cli_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     yield {**os.environ, "COLUMNS": "200", "TMPDIR": str(tmp)}
-    for pid in processes_with_home_under(tmp_path):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    kill_all(processes_with_home_under(tmp_path))
 
 
 def start_cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
@@ -173,8 +170,7 @@ def test_a_run_killed_with_sigkill_resumes_to_one_row_per_task_and_the_same_scor
         proc.communicate()
     before = {row["task_id"]: row for row in rows(out)}
     assert 1 <= len(before) < len(FOUR)
-    for pid in processes_with_home_under(tmp_path):  # kernels the killed run left running
-        os.kill(pid, signal.SIGKILL)
+    kill_all(processes_with_home_under(tmp_path))  # kernels the killed run left running
 
     resumed = start_cli(args, cli_env, tmp_path)
     stdout, stderr = resumed.communicate(timeout=300)

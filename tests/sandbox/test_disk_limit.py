@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 from tests.support.helpers import make_task
-from tests.support.sandboxes import backend_settings, parent_pid, start_run, token
+from tests.support.sandboxes import backend_settings, kill_all, parent_pid, start_run, token
 
 from super_bench import EnvConfig, RunConfig, SandboxConfig, run
 from super_bench.sandbox.conformance import pids_with, wait_for
@@ -189,16 +188,14 @@ def test_a_killed_harness_leaves_no_task_file_system_mounted(tmp_path: Path) -> 
             assert wait_for(lambda: pids_with(mark) and mounts_under(scratch), timeout=120), "the task did not start"
         finally:
             watchdogs = [pid for pid in pids_with(watchdog_command()[-1]) if parent_pid(pid) == proc.pid]
-            for pid in [*(watchdogs if kill_watchdog else []), proc.pid]:
-                os.kill(pid, signal.SIGKILL)
+            kill_all([*(watchdogs if kill_watchdog else []), proc.pid])
             proc.communicate()
         if not kill_watchdog:  # the watchdog unmounts it
             assert wait_for(lambda: not mounts_under(scratch), timeout=10), "a task's file system stayed mounted"
             assert wait_for(lambda: not list(scratch.glob("*")), timeout=5)
     # With the watchdog killed too, the next run of the same run directory unmounts what was left.
     assert mounts_under(scratch)
-    for pid in pids_with(mark):
-        os.kill(pid, signal.SIGKILL)
+    kill_all(pids_with(mark))
     time.sleep(0.5)
     resumed = start_run(
         tmp_path, "bwrap", [{"type": "submit", "content": "{}"}], "--cell-timeout", "600", "--disk-limit", "64m"

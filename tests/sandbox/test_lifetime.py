@@ -6,14 +6,13 @@ from __future__ import annotations
 import glob
 import json
 import multiprocessing
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from tests.support.sandboxes import backend_settings, parent_pid, start_run, token
+from tests.support.sandboxes import backend_settings, kill_all, parent_pid, start_run, token
 
 from super_bench.sandbox.conformance import pids_with, wait_for
 from super_bench.sandbox.lifetime import reaper, supervisor
@@ -57,8 +56,7 @@ def test_a_resumed_run_clears_what_a_killed_run_left(tmp_path: Path) -> None:
         assert wait_for(lambda: pids_with(mark), timeout=120), "the task did not start"
     finally:
         watchdogs = [pid for pid in pids_with(watchdog_command()[-1]) if parent_pid(pid) == proc.pid]
-        for pid in [*watchdogs, proc.pid]:
-            os.kill(pid, signal.SIGKILL)
+        kill_all([*watchdogs, proc.pid])
         proc.communicate()
     scratch = tmp_path / "tmp" / scratch_dir(tmp_path / "run", None).name
     assert pids_with(mark) and list(scratch.iterdir()), "nothing was left to clear"

@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import zipfile
@@ -117,6 +118,15 @@ def start_run(tmp_path: Path, backend: str, actions: list[dict[str, str]], *extr
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def kill_all(pids: list[int]) -> None:
+    """SIGKILL each; one that ended meanwhile (a sandbox's child goes with its parent) is no error."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def parent_pid(pid: int) -> int:

@@ -202,8 +202,9 @@ def _asked_unknown(line: str, step: Step) -> bool:
 
 
 def _in_edited(frames: list[str], line: str, edited: frozenset[str]) -> bool:
-    """Whether the error was raised in (the innermost frame of code outside the libraries is) a file the agent
-    changed, or broke a shell script it changed (``run.sh: line 25: --lr: command not found``)."""
+    """Whether the error came through a file the agent changed (any frame of code outside the libraries: its
+    change may have passed the repository's code what breaks it), or broke a shell script it changed
+    (``run.sh: line 25: --lr: command not found``)."""
     if not edited:
         return False
     own = [f for f in frames if not _LIBRARY.search(f)]
