@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.helpers import REFERENCE_TRAJECTORIES, step, trajectory
-from tests.support.judgements import failure_pairs, load, report, shown_block
+from tests.support.judgements import failure_pairs, interval, load, report, shown_block
 from tests.support.labelled import Split, failure_labels
 
 from super_bench import Action, Step, Trajectory
@@ -81,7 +81,9 @@ def test_the_docs_limits_say_the_held_out_figures() -> None:
     pairs = failure_pairs("test")
     agree = sum(label == got for _, label, got in pairs)
     text = " ".join(DOC.read_text(encoding="utf-8").split())
-    assert f"on the held-out half: {round(100 * agree / len(pairs))}% agreement" in text
+    assert (
+        f"on the held-out half: {round(100 * agree / len(pairs))}% agreement (95% interval {interval(pairs)};" in text
+    )
     by_agent = {a: [label == got for b, label, got in pairs if b == a] for a in ("react-super", "swe-agent")}
     rates = [100 * sum(v) / len(v) for v in by_agent.values()]
     assert f"are {round(abs(rates[0] - rates[1]))} points apart" in text

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from tests.support.judgements import interval
 from tests.support.labelled import failure_labels, provenance_labels, second_labels, split_of
 
 CAUSES = {"environment", "resource", "repository_error", "compute", "no_experiment", "wrong_result", "agent_format"}
@@ -85,8 +86,9 @@ def _block(doc: str, name: str) -> str:
 def test_the_docs_state_the_two_labellers_agreement_as_computed() -> None:
     figures = agreement()
     agreed, compared, k = figures["failure"]
+    span = interval([("", r["first"], r["second"]) for r in failure_labels("all")])
     assert _block("failure-analysis.md", "labeller-agreement") == (
-        f"{agreed} of {compared} failure causes ({agreed / compared:.0%}); Cohen's kappa {k:.2f}."
+        f"{agreed} of {compared} failure causes ({agreed / compared:.0%}, 95% interval {span}); Cohen's kappa {k:.2f}."
     )
     agreed, compared, _ = figures["provenance"]
     assert _block("verification.md", "labeller-agreement") == (

@@ -18,6 +18,7 @@ from super_bench.analysis import analyze_failure
 from super_bench.runner.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
 from super_bench.runner.paper_notebooks import notebook_trajectory
 from super_bench.scoring import answer_provenance
+from super_bench.stats import bootstrap_mean
 from super_bench.trajectory import Trajectory
 
 Pair = tuple[str, str, str]  # (agent, label, the rules' verdict)
@@ -62,16 +63,25 @@ def kappa(pairs: Sequence[Pair]) -> float:
     return 1.0 if expected == 1 else (observed - expected) / (1 - expected)
 
 
+def interval(pairs: Sequence[Pair]) -> str:
+    """The agreement's 95% interval (``65-80%``), by bootstrap over the trajectories as a run's means have
+    theirs: a figure from a hundred-odd labels is read with its uncertainty."""
+    estimate = bootstrap_mean([1.0 if label == got else 0.0 for _, label, got in pairs])
+    assert estimate.low is not None and estimate.high is not None
+    return f"{100 * estimate.low:.0f}-{100 * estimate.high:.0f}%"
+
+
+def _agreement(pairs: Sequence[Pair]) -> str:
+    agree = sum(label == got for _, label, got in pairs)
+    return f"{agree} of {len(pairs)} ({100 * agree / len(pairs):.0f}%, 95% interval {interval(pairs)})"
+
+
 def report(pairs: Sequence[Pair], classes: Sequence[str]) -> str:
     """The markdown the docs show: agreement, per agent, kappa, per class precision and recall, the
     confusion table (a row per labelled class, a column per verdict)."""
-    n = len(pairs)
-    agree = sum(label == got for _, label, got in pairs)
-    lines = [f"Agreement: {agree} of {n} ({100 * agree / n:.0f}%); Cohen's kappa {kappa(pairs):.2f}."]
+    lines = [f"Agreement: {_agreement(pairs)}; Cohen's kappa {kappa(pairs):.2f}."]
     for agent in sorted({a for a, _, _ in pairs}):
-        mine = [p for p in pairs if p[0] == agent]
-        ok = sum(label == got for _, label, got in mine)
-        lines.append(f"{agent}: {ok} of {len(mine)} ({100 * ok / len(mine):.0f}%).")
+        lines.append(f"{agent}: {_agreement([p for p in pairs if p[0] == agent])}.")
     used = [c for c in classes if any(c in (label, got) for _, label, got in pairs)]
     used += sorted({got for _, _, got in pairs} - set(used))
     lines += ["", "| class | labelled | verdicts | precision | recall |", "|---|---|---|---|---|"]
