@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.helpers import REFERENCE_TRAJECTORIES, step, trajectory
-from tests.support.judgements import failure_pairs, interval, load, report, shown_block
+from tests.support.judgements import against_each_labeller, failure_pairs, interval, load, report, shown_block
 from tests.support.labelled import Split, failure_labels
 
 from super_bench import Action, Step, Trajectory
@@ -87,6 +87,11 @@ def test_the_docs_limits_say_the_held_out_figures() -> None:
     by_agent = {a: [label == got for b, label, got in pairs if b == a] for a in ("react-super", "swe-agent")}
     rates = [100 * sum(v) / len(v) for v in by_agent.values()]
     assert f"are {round(abs(rates[0] - rates[1]))} points apart" in text
+    labels = failure_labels("test")
+    both = sum(row["first"] == row["second"] for row in labels)
+    gaps = sorted(both - sum(got == row[who] for (_, _, got), row in zip(pairs, labels)) for who in ("first", "second"))
+    low, high = (round(100 * gap / len(labels)) for gap in gaps)
+    assert f"they agree with each labeller {low} to {high} points less often than the two labellers" in text
 
 
 @needs_reference
@@ -124,6 +129,8 @@ def test_agent_format_wherever_most_actions_were_refused() -> None:
 @pytest.mark.parametrize(("split", "block"), [("dev", "failure-dev"), ("test", "failure-held-out")])
 def test_the_docs_show_the_figures_computed(split: Split, block: str) -> None:
     assert shown_block(DOC, block) == report(failure_pairs(split), CAUSES)
+    name = block.removeprefix("failure-")
+    assert shown_block(DOC, f"beside-labellers-{name}") == against_each_labeller(split)
 
 
 # -- each rule on a small trajectory ------------------------------------------------------------------------

@@ -43,6 +43,26 @@ def failure_pairs(split: Split) -> tuple[Pair, ...]:
     return tuple(found)
 
 
+def against_each_labeller(split: Split) -> str:
+    """The rules beside a person: how often the two labellers' first readings agree with each other, and how
+    often the rules agree with each (and with the settled label), on one half."""
+    labels = failure_labels(split)
+    verdicts = [got for _, _, got in failure_pairs(split)]
+    n = len(labels)
+
+    def share(k: int) -> str:
+        return f"{k} of {n} ({100 * k / n:.0f}%)"
+
+    both = sum(row["first"] == row["second"] for row in labels)
+    first = sum(got == row["first"] for got, row in zip(verdicts, labels))
+    second = sum(got == row["second"] for got, row in zip(verdicts, labels))
+    settled = sum(got == row["cause"] for got, row in zip(verdicts, labels))
+    return (
+        f"The two labellers agree on {share(both)}; the rules agree with the first on {share(first)}, with the "
+        f"second on {share(second)}, with the settled label on {share(settled)}."
+    )
+
+
 @cache
 def provenance_pairs(split: Split) -> tuple[Pair, ...]:
     found = []
@@ -123,6 +143,7 @@ def main() -> None:
     docs = Path(__file__).resolve().parents[2] / "docs"
     for split, name in (("dev", "dev"), ("test", "held-out")):
         write_block(docs / "failure-analysis.md", f"failure-{name}", report(failure_pairs(split), CAUSES))
+        write_block(docs / "failure-analysis.md", f"beside-labellers-{name}", against_each_labeller(split))
         write_block(
             docs / "verification.md", f"provenance-{name}", report(provenance_pairs(split), PROVENANCE_STATUSES)
         )
