@@ -92,6 +92,11 @@ def test_the_docs_limits_say_the_held_out_figures() -> None:
     gaps = sorted(both - sum(got == row[who] for (_, _, got), row in zip(pairs, labels)) for who in ("first", "second"))
     low, high = (round(100 * gap / len(labels)) for gap in gaps)
     assert f"they agree with each labeller {low} to {high} points less often than the two labellers" in text
+    for cause in CAUSES:
+        labelled = sum(label == cause for _, label, _ in pairs)
+        hit = sum(label == got == cause for _, label, got in pairs)
+        named = f"`{cause}` (recall {hit / labelled if labelled else 0:.2f} of {labelled})"
+        assert (named in text) == (labelled > 0 and hit < 0.6 * labelled), named
 
 
 @needs_reference
@@ -510,6 +515,32 @@ def test_an_error_in_a_file_the_agent_edited_is_the_agents_not_the_repositorys()
     )
     cause = cause_of(run(0, "", CLONE), edit, run(2, TRACE + "KeyError: 'label'"))
     assert (cause.cause, cause.step, cause.quote) == ("no_experiment", 2, "KeyError: 'label'")
+
+
+def test_a_script_line_an_edit_broke_is_the_agents_unless_a_program_failed_before_it() -> None:
+    edit = step(
+        1,
+        Action(type="edit", content="proj/run.sh\n<<<BEFORE_EDIT>>>\na \\\n<<<AFTER_EDIT>>>\na\n"),
+        "Edit was successful.",
+    )
+    broken = "proj/run.sh: line 25: --logging_steps: command not found"
+    alone = cause_of(run(0, "", CLONE), edit, run(2, broken, "!bash proj/run.sh"))
+    assert (alone.cause, alone.quote) == ("no_experiment", broken)
+    # The program before the broken line ran and failed: that ended the run, the stray option came after it.
+    driver = "RuntimeError: Found no NVIDIA driver on your system"
+    after = cause_of(run(0, "", CLONE), edit, run(2, TRACE + driver + "\n" + broken, "!bash proj/run.sh"))
+    assert (after.cause, after.quote) == ("compute", driver)
+
+
+def test_a_model_named_by_a_path_is_a_local_folder_missing_and_a_hub_id_a_resource() -> None:
+    hf = (
+        "OSError: We couldn't connect to 'https://huggingface.co' to load this model, couldn't find it in the cached "
+        "files and it looks like {} is not the path to a directory containing a file named config.json."
+    )
+    # A hub's ids have one slash at most: a deeper name is a folder the agent's run never wrote.
+    for local in ("outputs/run-1/checkpoint-1", "./model", "/content/out/model"):
+        assert cause_of(run(0, "", CLONE), run(1, TRACE + hf.format(local))).cause == "no_experiment", local
+    assert cause_of(run(0, "", CLONE), run(1, TRACE + hf.format("someone/model"))).cause == "resource"
 
 
 def test_an_exception_of_any_name_is_read_from_its_traceback_ansi_and_all() -> None:

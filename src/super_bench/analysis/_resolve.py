@@ -43,7 +43,12 @@ _NOT_PAST: dict[str, str] = {"resource": "repository_error"}
 _PASSED = ("ModuleNotFoundError", "ImportError", "command:", "404")
 _MISSING_PATH = re.compile(r"No such file or directory: '(?P<path>[^']+)'")
 # A local file or folder not there (not a model or dataset id that no hub knows).
-_LOCAL_MISSING = re.compile(r"No such file or directory|does not exist|not exist|doesn't exist|FileNotFoundError", re.I)
+_LOCAL_MISSING = re.compile(
+    r"No such file or directory|does not exist|not exist|doesn't exist|FileNotFoundError|"
+    # A model named by a path (``outputs/run/checkpoint-1``, ``./model``): a hub's ids have one slash at most.
+    r"it looks like (?:\.{0,2}/|[^\s/']+/[^\s/']+/)\S* is not the path to a directory",
+    re.I,
+)
 # A fetch that failed: a server's refusal or error, or no route to it.
 _FETCH_FAILED = re.compile(
     r"ERROR [45]\d\d\b|HTTP Error [45]\d\d|[45]\d\d (?:Client|Server) Error|\b[45]\d\d: (?:Not Found|Forbidden|"
@@ -79,7 +84,12 @@ class Run:
     @property
     def final(self) -> Problem | None:
         """The problem that ended the run: the last one shown (those before it, the run got past)."""
-        return next((p for p in reversed(self.problems) if p.kind != "early"), None)
+        real = [p for p in self.problems if p.kind != "early"]
+        # A script line its edit broke (``run.sh: line 25: --lr: command not found``) after a program that ran
+        # and failed: that failure, not the stray option, ended the run.
+        while len(real) > 1 and real[-1].key == "broken-script":
+            real.pop()
+        return real[-1] if real else None
 
 
 @dataclass
