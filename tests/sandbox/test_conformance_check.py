@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -94,7 +95,8 @@ class BrokenSandbox(ProcessSandbox):
 @pytest.fixture(scope="module")
 def plugin_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtual environment that sees the harness as an editable install does (a .pth file naming its
-    source folder) and has the docs' plug-in installed by pip, registered by the docs' entry-point table."""
+    source folder, and the packages it depends on) and has the docs' plug-in installed by pip, registered by
+    the docs' entry-point table."""
     tomllib = pytest.importorskip("tomllib")
     source, table = doc_blocks()
     entry_points = tomllib.loads(table)["project"]["entry-points"]
@@ -108,7 +110,12 @@ def plugin_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = root / "venv"
     subprocess.run([sys._base_executable, "-m", "venv", "--system-site-packages", "--without-pip", venv], check=True)
     (site,) = venv.glob("lib/python*/site-packages")
-    (site / "super_bench_source.pth").write_text(f"{Path(super_bench.__file__).parents[1]}\n")
+    # The harness's own dependencies come from the environment running the tests, not from the base
+    # interpreter's packages, which need not have them (a .pth "import" line runs site.addsitedir there).
+    deps = sysconfig.get_paths()["purelib"]
+    (site / "super_bench_source.pth").write_text(
+        f"{Path(super_bench.__file__).parents[1]}\nimport site; site.addsitedir({deps!r})\n"
+    )
     wheel = tiny_wheel(
         root,
         package,
