@@ -18,6 +18,7 @@ from super_bench.analysis import CAUSES, FailureCause, analyze_failure
 from super_bench.analysis._judge import digest
 from super_bench.analysis._lines import traceback_ends
 from super_bench.analysis._signals import repository_dirs
+from super_bench.construct.mask import _LEFT
 from super_bench.reading import read_trajectory, strip_ansi
 from super_bench.runner.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
 from super_bench.scoring import Metrics, answer_provenance
@@ -541,6 +542,32 @@ def test_a_model_named_by_a_path_is_a_local_folder_missing_and_a_hub_id_a_resour
     for local in ("outputs/run-1/checkpoint-1", "./model", "/content/out/model"):
         assert cause_of(run(0, "", CLONE), run(1, TRACE + hf.format(local))).cause == "no_experiment", local
     assert cause_of(run(0, "", CLONE), run(1, TRACE + hf.format("someone/model"))).cause == "resource"
+
+
+DEPENDENCIES = "Train on the data. Now, you should install all required dependencies, then run train.py."
+
+
+def test_in_a_dependencies_task_a_library_of_another_version_is_the_environment() -> None:
+    api = TRACE + "AttributeError: 'GradientState' object has no attribute '_set_end_of_dataloader'"
+    ended = (run(0, "", CLONE), run(1, api))
+    assert cause_of(*ended).cause == "repository_error"  # where the environment was not the agent's part
+    assert cause_of(*ended, query=DEPENDENCIES).cause == "environment"
+    ours = f"Some steps were run for you. What is left to you: {_LEFT['dependencies']}."  # `construct mask`'s
+    assert cause_of(*ended, query=ours).cause == "environment"
+    # Patched around, then the agent's own code failed: installing the right version was the task.
+    edit = step(2, Action(type="edit", content="proj/train.py\n<<<BEFORE_EDIT>>>\na\n<<<AFTER_EDIT>>>\nb"), "Edit ok.")
+    moved = TRACE + "ImportError: cannot import name 'cached_path' from 'transformers.file_utils'"
+    patched = (run(0, "", CLONE), run(1, moved), edit, run(3, TRACE + "TypeError: Object of type ndarray"))
+    cause = cause_of(*patched, query=DEPENDENCIES)
+    assert (cause.cause, cause.step, cause.quote) == ("environment", 1, moved.rsplit("\n", 1)[1])
+    assert cause_of(*patched).cause == "no_experiment"
+    # What comes before a wrong version still does: the hardware, a clean run the budget cut short.
+    slow = run(2, "epoch 1: 3%", outcome="timeout")
+    assert cause_of(run(0, "", CLONE), run(1, api), slow, query=DEPENDENCIES).cause == "compute"
+    clean = cause_of(
+        run(0, "", CLONE), run(1, api), run(2, "accuracy 0.71"), query=DEPENDENCIES, stop_reason="max_tokens"
+    )
+    assert clean.cause == "compute"
 
 
 def test_an_exception_of_any_name_is_read_from_its_traceback_ansi_and_all() -> None:

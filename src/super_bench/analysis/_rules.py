@@ -7,8 +7,11 @@ In order (docs/failure-analysis.md tells it with examples):
    landmarks and entrypoint (those it defines) were all missed, so that what ran was not the experiment.
 3. Else ``no_experiment`` where the episode ended on a script the agent wrote itself (``_substitute``).
 4. Else the blockers never resolved (see ``_resolve``): ``environment`` before ``resource`` before
-   ``compute`` before ``repository_error``, as each can cause the next.
-5. Else a budget stop right after a run that went through is ``compute``; anything else ``no_experiment``.
+   ``compute`` before ``repository_error``, as each can cause the next. Where the task asked the agent to
+   install the dependencies, a failure of a library of another version (even one patched around) is
+   ``environment`` before the agent's or the repository's errors.
+5. Else a budget stop right after a run that went through is ``compute``; else such a failure of a dependencies
+   task ``environment``; anything else ``no_experiment``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import re
 
 from super_bench._names import BUDGET_STOPS
 from super_bench.analysis._model import QUOTE_CHARS, Cause, FailureCause, fully_succeeded
-from super_bench.analysis._resolve import Blocker, blockers, runs
+from super_bench.analysis._resolve import Blocker, Run, blockers, runs
 from super_bench.analysis._signals import last_line, strip_ansi
 from super_bench.analysis._substitute import substitute
 from super_bench.reading import FAILED_EDIT, Deed, read_trajectory
@@ -37,6 +40,11 @@ _UNAVAILABLE = re.compile(
     re.I,
 )
 _THOUGHT_CHARS = 4000
+# A task whose part left to the agent is its environment (SUPER's Masked "dependencies" tasks, and ours).
+_ASKS_DEPENDENCIES = re.compile(r"\binstall (?:all |the )?(?:required )?dependencies\b", re.I)
+_QUERY_CHARS = 20_000
+# What a library of another version raises in code written for the one it expected.
+_WRONG_VERSION = ("AttributeError", "TypeError", "ImportError", "ModuleNotFoundError")
 _REASONS = {
     "environment": "installing or importing a dependency failed and was never fixed",
     "resource": "a file, dataset or model the run needs could not be had",
@@ -129,8 +137,12 @@ def analyze_failure(
             "repository's: no run of the experiment asked for went through",
         )
     found = blockers(steps, every, _given(trajectory))
-    if found:
-        best = min(found, key=lambda b: (_PRIORITY[b.cause], b.first))
+    best = min(found, key=lambda b: (_PRIORITY[b.cause], b.first)) if found else None
+    # Below the environment, a resource and compute: the agent's or the repository's error, or no run at all.
+    wrong = _wrong_version(trajectory, every) if best is None or _PRIORITY[best.cause] >= 3 else None
+    if wrong is not None and best is not None:
+        return wrong
+    if best is not None:
         return _cause(
             best.cause, best.step, best.line, best.confidence, (best.reason or _REASONS[best.cause]) + best.note
         )
@@ -156,6 +168,8 @@ def analyze_failure(
             0.6,
             f"the run went through (step {last.step.index}), then the {trajectory.stop_reason} budget ran out",
         )
+    if wrong is not None:
+        return wrong
     if last is not None and last.problems:
         problem = last.problems[-1]
         return _cause(
@@ -165,6 +179,27 @@ def analyze_failure(
     end = valid[-1] if valid else None
     line = last_line(end.raw_output) if end is not None else ""
     return _cause("no_experiment", end, line, 0.4, "no run of the experiment went through")
+
+
+def _wrong_version(trajectory: Trajectory, every: list[Run]) -> FailureCause | None:
+    """Where the task asked the agent to install the dependencies: ``environment``, at the episode's last failure
+    that a library of another version makes (an install or import that failed, an API the installed library
+    lacks), even one the agent then patched around: setting up the environment was its part of the task."""
+    if not _ASKS_DEPENDENCIES.search(trajectory.query[:_QUERY_CHARS]):
+        return None
+    for run in reversed(every):
+        for problem in reversed(run.problems):
+            name = problem.line.split(":", 1)[0].rsplit(".", 1)[-1]
+            if problem.kind == "environment" or (problem.kind == "repository_error" and name in _WRONG_VERSION):
+                return _cause(
+                    "environment",
+                    run.step,
+                    problem.line,
+                    0.6,
+                    "the task asked for the dependencies to be installed, and a run failed as a library of another "
+                    f"version fails (step {run.step.index}): the environment was never set right",
+                )
+    return None
 
 
 def _given(trajectory: Trajectory) -> list[str]:
