@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.helpers import step, trajectory
 
-from super_bench.analysis import _resolve, analyze_failure
+from super_bench.analysis import _resolve, _signals, analyze_failure
 from super_bench.analysis._resolve import _NOT_PAST, _PASSED, Run, _Installed, _norm, _resolutions
 from super_bench.analysis._signals import Problem
 from super_bench.scoring import Metrics
@@ -170,3 +170,37 @@ def test_addresses_shown_are_gathered_in_one_pass_and_only_those_asked_about_are
         counts.append(scans[0])
     assert kept == [0, 0]  # 500 addresses in each output, none of them one the agent fetched
     assert counts[1] <= 4 * counts[0] + 10, counts  # four times the steps, four times the scans
+
+
+def test_a_flood_of_failed_lookups_reads_the_command_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ``KeyError`` is checked against the values the command passed: those are read from the command once
+    per step, not once per error line (a command can be 100,000 characters, an output millions of lines)."""
+    reads = [0]
+    command = _signals.command
+
+    def counted(s: Any) -> str:
+        reads[0] += 1
+        return command(s)
+
+    monkeypatch.setattr(_signals, "command", counted)
+    block = 'Traceback (most recent call last):\n  File "/content/proj/train.py", line 3, in <module>\n'
+    code = "!python proj/train.py --dataset custom " + " ".join(f"--x{i} v{i}" for i in range(150))
+    for lookups in (10, 1000):
+        reads[0] = 0
+        output = "".join(f"{block}KeyError: 'k{i}'\n" for i in range(lookups)) + block + "KeyError: 'custom'"
+        found = _signals.problems(step(1, {"type": "execute", "content": code}, output), {"proj"})
+        assert found[-1].kind == "agent" and found[-2].kind == "repository_error"
+        assert reads[0] <= 3, reads  # pip_specs reads it too
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.from_regex(r"[A-Za-z_][\w-]{0,12}", fullmatch=True),
+    st.from_regex(r"[\w./:-]{1,20}", fullmatch=True),
+    st.lists(st.from_regex(r"[^\s]{1,10}", fullmatch=True), max_size=5),
+)
+def test_a_value_passed_by_name_is_found_in_any_of_its_forms(name: str, value: str, around: list[str]) -> None:
+    for form in (f"--{name} {value}", f"-{name} '{value}'", f"--{name}={value}", f'{name}="{value}"'):
+        code = " ".join([*around, "python", "train.py", form, *around])
+        assert value in _signals._passed_values(code), code
+    assert value not in _signals._passed_values(f"python train.py {value}")  # given by place, not by name

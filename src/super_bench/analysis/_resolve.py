@@ -34,7 +34,8 @@ from super_bench.trajectory import Step
 _CAUSES: tuple[str, ...] = ("environment", "resource", "compute", "repository_error", "agent")
 # An error in code the agent changed is its own: the experiment was never run as it stands.
 _AS_CAUSE: dict[str, Cause] = {"agent": "no_experiment"}
-_VERSION_MISMATCH = ("AttributeError", "TypeError")
+# What a library of another version raises in code written for the one it expected.
+VERSION_MISMATCH = ("AttributeError", "TypeError")
 # Problems a later run gets past only by ending on something other than a failure of the given kind: a file that
 # was missing, got round so that the repository's code then failed (on empty data, or a stand-in for it).
 _NOT_PAST: dict[str, str] = {"resource": "repository_error"}
@@ -273,7 +274,7 @@ def _installs(steps: list[Step], attempts: list[Run], unresolved: list[Blocker])
     mismatch = [
         b
         for b in unresolved
-        if b.first > first and (b.cause == "environment" or b.line.split(":", 1)[0].endswith(_VERSION_MISMATCH))
+        if b.first > first and (b.cause == "environment" or b.line.split(":", 1)[0].endswith(VERSION_MISMATCH))
     ]
     if ran_after and not mismatch:
         return []

@@ -20,7 +20,7 @@ import re
 
 from super_bench._names import BUDGET_STOPS
 from super_bench.analysis._model import QUOTE_CHARS, Cause, FailureCause, fully_succeeded
-from super_bench.analysis._resolve import Blocker, Run, blockers, runs
+from super_bench.analysis._resolve import VERSION_MISMATCH, Blocker, Run, blockers, runs
 from super_bench.analysis._signals import last_line, strip_ansi
 from super_bench.analysis._substitute import substitute
 from super_bench.reading import FAILED_EDIT, Deed, read_trajectory
@@ -43,8 +43,6 @@ _THOUGHT_CHARS = 4000
 # A task whose part left to the agent is its environment (SUPER's Masked "dependencies" tasks, and ours).
 _ASKS_DEPENDENCIES = re.compile(r"\binstall (?:all |the )?(?:required )?dependencies\b", re.I)
 _QUERY_CHARS = 20_000
-# What a library of another version raises in code written for the one it expected.
-_WRONG_VERSION = ("AttributeError", "TypeError", "ImportError", "ModuleNotFoundError")
 _REASONS = {
     "environment": "installing or importing a dependency failed and was never fixed",
     "resource": "a file, dataset or model the run needs could not be had",
@@ -189,8 +187,10 @@ def _wrong_version(trajectory: Trajectory, every: list[Run]) -> FailureCause | N
         return None
     for run in reversed(every):
         for problem in reversed(run.problems):
-            name = problem.line.split(":", 1)[0].rsplit(".", 1)[-1]
-            if problem.kind == "environment" or (problem.kind == "repository_error" and name in _WRONG_VERSION):
+            # A failed install or import is of kind environment already; an API the installed library lacks is
+            # raised in the repository's code.
+            api = problem.kind == "repository_error" and problem.line.split(":", 1)[0].endswith(VERSION_MISMATCH)
+            if problem.kind == "environment" or api:
                 return _cause(
                     "environment",
                     run.step,

@@ -156,6 +156,7 @@ def problems(
     found: list[Problem] = []
     installing = bool(pip_specs(step))
     frames: list[str] = []
+    passed: frozenset[str] | None = None  # the values the step's command passes by name, read once if asked
     for found_line, traced in read_lines(text):
         raw = strip_ansi(found_line[: LINE_CHARS * 2])
         line = raw.strip()[:LINE_CHARS]
@@ -167,8 +168,12 @@ def problems(
         if problem is not None:
             if problem.kind in ("repository_error", "early") and _in_edited(frames, line, edited):
                 problem = Problem("agent", problem.key, line, step.index)
-            elif problem.kind == "repository_error" and _asked_unknown(line, step):
-                problem = Problem("agent", f"asked:{problem.key}", line, step.index)
+            elif problem.kind == "repository_error" and (lookup := _KEY_ERROR.match(line)) is not None:
+                # A lookup of a name the agent itself passed (``KeyError: 'custom'`` from ``--dataset custom``):
+                # the code does not know what it was asked for, so the agent's command is at fault.
+                passed = _passed_values(command(step)) if passed is None else passed
+                if lookup.group("key") in passed:
+                    problem = Problem("agent", f"asked:{problem.key}", line, step.index)
             found.append(problem)
             if problem.kind not in ("early", "other") or _EXCEPTION.match(line) or traced:
                 frames = []
@@ -191,14 +196,18 @@ def problems(
     return found
 
 
-def _asked_unknown(line: str, step: Step) -> bool:
-    """Whether the error is a lookup of a name the agent itself passed the program (``KeyError: 'custom'`` from
-    ``--dataset custom``): the code does not know what it was asked for, so the agent's command is at fault."""
-    found = _KEY_ERROR.match(line)
-    if found is None:
-        return False
-    name = found.group("key")
-    return re.search(rf"(?:\s--?[\w-]+[\s=]|[\w-]=)['\"]?{re.escape(name)}['\"]?(?:\s|$)", command(step)) is not None
+def _passed_values(code: str) -> frozenset[str]:
+    """The values a command passes by name: ``--dataset custom``, ``--dataset=custom``, ``dataset=custom``. Read
+    once per step, however many lookups its output shows failing."""
+    words = code.split()
+    values: set[str] = set()
+    for i, word in enumerate(words):
+        name, equals, value = word.partition("=")
+        if equals and name and (name[-1].isalnum() or name[-1] in "_-"):
+            values.add(value.strip("'\""))
+        elif word.startswith("-") and i + 1 < len(words):
+            values.add(words[i + 1].strip("'\""))
+    return frozenset(values)
 
 
 def _in_edited(frames: list[str], line: str, edited: frozenset[str]) -> bool:

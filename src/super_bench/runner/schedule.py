@@ -28,10 +28,7 @@ _EPSILON = 1e-9
 def finish(order: Sequence[int], seconds: Sequence[float], workers: int) -> float:
     """When the last task ends if ``workers`` take the tasks of ``order`` as they free, each as long as its
     estimate."""
-    free = [0.0] * max(1, workers)
-    for i in order:
-        heapq.heappush(free, heapq.heappop(free) + seconds[i])
-    return max(free)
+    return max(sum(seconds[i] for i in share) for share in _assign(order, seconds, max(1, workers)))
 
 
 def plan(seconds: Sequence[float], workers: int) -> list[int]:
@@ -46,7 +43,7 @@ def plan(seconds: Sequence[float], workers: int) -> list[int]:
     return longest
 
 
-def _assign(order: list[int], seconds: Sequence[float], workers: int) -> list[list[int]]:
+def _assign(order: Sequence[int], seconds: Sequence[float], workers: int) -> list[list[int]]:
     """Each worker's tasks when they take ``order`` as they free."""
     shares: list[list[int]] = [[] for _ in range(workers)]
     free = [(0.0, w) for w in range(workers)]
