@@ -516,6 +516,14 @@ def test_an_error_in_a_file_the_agent_edited_is_the_agents_not_the_repositorys()
     )
     cause = cause_of(run(0, "", CLONE), edit, run(2, TRACE + "KeyError: 'label'"))
     assert (cause.cause, cause.step, cause.quote) == ("no_experiment", 2, "KeyError: 'label'")
+    # Changed by the shell alone (``sed -i``, a redirection), with no edit command in the episode: the same.
+    for change in ("!sed -i 's/cuda/cpu/' proj/train.py", "!cat > proj/train.py << EOF\nimport x\nEOF"):
+        shell = cause_of(run(0, "", CLONE), run(1, "", change), run(2, TRACE + "KeyError: 'label'"))
+        assert (shell.cause, shell.step) == ("no_experiment", 2), change
+    untouched = cause_of(
+        run(0, "", CLONE), run(1, "", "!sed -i 's/cuda/cpu/' proj/eval.py"), run(2, TRACE + "KeyError: 'x'")
+    )
+    assert untouched.cause == "repository_error"
 
 
 def test_a_script_line_an_edit_broke_is_the_agents_unless_a_program_failed_before_it() -> None:

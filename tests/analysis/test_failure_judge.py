@@ -135,6 +135,35 @@ def test_agent_text_of_any_kind_stays_inside_the_data_block(agent_text: str) -> 
     assert data.rstrip().endswith(f"</{shown.tag}>")
 
 
+def test_the_digest_shows_what_each_step_did_the_files_changed_and_the_tasks_asks() -> None:
+    """What the classes turn on: an error through a file the agent changed is the agent's, refused edits count
+    where they kept the experiment from running, and a data limit the task asked for sits at its end."""
+    ask = "Only load the first 10 rows of each set in the dataset."
+    traj = trajectory(
+        step(0, Action.execute("!git clone https://github.com/someone/proj.git"), "Cloning into 'proj'..."),
+        step(1, Action.execute("!sed -i 's/cuda/cpu/' proj/train.py"), ""),
+        step(2, Action.execute("!python proj/train.py"), TRACE + "KeyError: 'label'"),
+        query="Train the model. " + "Details of the setup. " * 40 + ask,
+    )
+    text = digest(traj, analyze_failure(traj, FAILED)).text  # type: ignore[arg-type]
+    assert "files the agent changed: train.py" in text
+    assert "step 2: ran train.py" in text
+    assert ask in text
+    untouched = digest(episode(), rules(episode())).text
+    assert "files the agent changed: (none)" in untouched and "step 1: " in untouched
+
+
+def test_the_digest_is_bounded_whatever_the_episode() -> None:
+    flood = [
+        step(i, Action.execute(f"!echo x > out_{i}_{'n' * 50}.py && python out_{i}_{'n' * 50}.py"), "E" * 10_000)
+        for i in range(2000)
+    ]
+    traj = trajectory(*flood, query="Q" * 100_000)
+    text = digest(traj, analyze_failure(traj, FAILED)).text  # type: ignore[arg-type]
+    assert len(text) < 20_000
+    assert "step 1999: " in text and "step 1919: " not in text  # the outline's last 80 steps
+
+
 def test_the_same_trajectory_asks_the_same_question() -> None:
     """The tag is the data's own hash, not a fresh random one: the model's reply cache still serves a repeat."""
     traj = episode()

@@ -114,18 +114,18 @@ def runs(deeds: list[Deed]) -> list[Run]:
     local = local_names(steps)
     found: list[Run] = []
     current: frozenset[str] = frozenset()
-    # The files edited before each step, gathered as the steps go by (once each: analysis stays linear).
-    edited: set[str] = set()
-    any_edit = False
+    # The files edited before each step, gathered as the steps go by (once each, and copied only when one is
+    # added: analysis stays linear).
+    before: frozenset[str] = frozenset()
     for deed in deeds:
-        before = frozenset(edited) if any_edit else frozenset()
         if deed.kind == "run" or (deed.kind == "install" and deed.runs):
             current = deed.runs
             found.append(Run(deed.step, current, problems(deed.step, repos, local, before)))
         elif deed.kind == "wait" and current:
             found.append(Run(deed.step, current, problems(deed.step, repos, local, before)))
-        edited |= edited_files([deed])
-        any_edit = any_edit or deed.kind == "edit"
+        changed = edited_files([deed])
+        if not changed <= before:
+            before = before | changed
     return found
 
 
