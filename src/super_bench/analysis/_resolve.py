@@ -114,18 +114,16 @@ def runs(deeds: list[Deed]) -> list[Run]:
     local = local_names(steps)
     found: list[Run] = []
     current: frozenset[str] = frozenset()
-    # The files edited before each step, gathered as the steps go by (once each, and copied only when one is
-    # added: analysis stays linear).
-    before: frozenset[str] = frozenset()
+    # The files edited before each step, gathered as the steps go by and read in place by each run's problems
+    # (never copied: analysis stays linear in the episode, however many files it changes).
+    edited: set[str] = set()
     for deed in deeds:
         if deed.kind == "run" or (deed.kind == "install" and deed.runs):
             current = deed.runs
-            found.append(Run(deed.step, current, problems(deed.step, repos, local, before)))
+            found.append(Run(deed.step, current, problems(deed.step, repos, local, edited)))
         elif deed.kind == "wait" and current:
-            found.append(Run(deed.step, current, problems(deed.step, repos, local, before)))
-        changed = edited_files([deed])
-        if not changed <= before:
-            before = before | changed
+            found.append(Run(deed.step, current, problems(deed.step, repos, local, edited)))
+        edited |= edited_files([deed])
     return found
 
 

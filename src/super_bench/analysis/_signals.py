@@ -11,6 +11,7 @@ by an edit) stop a program before it runs: they say nothing about the errors it 
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
@@ -146,7 +147,7 @@ def _requirement(word: str) -> bool:
 
 
 def problems(
-    step: Step, repos: set[str], local: frozenset[str] = frozenset(), edited: frozenset[str] = frozenset()
+    step: Step, repos: set[str], local: frozenset[str] = frozenset(), edited: AbstractSet[str] = frozenset()
 ) -> list[Problem]:
     """The problems one step's output shows, in the order they appear. ``local``: the names of the
     folders the agent works in (see ``local_names``): a module of that name is the repository's own.
@@ -210,7 +211,7 @@ def _passed_values(code: str) -> frozenset[str]:
     return frozenset(values)
 
 
-def _in_edited(frames: list[str], line: str, edited: frozenset[str]) -> bool:
+def _in_edited(frames: list[str], line: str, edited: AbstractSet[str]) -> bool:
     """Whether the error came through a file the agent changed (any frame of code outside the libraries: its
     change may have passed the repository's code what breaks it), or broke a shell script it changed
     (``run.sh: line 25: --lr: command not found``)."""
