@@ -31,13 +31,23 @@ from super_bench.sandbox.lifetime.supervisor import watchdog_command
 from super_bench.sandbox.limits.memory import cgroup_parent
 
 
-def rows(kills: int, epochs: int, seed: int, sandbox: str, after: tuple[float, float] = (5, 25)) -> list[Row]:
+def rows(
+    kills: int,
+    epochs: int,
+    seed: int,
+    sandbox: str,
+    after: tuple[float, float] = (5, 25),
+    resume_timeout: float | None = None,
+) -> list[Row]:
+    """``resume_timeout``: seconds the last resume may take, after which it is stopped and what each of its threads
+    was doing is raised (a hang named, not a run that never ends)."""
     chance = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="bench-chaos-") as folder:
         base = Path(folder)
         tmp = base / "tmp"
         tmp.mkdir()
-        env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "120"}
+        # Python's fault handler prints every thread's stack on SIGABRT: what a resume that hangs was waiting on.
+        env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "120", "PYTHONFAULTHANDLER": "1"}
         common = [*super_bench(), "run", "--sandbox", sandbox, "--workers", "2", "--epochs", str(epochs)]
         common += ["--memory-limit", f"{LIMIT_MIB}m"]
         clean = base / "clean"
@@ -55,7 +65,7 @@ def rows(kills: int, epochs: int, seed: int, sandbox: str, after: tuple[float, f
             harness.kill()
             harness.wait()
             print(f"kill {attempt + 1}: {_count(out)} rows", file=sys.stderr)
-        final = subprocess.run([*common, "--out", str(out)], env=env, capture_output=True, text=True)
+        final = _resume([*common, "--out", str(out)], env, base / "resume.err", resume_timeout)
         time.sleep(2)  # the watchdogs of the killed attempts end theirs
         kept, clean_rows = scored_rows(out), scored_rows(clean)
         leftover_cgroups = _task_cgroups() - cgroups_before
@@ -67,6 +77,25 @@ def rows(kills: int, epochs: int, seed: int, sandbox: str, after: tuple[float, f
             Row("chaos", "task memory cgroups left", str(len(leftover_cgroups))),
             Row("chaos", "processes left", str(len(pids_with(str(tmp), environment=True)))),
         ]
+
+
+def _resume(argv: list[str], env: dict[str, str], log: Path, timeout: float | None) -> subprocess.Popen[bytes]:
+    """The last resume, run to its end, its standard error in ``log`` (a file, not a pipe: the tasks it leaves
+    could hold a pipe open after it ended). Past ``timeout``: its threads' stacks, raised."""
+    with log.open("wb") as err:
+        process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            process.wait(timeout)
+            return process
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    stacks = log.read_text(encoding="utf-8", errors="replace")[-12_000:]
+    raise RuntimeError(f"the last resume did not end in {timeout:g} s; what it was doing:\n{stacks}")
 
 
 def _count(out: Path) -> int:

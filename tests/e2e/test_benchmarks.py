@@ -173,7 +173,9 @@ def test_the_mcp_benchmark_times_tool_calls_beside_the_same_steps_in_process(ben
 def test_the_chaos_benchmark_kills_resumes_and_counts_what_is_left(benchmarks: ModuleType) -> None:
     import bench_chaos
 
-    rows = {r.case: r for r in bench_chaos.rows(kills=1, epochs=1, seed=0, sandbox="local", after=(4, 6))}
+    # A resume takes seconds; one that hangs is stopped with its threads' stacks, well inside the test's timeout.
+    ended = bench_chaos.rows(kills=1, epochs=1, seed=0, sandbox="local", after=(4, 6), resume_timeout=150)
+    rows = {r.case: r for r in ended}
     assert rows["1 SIGKILLs + resumes: exit status of the last resume"].ours == "0"
     assert rows["rows (clean run)"].ours == "9 (9)" and rows["rows equal to the clean run's"].ours == "9"
     for case in ("super-bench-* temporary folders left", "task memory cgroups left", "processes left"):
