@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,13 +20,26 @@ def cache_dir() -> Path:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path``, made if missing, never opened through a symbolic link (whoever
     could plant one there could point it at a file of the harness's). The lock goes with its holder: a process
-    that dies releases it. Raises ``OSError`` where the file cannot be opened."""
+    that dies releases it. Raises ``OSError`` where the file cannot be opened, and ``TimeoutError`` (an
+    ``OSError`` too) where ``timeout`` seconds pass without the lock: a holder that is stopped, not dead, would
+    otherwise keep every waiter waiting."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if timeout is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError(f"{path} stayed locked by another process for {timeout:g} s") from None
+                    time.sleep(0.05)
         yield
     finally:
         os.close(fd)  # closing the last descriptor releases the lock

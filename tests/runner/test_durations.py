@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +147,27 @@ def test_a_cache_that_cannot_be_written_warns_and_loses_nothing_else(
         durations.save()
     assert "could not record the tasks' durations" in caplog.text
     assert blocked.read_text() == ""
+
+
+def test_a_lock_held_too_long_is_waited_for_a_bounded_time_then_the_run_goes_without(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process that holds the lock and is stopped (not dead: death releases it) never keeps a run from
+    ending; a save after it lets go records as ever."""
+    monkeypatch.setattr(durations_module, "_LOCK_WAIT", 0.3)
+    path = tmp_path / "durations.json"
+    durations = Durations("gold", path)
+    durations.learn(tasks("a"), [finished("a", 1.0)])
+    holder = os.open(path.with_name("durations.json.lock"), os.O_RDWR | os.O_CREAT)  # another open file: another holder
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        with caplog.at_level(logging.WARNING):
+            durations.save()
+        assert "stayed locked by another process for 0.3 s" in caplog.text and not path.exists()
+    finally:
+        os.close(holder)
+    durations.save()
+    assert Durations("gold", path).estimate(make_task("a")) == 1.0
 
 
 def test_a_link_planted_as_the_lock_file_is_not_followed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

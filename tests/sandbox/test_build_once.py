@@ -4,9 +4,11 @@ before have."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
+import os
 import stat
 import threading
 import zipfile
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from super_bench.sandbox.lifetime import build_cache
 from super_bench.sandbox.lifetime.build_cache import build_into, build_once, is_built
 from super_bench.sandbox.packages.store import PackageStore
 
@@ -85,6 +88,23 @@ def test_a_link_planted_as_the_lock_file_is_not_followed(tmp_path: Path) -> None
     (target.parent / ".abc.lock").symlink_to(victim)  # opened for the lock, it would make the file it names
     assert build_into(target, lambda into: (into / "whole").write_text("whole")) == target
     assert (target / "whole").is_file() and not victim.exists()
+
+
+def test_a_lock_held_past_the_wait_is_taken_for_stuck_and_the_build_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A holder stopped rather than dead (or agent code that took the lock) keeps it: a builder waits a bounded
+    time, then builds alone, the rename into place keeping the result whole."""
+    monkeypatch.setattr(build_cache, "_BUILD_WAIT", 0.3)
+    target = tmp_path / "kind" / "abc"
+    target.parent.mkdir()
+    holder = os.open(target.parent / ".abc.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        assert build_into(target, lambda into: (into / "whole").write_text("whole")) == target
+        assert (target / "whole").is_file() and beside(target) == ["abc"]
+    finally:
+        os.close(holder)
 
 
 def test_folders_built_before_are_found_by_their_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

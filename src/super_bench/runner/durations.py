@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 VERSION = 1
 KEEP = 20_000  # tasks remembered; the ones timed longest ago are forgotten first
+# A save holds the lock for milliseconds: a run waits this long for another's, then goes without recording (a
+# holder stopped rather than dead would otherwise keep every run on the machine from ending).
+_LOCK_WAIT = 10.0
 
 
 class Timing(Model):
@@ -113,7 +116,7 @@ class Durations:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with file_lock(self.path.with_name(self.path.name + ".lock")):
+            with file_lock(self.path.with_name(self.path.name + ".lock"), timeout=_LOCK_WAIT):
                 known = _read(self.path)
                 for key, timing in self._new.items():
                     known.setdefault(key, {})[self.agent] = timing

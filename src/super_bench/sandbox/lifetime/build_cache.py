@@ -20,6 +20,9 @@ from super_bench._paths import cache_dir, file_lock
 
 # The file that marks a build finished (folders built before keep theirs: the name does not change).
 DONE_MARKER = ".complete"
+# How long a builder waits for another's build of the same thing (a kernel environment takes a minute or two):
+# past it the other is taken for stuck (stopped, or a lock that agent code took), and this one builds alone.
+_BUILD_WAIT = 900.0
 
 
 def readable_by_all(root: Path) -> None:
@@ -72,8 +75,8 @@ def _building(target: Path) -> Iterator[None]:
     """Held while ``target`` is built, by a lock file beside it."""
     with contextlib.ExitStack() as held:
         try:
-            held.enter_context(file_lock(target.parent / f".{target.name}.lock"))
-        except OSError:  # a lock file another user made, say: build alone, the first to finish winning
+            held.enter_context(file_lock(target.parent / f".{target.name}.lock", timeout=_BUILD_WAIT))
+        except OSError:  # a lock file another user made, or a holder stuck: build alone, the first to finish winning
             pass
         yield
 
