@@ -10,11 +10,12 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from tests.support.helpers import REFERENCE_TRAJECTORIES
 from tests.support.labelled import Split, failure_labels, provenance_labels
 
-from super_bench.analysis import analyze_failure
+from super_bench.analysis import FailureCause, analyze_failure
 from super_bench.runner.importer import METRICS_FILE, NOTEBOOK, recorded_metrics
 from super_bench.runner.paper_notebooks import notebook_trajectory
 from super_bench.scoring import answer_provenance
@@ -33,12 +34,18 @@ def _agent(run: str) -> str:
     return run.split("_", 1)[0]
 
 
+def rules_verdict(label: dict[str, Any]) -> tuple[Trajectory, FailureCause | None]:
+    """A labelled trajectory and the rules' verdict on it, from the metrics its run recorded."""
+    metrics, _ = recorded_metrics(REFERENCE_TRAJECTORIES / label["run"] / label["task_id"] / METRICS_FILE)
+    trajectory = load(label["run"], label["task_id"])
+    return trajectory, analyze_failure(trajectory, metrics)
+
+
 @cache
 def failure_pairs(split: Split) -> tuple[Pair, ...]:
     found = []
     for label in failure_labels(split):
-        metrics, _ = recorded_metrics(REFERENCE_TRAJECTORIES / label["run"] / label["task_id"] / METRICS_FILE)
-        cause = analyze_failure(load(label["run"], label["task_id"]), metrics)
+        _, cause = rules_verdict(label)
         found.append((_agent(label["run"]), label["cause"], cause.cause if cause is not None else "none"))
     return tuple(found)
 

@@ -21,14 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.progress import Progress
-from tests.support.helpers import REFERENCE_TRAJECTORIES
-from tests.support.judgements import Pair, load, report
+from tests.support.judgements import Pair, report, rules_verdict
 from tests.support.labelled import Split, failure_labels
 
-from super_bench.analysis import CAUSES, analyze_failure, judge_failure
+from super_bench.analysis import CAUSES, judge_failure
 from super_bench.errors import SuperBenchError
 from super_bench.models import ChatModel, ModelOptions, create_model
-from super_bench.runner.importer import METRICS_FILE, recorded_metrics
 
 
 @dataclass(frozen=True)
@@ -49,9 +47,7 @@ class Judged:
 
 
 def judge_one(label: dict[str, Any], model: ChatModel) -> Judged:
-    metrics, _ = recorded_metrics(REFERENCE_TRAJECTORIES / label["run"] / label["task_id"] / METRICS_FILE)
-    trajectory = load(label["run"], label["task_id"])
-    cause = analyze_failure(trajectory, metrics)
+    trajectory, cause = rules_verdict(label)
     if cause is None:  # every metric met: nothing for the judge to weigh
         return Judged(label["run"], label["task_id"], label["cause"], "none", "none", "rules", "")
     judged = judge_failure(trajectory, cause, model)
